@@ -1,0 +1,227 @@
+"""Runtime state of one invocation, handed down the agent tree."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from agents_core.config import RunConfig
+from agents_core.contracts import Usage
+from agents_core.events import Event, EventActions, EventType, Part
+from agents_core.exceptions import LimitExceededError
+
+if TYPE_CHECKING:
+    from agents_core.llm.resilience import BreakerRegistry
+    from agents_core.sessions.base import Session
+
+EventCallback = Callable[[Event], Awaitable[Event]]
+"""Sends an event to the runner out of band; returns it as stored (with its seq)."""
+
+
+@dataclass(slots=True)
+class CancellationToken:
+    """Cancels a running invocation from outside: the runner ends it with a cancelled event."""
+
+    reason: str | None = None
+    _cancelled: bool = False
+    _callbacks: list[Callable[[], object]] = field(default_factory=list)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self, reason: str = "cancelled by request") -> None:
+        if self._cancelled:
+            return
+        self._cancelled, self.reason = True, reason
+        for callback in self._callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], object]) -> None:
+        if self._cancelled:
+            callback()
+        else:
+            self._callbacks.append(callback)
+
+
+@dataclass(slots=True)
+class InvocationBudget:
+    """Counts what an invocation consumed and enforces ``RunConfig`` limits."""
+
+    config: RunConfig
+    steps: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def charge_step(self) -> None:
+        self.steps += 1
+        _check("max_steps", self.steps, self.config.max_steps, "agent steps")
+
+    def charge_model_call(self) -> None:
+        self.model_calls += 1
+        _check("max_model_calls", self.model_calls, self.config.max_model_calls, "model calls")
+
+    def charge_tool_calls(self, count: int) -> None:
+        self.tool_calls += count
+        _check("max_tool_calls", self.tool_calls, self.config.max_tool_calls, "tool calls")
+
+    def charge_usage(self, usage: Usage | None) -> None:
+        if usage is None:
+            return
+        self.usage = self.usage + usage
+        limit = self.config.max_tokens
+        if limit is not None and self.usage.total_tokens > limit:
+            raise LimitExceededError(
+                "max_tokens", f"token limit reached: {self.usage.total_tokens} > {limit} tokens"
+            )
+
+
+def _check(name: str, used: int, limit: int | None, what: str) -> None:
+    if limit is not None and used > limit:
+        raise LimitExceededError(name, f"limit reached: more than {limit} {what} ({name})")
+
+
+@dataclass(slots=True)
+class Invocation:
+    """What every agent of one invocation (one user turn) shares."""
+
+    id: str
+    run_config: RunConfig
+    budget: InvocationBudget
+    breakers: BreakerRegistry
+    event_callback: EventCallback
+    cancel_token: CancellationToken
+    end_requested: bool = False
+
+
+@dataclass(slots=True)
+class Context:
+    """What an agent sees while it runs. ``for_agent`` derives a child's context;
+    all contexts of an invocation share its ``Invocation``."""
+
+    session: Session
+    invocation: Invocation
+    agent_name: str = ""
+    branch: str | None = None
+    user_input: str = ""
+    """The message this agent is asked to handle: the user's, or its predecessor's output."""
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The session state, shared across the agent tree. Persist changes through
+        ``EventActions.state_delta``; direct writes are not stored."""
+        return self.session.state
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+    @property
+    def invocation_id(self) -> str:
+        return self.invocation.id
+
+    @property
+    def run_config(self) -> RunConfig:
+        return self.invocation.run_config
+
+    @property
+    def budget(self) -> InvocationBudget:
+        return self.invocation.budget
+
+    @property
+    def breakers(self) -> BreakerRegistry:
+        return self.invocation.breakers
+
+    @property
+    def event_callback(self) -> EventCallback:
+        return self.invocation.event_callback
+
+    @property
+    def end_invocation(self) -> bool:
+        """Set by an agent or tool to stop the whole invocation after the current step."""
+        return self.invocation.end_requested
+
+    @end_invocation.setter
+    def end_invocation(self, value: bool) -> None:
+        self.invocation.end_requested = value
+
+    def for_agent(self, name: str, *, user_input: str | None = None) -> Context:
+        """A context for agent ``name`` one level below this one (dotted branch)."""
+        branch = f"{self.branch}.{name}" if self.branch else name
+        return dataclasses.replace(
+            self,
+            agent_name=name,
+            branch=branch,
+            user_input=self.user_input if user_input is None else user_input,
+        )
+
+    def event(
+        self,
+        type: EventType,
+        *,
+        parts: list[Part] | None = None,
+        actions: EventActions | None = None,
+        **fields: Any,
+    ) -> Event:
+        """A new event stamped with this context's session, invocation, author and branch."""
+        return Event(
+            type=type,
+            invocation_id=self.invocation_id,
+            session_id=self.session.id,
+            author=self.agent_name,
+            branch=self.branch,
+            parts=parts or [],
+            actions=actions or EventActions(),
+            **fields,
+        )
+
+    def readonly(self) -> ReadonlyContext:
+        return ReadonlyContext(self)
+
+
+class ReadonlyContext:
+    """A read-only view for planners and instruction providers."""
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    @property
+    def state(self) -> Mapping[str, Any]:
+        return MappingProxyType(self._ctx.state)
+
+    @property
+    def agent_name(self) -> str:
+        return self._ctx.agent_name
+
+    @property
+    def branch(self) -> str | None:
+        return self._ctx.branch
+
+    @property
+    def invocation_id(self) -> str:
+        return self._ctx.invocation_id
+
+    @property
+    def session_id(self) -> str:
+        return self._ctx.session.id
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        return tuple(self._ctx.session.events)
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill_instruction(template: str, state: Mapping[str, Any]) -> str:
+    """Replace ``{key}`` with ``state[key]``; unknown keys stay as written."""
+    return _PLACEHOLDER.sub(
+        lambda m: str(state[m.group(1)]) if m.group(1) in state else m.group(0), template
+    )

@@ -1,0 +1,59 @@
+"""Value types shared by every layer of the SDK.
+
+These live outside the adapter packages (``llm``, ``tools``, ``sessions``) because
+each adapter speaks them and adapters never import one another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+
+
+class Contract(BaseModel):
+    """Base of every boundary model: unknown fields are an error, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Usage(Contract):
+    """Token usage of one model call (or a sum of several)."""
+
+    input_tokens: NonNegativeInt = 0
+    output_tokens: NonNegativeInt = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class ToolCall(Contract):
+    """A model's request to run one tool. ``id`` pairs it with its result."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(Contract):
+    """What one tool call produced; ``is_error`` results are shown to the model too."""
+
+    call_id: str = Field(min_length=1)
+    name: str
+    output: str
+    is_error: bool = False
+
+
+class ToolSchema(Contract):
+    """What a model is told about one tool: its name, purpose and JSON Schema arguments."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})

@@ -1,0 +1,153 @@
+"""The one error tree of ``agents_core``.
+
+Every error says how the runner must treat it, through its ``failure`` class
+attribute; the runner's retry / fail / continue decisions read nothing else::
+
+    AgentsCoreError
+    ├── ConfigurationError            terminal   bad agent, tool or run configuration
+    │   └── SpecError                 terminal   an AgentSpec that cannot be built (has .path)
+    ├── SessionError                  terminal
+    │   └── SessionNotFoundError      terminal
+    ├── ModelError                    terminal   the model call failed for good
+    │   ├── ModelRequestError         terminal   4xx other than 408/429: retrying cannot help
+    │   ├── ModelTimeoutError         retryable
+    │   ├── ModelRateLimitError       retryable
+    │   ├── ModelServerError          retryable  5xx
+    │   ├── ModelConnectionError      retryable
+    │   └── CircuitOpenError          terminal   the provider's breaker is open
+    ├── ToolError                     non-fatal  becomes an error tool result the model sees
+    │   ├── ToolNotFoundError         non-fatal
+    │   ├── ToolArgumentsError        non-fatal
+    │   ├── ToolTimeoutError          non-fatal
+    │   └── ToolExecutionError        non-fatal
+    ├── LimitExceededError            terminal   a fail-safe limit was reached (has .limit)
+    └── TelemetryError                non-fatal  a sink failed; the run never notices
+
+Errors that are not ``AgentsCoreError`` (bugs) are treated as terminal.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Failure(StrEnum):
+    """How the runner reacts to an error."""
+
+    RETRYABLE = "retryable"
+    """Try the same operation again, with backoff, up to the retry policy's limit."""
+    TERMINAL = "terminal"
+    """End the run with an error event."""
+    NON_FATAL = "non_fatal"
+    """Record it and carry on."""
+
+
+class AgentsCoreError(Exception):
+    """Base of every error raised by ``agents_core``."""
+
+    failure: Failure = Failure.TERMINAL
+    code: str = "error"
+    """A stable snake_case identifier, carried by error events."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigurationError(AgentsCoreError):
+    code = "configuration_error"
+
+
+class SpecError(ConfigurationError):
+    """An agent spec that cannot be built; ``path`` points inside the spec."""
+
+    code = "spec_error"
+
+    def __init__(self, message: str, *, path: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.path = path
+
+    def __str__(self) -> str:
+        where = ".".join(str(p) for p in self.path) or "<root>"
+        return f"{where}: {self.message}"
+
+
+class SessionError(AgentsCoreError):
+    code = "session_error"
+
+
+class SessionNotFoundError(SessionError):
+    code = "session_not_found"
+
+
+class ModelError(AgentsCoreError):
+    code = "model_error"
+
+
+class ModelRequestError(ModelError):
+    code = "model_request_error"
+
+
+class ModelTimeoutError(ModelError):
+    failure = Failure.RETRYABLE
+    code = "model_timeout"
+
+
+class ModelRateLimitError(ModelError):
+    failure = Failure.RETRYABLE
+    code = "model_rate_limited"
+
+
+class ModelServerError(ModelError):
+    failure = Failure.RETRYABLE
+    code = "model_server_error"
+
+
+class ModelConnectionError(ModelError):
+    failure = Failure.RETRYABLE
+    code = "model_connection_error"
+
+
+class CircuitOpenError(ModelError):
+    code = "circuit_open"
+
+
+class ToolError(AgentsCoreError):
+    failure = Failure.NON_FATAL
+    code = "tool_error"
+
+
+class ToolNotFoundError(ToolError):
+    code = "tool_not_found"
+
+
+class ToolArgumentsError(ToolError):
+    code = "tool_arguments_invalid"
+
+
+class ToolTimeoutError(ToolError):
+    code = "tool_timeout"
+
+
+class ToolExecutionError(ToolError):
+    code = "tool_failed"
+
+
+class LimitExceededError(AgentsCoreError):
+    """A fail-safe limit of ``RunConfig`` was reached; ``limit`` names the field."""
+
+    code = "limit_exceeded"
+
+    def __init__(self, limit: str, message: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class TelemetryError(AgentsCoreError):
+    failure = Failure.NON_FATAL
+    code = "telemetry_error"
+
+
+def failure_of(exc: BaseException) -> Failure:
+    """Classify any exception; unknown ones are terminal."""
+    return exc.failure if isinstance(exc, AgentsCoreError) else Failure.TERMINAL

@@ -1,0 +1,187 @@
+"""One adapter over any LangChain chat model. LangChain types never leave this module."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import Runnable
+
+from agents_core.contracts import ToolCall, Usage
+from agents_core.exceptions import (
+    ConfigurationError,
+    ModelConnectionError,
+    ModelError,
+    ModelRateLimitError,
+    ModelRequestError,
+    ModelServerError,
+    ModelTimeoutError,
+)
+from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse, ToolSchema
+
+Classifier = Callable[[Exception], ModelError]
+
+
+@dataclass(slots=True)
+class LangChainModel(BaseLlm):
+    """Wraps a ``BaseChatModel``: binds tools, streams tokens, records usage.
+
+    Provider errors are classified into ``ModelError`` subclasses by ``classify``
+    (the default reads HTTP status codes and timeout/connection error types).
+    """
+
+    chat_model: BaseChatModel
+    provider: str
+    streaming: bool = True
+    classify: Classifier | None = None
+
+    @property
+    def provider_key(self) -> str:
+        return self.provider
+
+    async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
+        runnable = self._bind(request.tools)
+        messages = to_langchain_messages(request)
+        try:
+            if not self.streaming:
+                message = await runnable.ainvoke(messages)
+                yield from_langchain_message(message)
+                return
+            total: AIMessageChunk | None = None
+            async for chunk in runnable.astream(messages):
+                if not isinstance(chunk, AIMessageChunk):
+                    continue
+                total = chunk if total is None else total + chunk
+                if delta := _text_of(chunk.content):
+                    yield LlmResponse(text=delta, partial=True)
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise (self.classify or classify_error)(exc) from exc
+        if total is None:
+            raise ModelServerError("model stream ended without a message")
+        yield from_langchain_message(total)
+
+    def _bind(self, tools: list[ToolSchema]) -> Runnable[LanguageModelInput, BaseMessage]:
+        if not tools:
+            return self.chat_model
+        try:
+            return self.chat_model.bind_tools([_tool_dict(t) for t in tools])
+        except NotImplementedError as exc:
+            raise ConfigurationError(
+                f"chat model {type(self.chat_model).__name__} does not support tools"
+            ) from exc
+
+
+def to_langchain_messages(request: LlmRequest) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    if request.system_instruction:
+        out.append(SystemMessage(request.system_instruction))
+    out.extend(_to_langchain(m) for m in request.messages)
+    return out
+
+
+def _to_langchain(message: ChatMessage) -> BaseMessage:
+    match message.role:
+        case "system":
+            return SystemMessage(message.text)
+        case "user":
+            return HumanMessage(message.text)
+        case "assistant":
+            calls = [
+                {"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"}
+                for c in message.tool_calls
+            ]
+            return AIMessage(content=message.text, tool_calls=calls)
+        case "tool":
+            return ToolMessage(
+                content=message.text, tool_call_id=message.tool_call_id or "", name=message.name
+            )
+
+
+def from_langchain_message(message: BaseMessage) -> LlmResponse:
+    calls: list[ToolCall] = []
+    usage: Usage | None = None
+    if isinstance(message, AIMessage):
+        calls = [
+            ToolCall(id=c.get("id") or f"call_{i}", name=c["name"], args=c.get("args") or {})
+            for i, c in enumerate(message.tool_calls)
+        ]
+        if message.usage_metadata:
+            usage = Usage(
+                input_tokens=message.usage_metadata.get("input_tokens", 0),
+                output_tokens=message.usage_metadata.get("output_tokens", 0),
+            )
+    meta = message.response_metadata or {}
+    return LlmResponse(
+        text=_text_of(message.content),
+        thinking=_thinking_of(message),
+        tool_calls=calls,
+        usage=usage,
+        model_name=meta.get("model_name") or meta.get("model"),
+        finish_reason=meta.get("finish_reason"),
+    )
+
+
+def _text_of(content: str | list[Any]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(
+        block if isinstance(block, str) else block.get("text", "")
+        for block in content
+        if isinstance(block, str) or block.get("type") == "text"
+    )
+
+
+def _thinking_of(message: BaseMessage) -> str:
+    reasoning = message.additional_kwargs.get("reasoning_content")
+    if isinstance(reasoning, str):
+        return reasoning
+    if isinstance(message.content, list):
+        return "".join(
+            str(b.get("reasoning") or b.get("thinking") or "")
+            for b in message.content
+            if isinstance(b, dict) and b.get("type") in {"reasoning", "thinking"}
+        )
+    return ""
+
+
+def _tool_dict(tool: ToolSchema) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def classify_error(exc: Exception) -> ModelError:
+    """Map a provider SDK or transport error onto the SDK's error classes."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    name = type(exc).__name__
+    detail = f"{name}: {exc}"
+    if isinstance(exc, TimeoutError) or "Timeout" in name or status == 408:
+        return ModelTimeoutError(detail)
+    if status == 429:
+        return ModelRateLimitError(detail)
+    if isinstance(status, int) and status >= 500:
+        return ModelServerError(detail)
+    if isinstance(status, int) and 400 <= status < 500:
+        return ModelRequestError(detail)
+    if "Connection" in name or isinstance(exc, ConnectionError | OSError):
+        return ModelConnectionError(detail)
+    return ModelError(detail)

@@ -1,0 +1,112 @@
+"""A model that plays a script: for offline demos and tests. No network, no LangChain."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+from collections.abc import AsyncGenerator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+from agents_core.contracts import Contract, ToolCall, Usage
+from agents_core.exceptions import ModelError
+from agents_core.llm.contracts import BaseLlm, LlmRequest, LlmResponse
+
+_TOKEN = re.compile(r"\S+\s*|\s+")
+
+
+class ScriptedToolCall(Contract):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    """Defaults to a unique ``call_<n>`` id."""
+
+
+class ScriptedResponse(Contract):
+    """One scripted model turn.
+
+    ``text`` may use ``{last_user_message}`` and ``{last_tool_result}``, filled in
+    from the request, so a demo agent can answer with what its tool returned.
+    """
+
+    text: str = ""
+    thinking: str = ""
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    usage: Usage | None = None
+
+
+ScriptStep = ScriptedResponse | ModelError | Callable[[LlmRequest], ScriptedResponse]
+
+
+@dataclass(slots=True)
+class ScriptedModel(BaseLlm):
+    """Plays ``script`` in order, one step per call; a ``ModelError`` step is raised.
+
+    Text streams as one partial chunk per word. With ``loop=True`` the script starts
+    over when it runs out; otherwise running out is a terminal ``ModelError``.
+    ``requests`` records every request received, for assertions.
+    """
+
+    script: Sequence[ScriptStep]
+    name: str = "scripted"
+    loop: bool = False
+    token_delay_s: float = 0.0
+    requests: list[LlmRequest] = field(default_factory=list)
+    _position: int = 0
+    _call_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def provider_key(self) -> str:
+        return f"scripted:{self.name}"
+
+    async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
+        self.requests.append(request)
+        step = self._next_step()
+        if isinstance(step, ModelError):
+            raise step
+        scripted = step(request) if callable(step) else step
+        text = _fill(scripted.text, request)
+        for token in _TOKEN.findall(text):
+            if self.token_delay_s:
+                await asyncio.sleep(self.token_delay_s)
+            yield LlmResponse(text=token, partial=True, model_name=self.name)
+        yield LlmResponse(
+            text=text,
+            thinking=scripted.thinking,
+            tool_calls=[self._call(c) for c in scripted.tool_calls],
+            usage=scripted.usage or _estimate_usage(request, text),
+            model_name=self.name,
+            finish_reason="tool_calls" if scripted.tool_calls else "stop",
+        )
+
+    def _next_step(self) -> ScriptStep:
+        if self._position >= len(self.script):
+            if not self.loop or not self.script:
+                raise ModelError(f"scripted model {self.name!r} has no more responses")
+            self._position = 0
+        step = self.script[self._position]
+        self._position += 1
+        return step
+
+    def _call(self, call: ScriptedToolCall) -> ToolCall:
+        return ToolCall(
+            id=call.id or f"call_{next(self._call_ids)}", name=call.name, args=call.args
+        )
+
+
+def _fill(text: str, request: LlmRequest) -> str:
+    if "{" not in text:
+        return text
+    last_user = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
+    last_tool = next((m.text for m in reversed(request.messages) if m.role == "tool"), "")
+    return text.replace("{last_user_message}", last_user).replace("{last_tool_result}", last_tool)
+
+
+def _estimate_usage(request: LlmRequest, text: str) -> Usage:
+    """Rough word counts, so offline runs still show plausible token figures."""
+    prompt = sum(len(m.text.split()) for m in request.messages)
+    prompt += len((request.system_instruction or "").split())
+    return Usage(input_tokens=prompt, output_tokens=len(text.split()))

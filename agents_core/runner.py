@@ -1,0 +1,190 @@
+"""``Runner``: runs an agent for one user turn against a session service."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, Sequence
+from dataclasses import dataclass, field
+
+from agents_core.agents.base import BaseAgent
+from agents_core.config import RunConfig
+from agents_core.context import CancellationToken, Context, Invocation, InvocationBudget
+from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id
+from agents_core.exceptions import AgentsCoreError, LimitExceededError
+from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
+from agents_core.sessions.base import BaseSessionService, Session
+from agents_core.telemetry import TelemetrySink, notify
+
+logger = logging.getLogger("agents_core.runner")
+
+CANCELLED = "cancelled"
+
+
+class Runner:
+    """Loads or creates the session, stores the user's message, runs the root agent and
+    stores each complete event (applying its state delta, assigning its seq) before
+    yielding it. Partial events are yielded and never stored.
+
+    Failures end the turn with one terminal ``error`` event; cancellation (through the
+    ``CancellationToken``) ends it with an ``error`` event whose code is ``cancelled``.
+    """
+
+    def __init__(
+        self,
+        agent: BaseAgent,
+        *,
+        session_service: BaseSessionService,
+        app_name: str = "agents",
+        run_config: RunConfig | None = None,
+        telemetry: Sequence[TelemetrySink] = (),
+        breakers: BreakerRegistry = DEFAULT_BREAKERS,
+    ) -> None:
+        self.agent = agent
+        self.session_service = session_service
+        self.app_name = app_name
+        self.run_config = run_config or RunConfig()
+        self.telemetry = tuple(telemetry)
+        self.breakers = breakers
+
+    async def astream(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        message: str,
+        run_config: RunConfig | None = None,
+        cancel_token: CancellationToken | None = None,
+    ) -> AsyncGenerator[Event]:
+        """Run one turn; yields the stored user event, then every event of the turn."""
+        session = await self._load_session(user_id, session_id)
+        token = cancel_token or CancellationToken()
+        config = run_config or self.run_config
+        invocation_id = new_id()
+        user_event = Event(
+            type=EventType.USER_MESSAGE,
+            invocation_id=invocation_id,
+            session_id=session.id,
+            author="user",
+            parts=[TextPart(text=message)],
+        )
+        yield await self._store(session, user_event)
+        channel = _Channel()
+        ctx = Context(
+            session=session,
+            invocation=Invocation(
+                id=invocation_id,
+                run_config=config,
+                budget=InvocationBudget(config),
+                breakers=self.breakers,
+                event_callback=channel.send,
+                cancel_token=token,
+            ),
+            user_input=message,
+        )
+        producer = asyncio.create_task(
+            self._produce(ctx, channel), name=f"invocation-{invocation_id}"
+        )
+        producer.add_done_callback(lambda _: channel.close())
+        token.on_cancel(producer.cancel)
+        try:
+            while (item := await channel.receive()) is not None:
+                event, ack = item
+                stored = await self._store(session, event)
+                if not ack.done():
+                    ack.set_result(stored)
+                yield stored
+            if producer.cancelled() and token.cancelled:
+                reason = token.reason or CANCELLED
+                yield await self._store(session, self._error_event(ctx, CANCELLED, reason))
+        finally:
+            if not producer.done():
+                producer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await producer
+
+    def run(self, *, user_id: str, session_id: str, message: str) -> list[Event]:
+        """Blocking convenience: run one turn and return its stored events."""
+
+        async def collect() -> list[Event]:
+            stream = self.astream(user_id=user_id, session_id=session_id, message=message)
+            return [event async for event in stream if not event.partial]
+
+        return asyncio.run(collect())
+
+    async def _load_session(self, user_id: str, session_id: str) -> Session:
+        found = await self.session_service.get_session(
+            app_name=self.app_name, user_id=user_id, session_id=session_id
+        )
+        if found is not None:
+            return found
+        return await self.session_service.create_session(
+            app_name=self.app_name, user_id=user_id, session_id=session_id
+        )
+
+    async def _store(self, session: Session, event: Event) -> Event:
+        if not event.partial:
+            event = await self.session_service.append_event(session, event)
+        await notify(self.telemetry, event)
+        return event
+
+    async def _produce(self, ctx: Context, channel: _Channel) -> None:
+        """Runs the agent tree. Failures are sent as one terminal error event; a
+        cancellation leaves the task cancelled, and the consumer records it."""
+        deadline = asyncio.timeout(ctx.run_config.max_wall_time_s)
+        try:
+            async with deadline:
+                async for event in self.agent.astream(ctx):
+                    await channel.send(event)
+        except TimeoutError as exc:
+            failure: Exception = exc
+            if deadline.expired():
+                limit = ctx.run_config.max_wall_time_s
+                failure = LimitExceededError(
+                    "max_wall_time_s", f"wall time limit of {limit}s reached"
+                )
+            await channel.send(self._failure_event(ctx, failure))
+        except Exception as exc:
+            await channel.send(self._failure_event(ctx, exc))
+
+    def _failure_event(self, ctx: Context, exc: Exception) -> Event:
+        if isinstance(exc, AgentsCoreError):
+            limit = exc.limit if isinstance(exc, LimitExceededError) else None
+            return self._error_event(ctx, exc.code, exc.message, limit=limit)
+        logger.error("agent %r crashed", self.agent.name, exc_info=exc)
+        return self._error_event(ctx, "internal_error", f"{type(exc).__name__}: {exc}")
+
+    def _error_event(
+        self, ctx: Context, code: str, message: str, *, limit: str | None = None
+    ) -> Event:
+        """A terminal error event, authored by the root agent, that closes the invocation."""
+        return Event(
+            type=EventType.ERROR,
+            invocation_id=ctx.invocation_id,
+            session_id=ctx.session_id,
+            author=self.agent.name,
+            branch=self.agent.name,
+            error=ErrorInfo(code=code, message=message, failure="terminal", limit=limit),
+        )
+
+
+@dataclass(slots=True)
+class _Channel:
+    """A rendezvous between the agent tree and the runner: ``send`` returns once the
+    runner has stored the event, so agents never run ahead of what is persisted."""
+
+    _queue: asyncio.Queue[tuple[Event, asyncio.Future[Event]] | None] = field(
+        default_factory=asyncio.Queue
+    )
+
+    async def send(self, event: Event) -> Event:
+        ack: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
+        await self._queue.put((event, ack))
+        return await ack
+
+    async def receive(self) -> tuple[Event, asyncio.Future[Event]] | None:
+        return await self._queue.get()
+
+    def close(self) -> None:
+        self._queue.put_nowait(None)

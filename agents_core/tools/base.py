@@ -1,0 +1,68 @@
+"""The tool contract. A tool receives validated arguments and returns a value or raises."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from agents_core.contracts import ToolCall, ToolSchema
+
+if TYPE_CHECKING:
+    from agents_core.context import Context
+    from agents_core.events import Event
+
+
+@dataclass(slots=True, frozen=True)
+class ToolContext:
+    """What a tool may see of the run: the call it serves and the agent's context."""
+
+    call: ToolCall
+    context: Context
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.context.state
+
+    async def emit(self, event: Event) -> Event:
+        """Stream an event into the run while the tool works (stored, then returned)."""
+        return await self.context.event_callback(event)
+
+
+class BaseTool(ABC):
+    """A named capability the model can call.
+
+    Subclasses set ``name`` and ``description``, describe their parameters with
+    ``parameters_schema()`` and implement ``arun``. Errors raised by ``arun`` become an
+    error result the model sees; the run continues.
+    """
+
+    name: str
+    description: str = ""
+    timeout_s: float | None = 60.0
+    """Per call; ``None`` leaves only the run's wall-time limit."""
+
+    @abstractmethod
+    def parameters_schema(self) -> dict[str, Any]:
+        """JSON Schema of the arguments object."""
+
+    @abstractmethod
+    async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        """Run the tool. ``args`` are unvalidated: validate them, raising ``ToolArgumentsError``."""
+
+    def schema(self) -> ToolSchema:
+        return ToolSchema(
+            name=self.name, description=self.description, parameters=self.parameters_schema()
+        )
+
+
+def render_output(value: Any) -> str:
+    """A tool's return value as the text the model reads."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, default=str, ensure_ascii=False)

@@ -1,0 +1,1 @@
+"""Studio: the Django project and app that stores, runs and streams agents."""
