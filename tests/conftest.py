@@ -1,0 +1,1 @@
+"""Shared pytest configuration. Suites: core (no Django), studio, e2e, scale."""
