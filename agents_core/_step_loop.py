@@ -9,11 +9,19 @@ from dataclasses import dataclass
 
 from agents_core.context import Context
 from agents_core.contracts import ToolCall, ToolResult
-from agents_core.events import Event, EventType, TextPart, ThinkingPart, ToolCallPart
+from agents_core.events import (
+    Event,
+    EventActions,
+    EventType,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResponsePart,
+)
 from agents_core.exceptions import ModelError, ToolError, ToolNotFoundError, ToolTimeoutError
 from agents_core.llm.contracts import BaseLlm, LlmRequest, LlmResponse
 from agents_core.llm.resilience import ResilientCall
-from agents_core.tools.base import BaseTool, ToolContext, render_output
+from agents_core.tools.base import BaseTool, ToolContext, ToolEffects, render_output
 
 
 @dataclass(slots=True)
@@ -74,29 +82,59 @@ def message_event(ctx: Context, turn: ModelTurn, **fields: object) -> Event:
     )
 
 
+@dataclass(slots=True, frozen=True)
+class ToolOutcome:
+    result: ToolResult
+    effects: ToolEffects
+    latency_ms: float
+
+
 async def run_tool_calls(
     ctx: Context, tools: Mapping[str, BaseTool], calls: Sequence[ToolCall]
-) -> list[tuple[ToolResult, float]]:
-    """Run every call concurrently; results (with latency in ms) come back in call order.
+) -> list[ToolOutcome]:
+    """Run every call concurrently; outcomes come back in call order, not completion order.
 
     Each call gets exactly one result: unknown tools, invalid arguments, timeouts and
     exceptions become error results. Cancellation propagates.
     """
     ctx.budget.charge_tool_calls(len(calls))
-    results: list[tuple[ToolResult, float] | None] = [None] * len(calls)
+    outcomes: list[ToolOutcome | None] = [None] * len(calls)
 
     async def run(index: int, call: ToolCall) -> None:
         started = time.perf_counter()
-        result = await _run_one(ctx, tools, call)
-        results[index] = (result, (time.perf_counter() - started) * 1000)
+        tool_context = ToolContext(call=call, context=ctx)
+        result = await _run_one(tools, call, tool_context)
+        effects = tool_context.effects if not result.is_error else ToolEffects()
+        outcomes[index] = ToolOutcome(result, effects, (time.perf_counter() - started) * 1000)
 
     async with asyncio.TaskGroup() as group:
         for index, call in enumerate(calls):
             group.create_task(run(index, call))
-    return [r for r in results if r is not None]
+    return [o for o in outcomes if o is not None]
 
 
-async def _run_one(ctx: Context, tools: Mapping[str, BaseTool], call: ToolCall) -> ToolResult:
+def response_event(ctx: Context, outcome: ToolOutcome) -> Event:
+    """The stored tool_response for one call, carrying the effects the tool asked for."""
+    result, effects = outcome.result, outcome.effects
+    part = ToolResponsePart(
+        call_id=result.call_id, name=result.name, result=result.output, is_error=result.is_error
+    )
+    actions = EventActions(
+        state_delta=effects.state_delta,
+        escalate=effects.escalate,
+        transfer_to_agent=effects.transfer_to_agent,
+    )
+    return ctx.event(
+        EventType.TOOL_RESPONSE,
+        parts=[part],
+        actions=actions,
+        latency_ms=round(outcome.latency_ms, 3),
+    )
+
+
+async def _run_one(
+    tools: Mapping[str, BaseTool], call: ToolCall, tool_context: ToolContext
+) -> ToolResult:
     try:
         tool = tools.get(call.name)
         if tool is None:
@@ -104,7 +142,7 @@ async def _run_one(ctx: Context, tools: Mapping[str, BaseTool], call: ToolCall) 
             raise ToolNotFoundError(f"unknown tool {call.name!r}; available tools: {available}")
         try:
             async with asyncio.timeout(tool.timeout_s):
-                output = await tool.arun(dict(call.args), ToolContext(call=call, context=ctx))
+                output = await tool.arun(dict(call.args), tool_context)
         except TimeoutError as exc:
             raise ToolTimeoutError(f"tool {call.name!r} timed out after {tool.timeout_s}s") from exc
         return ToolResult(call_id=call.id, name=call.name, output=render_output(output))

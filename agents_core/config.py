@@ -51,6 +51,8 @@ class RunConfig(Contract):
     max_tool_calls: PositiveInt | None = 200
     max_wall_time_s: PositiveFloat | None = 600.0
     """Preemptive: a hanging model call or tool is cut off when the time is up."""
+    max_transfers: PositiveInt | None = 10
+    """Agent-to-agent transfers in one invocation; ends ping-pong between agents."""
     max_tokens: PositiveInt | None = None
     """Input plus output tokens across every model call of the invocation."""
     model_timeout_s: PositiveFloat | None = 120.0

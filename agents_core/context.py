@@ -97,6 +97,8 @@ class Invocation:
     event_callback: EventCallback
     cancel_token: CancellationToken
     end_requested: bool = False
+    transfers: int = 0
+    """Agent transfers made so far in this invocation (bounded by ``max_transfers``)."""
 
 
 @dataclass(slots=True)
@@ -151,12 +153,25 @@ class Context:
         self.invocation.end_requested = value
 
     def for_agent(self, name: str, *, user_input: str | None = None) -> Context:
-        """A context for agent ``name`` one level below this one (dotted branch)."""
-        branch = f"{self.branch}.{name}" if self.branch else name
+        """The context agent ``name`` runs in: same branch as its parent (a root agent's
+        branch is its own name), so agents that take turns see each other's messages."""
         return dataclasses.replace(
             self,
             agent_name=name,
-            branch=branch,
+            branch=self.branch or name,
+            user_input=self.user_input if user_input is None else user_input,
+        )
+
+    def with_input(self, user_input: str) -> Context:
+        """The same context with a different message to handle (a pipeline's next step)."""
+        return dataclasses.replace(self, user_input=user_input)
+
+    def for_branch(self, segment: str, *, user_input: str | None = None) -> Context:
+        """A context on a new child branch ``<branch>.<segment>``: events there are hidden
+        from sibling branches (parallel children, loop iterations, agent tools)."""
+        return dataclasses.replace(
+            self,
+            branch=f"{self.branch}.{segment}" if self.branch else segment,
             user_input=self.user_input if user_input is None else user_input,
         )
 

@@ -134,8 +134,8 @@ class Runner:
         cancellation leaves the task cancelled, and the consumer records it."""
         deadline = asyncio.timeout(ctx.run_config.max_wall_time_s)
         try:
-            async with deadline:
-                async for event in self.agent.astream(ctx):
+            async with deadline, contextlib.aclosing(self.agent.astream(ctx)) as events:
+                async for event in events:
                     await channel.send(event)
         except TimeoutError as exc:
             failure: Exception = exc

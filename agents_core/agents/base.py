@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import aclosing
 from typing import final
 
 from agents_core.context import Context
@@ -17,10 +18,11 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 class BaseAgent(ABC):
     """An agent: a name, an optional description, optional sub-agents.
 
-    ``astream`` is final: it derives the agent's context (author, dotted branch),
-    emits ``agent_start``, relays what ``_astream`` yields, and emits ``agent_end``
-    when the agent finishes normally. Errors propagate to the runner, which turns
-    them into an error event that closes the invocation.
+    ``astream`` is final: it derives the agent's context (stamping its name as the
+    author of its events, and the branch it runs on), emits ``agent_start``, relays
+    what ``_astream`` yields, and emits ``agent_end`` when the agent finishes normally.
+    Errors propagate to the runner, which turns them into an error event that closes
+    the invocation.
     """
 
     def __init__(
@@ -46,11 +48,16 @@ class BaseAgent(ABC):
 
     @final
     async def astream(self, ctx: Context) -> AsyncGenerator[Event]:
-        """Run this agent in ``ctx`` (its parent's context), yielding its events."""
+        """Run this agent in ``ctx`` (its parent's context), yielding its events.
+
+        Agents take their parent's branch; workflow agents that isolate their children
+        (parallel, loop, agent tools) pass a context made with ``ctx.for_branch``.
+        """
         ctx = ctx.for_agent(self.name)
         yield ctx.event(EventType.AGENT_START)
-        async for event in self._astream(ctx):
-            yield event
+        async with aclosing(self._astream(ctx)) as events:
+            async for event in events:
+                yield event
         yield ctx.event(EventType.AGENT_END)
 
     @abstractmethod

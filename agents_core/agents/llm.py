@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 
-from agents_core._step_loop import ModelTurn, message_event, run_tool_calls, stream_model_call
+from agents_core._step_loop import (
+    ModelTurn,
+    message_event,
+    response_event,
+    run_tool_calls,
+    stream_model_call,
+)
 from agents_core.agents.base import BaseAgent
 from agents_core.context import Context, ReadonlyContext, fill_instruction
-from agents_core.events import Event, EventActions, EventType, ToolResponsePart
+from agents_core.events import Event, EventActions
 from agents_core.exceptions import ConfigurationError, LimitExceededError
 from agents_core.history import build_history
 from agents_core.llm.contracts import BaseLlm, LlmRequest
+from agents_core.planners.base import BasePlanner
 from agents_core.tools.base import BaseTool
+from agents_core.tools.control import TransferTool
 from agents_core.tools.function import FunctionTool
 
 InstructionProvider = Callable[[ReadonlyContext], str]
@@ -38,6 +47,7 @@ class LlmAgent(BaseAgent):
         tools: Sequence[ToolLike] = (),
         output_key: str | None = None,
         max_iterations: int = 10,
+        planner: BasePlanner | None = None,
         sub_agents: Sequence[BaseAgent] = (),
     ) -> None:
         super().__init__(name, description=description, sub_agents=sub_agents)
@@ -47,8 +57,9 @@ class LlmAgent(BaseAgent):
         self.instruction = instruction
         self.output_key = output_key
         self.max_iterations = max_iterations
+        self.planner = planner
         self.tools: dict[str, BaseTool] = {}
-        for tool in tools:
+        for tool in [*tools, *(planner.tools() if planner else ())]:
             self.add_tool(tool)
 
     def add_tool(self, tool: ToolLike) -> None:
@@ -63,25 +74,28 @@ class LlmAgent(BaseAgent):
             turn = ModelTurn()
             async for partial in stream_model_call(ctx, self.model, self.build_request(ctx), turn):
                 yield partial
+            if self.planner is not None:
+                turn.response = self.planner.process_response(ctx.readonly(), turn.complete)
             response = turn.complete
-            calls = response.tool_calls
             actions = EventActions()
-            if self.output_key and not calls and response.text:
+            if self.output_key and not response.tool_calls and response.text:
                 actions = EventActions(state_delta={self.output_key: response.text})
             yield message_event(ctx, turn, actions=actions)
-            if not calls:
+            if not response.tool_calls:
+                if self.planner is None or not self.planner.pending_tasks(ctx.readonly()):
+                    return
+                continue
+            outcomes = await run_tool_calls(ctx, self._tools_for(), response.tool_calls)
+            for outcome in outcomes:
+                yield response_event(ctx, outcome)
+            transfer = next(
+                (o.effects.transfer_to_agent for o in outcomes if o.effects.transfer_to_agent), None
+            )
+            if transfer is not None:
+                async for event in self._transfer(ctx, transfer):
+                    yield event
                 return
-            for result, latency_ms in await run_tool_calls(ctx, self.tools, calls):
-                part = ToolResponsePart(
-                    call_id=result.call_id,
-                    name=result.name,
-                    result=result.output,
-                    is_error=result.is_error,
-                )
-                yield ctx.event(
-                    EventType.TOOL_RESPONSE, parts=[part], latency_ms=round(latency_ms, 3)
-                )
-            if ctx.end_invocation:
+            if ctx.end_invocation or any(o.effects.escalate for o in outcomes):
                 return
         raise LimitExceededError(
             "max_iterations",
@@ -89,9 +103,39 @@ class LlmAgent(BaseAgent):
             "without reaching a final answer",
         )
 
+    def transfer_targets(self) -> list[BaseAgent]:
+        """Agents this one may hand over to: its sub-agents, its parent and its peers."""
+        targets = list(self.sub_agents)
+        if self.parent_agent is not None:
+            targets.append(self.parent_agent)
+            targets.extend(a for a in self.parent_agent.sub_agents if a is not self)
+        return targets
+
+    def _tools_for(self) -> dict[str, BaseTool]:
+        targets = self.transfer_targets()
+        if not targets:
+            return self.tools
+        transfer = TransferTool([(a.name, a.description) for a in targets])
+        return {**self.tools, transfer.name: transfer}
+
+    async def _transfer(self, ctx: Context, target_name: str) -> AsyncGenerator[Event]:
+        target = next((a for a in self.transfer_targets() if a.name == target_name), None)
+        if target is None:  # TransferTool validated the name; the tree changed under us
+            raise ConfigurationError(f"agent {self.name!r} cannot transfer to {target_name!r}")
+        ctx.invocation.transfers += 1
+        limit = ctx.run_config.max_transfers
+        if limit is not None and ctx.invocation.transfers > limit:
+            raise LimitExceededError(
+                "max_transfers", f"more than {limit} agent transfers in one turn (max_transfers)"
+            )
+        async with aclosing(target.astream(ctx)) as events:
+            async for event in events:
+                yield event
+
     def build_request(self, ctx: Context) -> LlmRequest:
-        """The request for the next model call: instruction, history and tool schemas."""
-        return LlmRequest(
+        """The request for the next model call: instruction, history and tool schemas,
+        then whatever the planner adds for this turn."""
+        request = LlmRequest(
             system_instruction=self.render_instruction(ctx) or None,
             messages=build_history(
                 ctx.session.events,
@@ -99,8 +143,13 @@ class LlmAgent(BaseAgent):
                 branch=ctx.branch,
                 tool_result_max_chars=ctx.run_config.tool_result_max_chars,
             ),
-            tools=[tool.schema() for tool in self.tools.values()],
+            tools=[tool.schema() for tool in self._tools_for().values()],
         )
+        if self.planner is not None:
+            extra = self.planner.build_planning_instruction(ctx.readonly(), request)
+            if extra:
+                request = request.with_instruction(extra)
+        return request
 
     def render_instruction(self, ctx: Context) -> str:
         if callable(self.instruction):

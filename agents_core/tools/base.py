@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -16,12 +16,23 @@ if TYPE_CHECKING:
     from agents_core.events import Event
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
+class ToolEffects:
+    """Actions a tool asks for; they are attached to its tool_response event."""
+
+    state_delta: dict[str, Any] = field(default_factory=dict)
+    escalate: bool = False
+    transfer_to_agent: str | None = None
+
+
+@dataclass(slots=True)
 class ToolContext:
-    """What a tool may see of the run: the call it serves and the agent's context."""
+    """What a tool may see of the run: the call it serves, the agent's context, and
+    the effects it wants applied (``effects.state_delta`` is how a tool saves state)."""
 
     call: ToolCall
     context: Context
+    effects: ToolEffects = field(default_factory=ToolEffects)
 
     @property
     def state(self) -> dict[str, Any]:

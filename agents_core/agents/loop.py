@@ -1,0 +1,59 @@
+"""``LoopAgent``: repeats its children until one escalates or the iterations run out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+
+from agents_core.agents.base import BaseAgent
+from agents_core.context import Context
+from agents_core.events import ErrorInfo, Event, EventType
+from agents_core.exceptions import ConfigurationError
+
+
+class LoopAgent(BaseAgent):
+    """Runs ``sub_agents`` in order, ``max_iterations`` times at most.
+
+    Iteration ``i`` runs on branch ``<branch>.<name>@<i>``, so each pass starts with a
+    clean history; pass results forward through state (``output_key`` and ``{key}``
+    instructions). The loop stops at the first event with ``actions.escalate`` (the
+    ``exit_loop`` tool sets it). Running out of iterations emits a non-fatal error
+    event, and the invocation goes on.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        sub_agents: Sequence[BaseAgent],
+        max_iterations: int = 5,
+        description: str = "",
+    ) -> None:
+        if not sub_agents:
+            raise ConfigurationError(f"loop agent {name!r} needs at least one sub-agent")
+        if max_iterations < 1:
+            raise ConfigurationError(f"loop agent {name!r}: max_iterations must be at least 1")
+        super().__init__(name, description=description, sub_agents=sub_agents)
+        self.max_iterations = max_iterations
+
+    async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
+        for iteration in range(1, self.max_iterations + 1):
+            pass_ctx = ctx.for_branch(f"{self.name}@{iteration}")
+            for child in self.sub_agents:
+                async with aclosing(child.astream(pass_ctx)) as events:
+                    async for event in events:
+                        yield event
+                        if event.actions.escalate:
+                            return
+                if ctx.end_invocation:
+                    return
+        yield ctx.event(
+            EventType.ERROR,
+            error=ErrorInfo(
+                code="loop_limit_reached",
+                message=f"loop {self.name!r} stopped after {self.max_iterations} iterations "
+                "without exit_loop",
+                failure="non_fatal",
+                limit="max_iterations",
+            ),
+        )

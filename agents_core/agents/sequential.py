@@ -1,0 +1,40 @@
+"""``SequentialAgent``: children one after another, each handed its predecessor's answer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+
+from agents_core.agents.base import BaseAgent
+from agents_core.context import Context
+from agents_core.events import Event
+from agents_core.exceptions import ConfigurationError
+
+
+class SequentialAgent(BaseAgent):
+    """Runs ``sub_agents`` in order on the same branch, so each sees what came before.
+
+    Each child's final text becomes the next child's ``user_input``. Setting
+    ``ctx.end_invocation`` (from an agent or tool) stops the pipeline.
+    """
+
+    def __init__(
+        self, name: str, *, sub_agents: Sequence[BaseAgent], description: str = ""
+    ) -> None:
+        if not sub_agents:
+            raise ConfigurationError(f"sequential agent {name!r} needs at least one sub-agent")
+        super().__init__(name, description=description, sub_agents=sub_agents)
+
+    async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
+        step_input = ctx.user_input
+        for child in self.sub_agents:
+            final: str | None = None
+            async with aclosing(child.astream(ctx.with_input(step_input))) as events:
+                async for event in events:
+                    if event.is_final_response():
+                        final = event.text
+                    yield event
+            if ctx.end_invocation:
+                return
+            if final is not None:
+                step_input = final
