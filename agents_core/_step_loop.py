@@ -7,9 +7,11 @@ import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 
+from agents_core.approvals import ApprovalPolicy, args_hash
 from agents_core.context import Context
 from agents_core.contracts import ToolCall, ToolResult
 from agents_core.events import (
+    ApprovalInfo,
     Event,
     EventActions,
     EventType,
@@ -90,18 +92,28 @@ class ToolOutcome:
 
 
 async def run_tool_calls(
-    ctx: Context, tools: Mapping[str, BaseTool], calls: Sequence[ToolCall]
+    ctx: Context,
+    tools: Mapping[str, BaseTool],
+    calls: Sequence[ToolCall],
+    approval: ApprovalPolicy | None = None,
 ) -> list[ToolOutcome]:
     """Run every call concurrently; outcomes come back in call order, not completion order.
 
     Each call gets exactly one result: unknown tools, invalid arguments, timeouts and
-    exceptions become error results. Cancellation propagates.
+    exceptions become error results. Calls that ``approval`` covers wait for a decision
+    first. Cancellation propagates.
     """
     ctx.budget.charge_tool_calls(len(calls))
     outcomes: list[ToolOutcome | None] = [None] * len(calls)
 
     async def run(index: int, call: ToolCall) -> None:
         started = time.perf_counter()
+        if approval is not None and approval.requires(call):
+            approved = await _seek_approval(ctx, call, approval)
+            if isinstance(approved, ToolResult):
+                outcomes[index] = ToolOutcome(approved, ToolEffects(), 0.0)
+                return
+            call = approved
         tool_context = ToolContext(call=call, context=ctx)
         result = await _run_one(tools, call, tool_context)
         effects = tool_context.effects if not result.is_error else ToolEffects()
@@ -111,6 +123,39 @@ async def run_tool_calls(
         for index, call in enumerate(calls):
             group.create_task(run(index, call))
     return [o for o in outcomes if o is not None]
+
+
+async def _seek_approval(
+    ctx: Context, call: ToolCall, policy: ApprovalPolicy
+) -> ToolCall | ToolResult:
+    """Announce ``call``, wait for the decision and record it. Returns the call to run
+    (arguments possibly edited) or the refusal the model will read."""
+    info = ApprovalInfo(
+        call_id=call.id, tool=call.name, args=call.args, args_hash=args_hash(call.name, call.args)
+    )
+    await ctx.event_callback(ctx.event(EventType.APPROVAL_REQUEST, approval=info))
+    decision = await ctx.invocation.approvals.wait(
+        call, session_id=ctx.session_id, timeout_s=policy.timeout_s
+    )
+    if decision is None:
+        outcome = info.model_copy(update={"decision": policy.on_timeout, "decided_by": "timeout"})
+    else:
+        outcome = info.model_copy(
+            update={
+                "decision": decision.decision,
+                "edited_args": decision.edited_args,
+                "reason": decision.reason,
+                "decided_by": decision.decided_by,
+            }
+        )
+    await ctx.event_callback(ctx.event(EventType.APPROVAL_DECISION, approval=outcome))
+    if outcome.decision == "deny":
+        why = f" Reason: {outcome.reason}" if outcome.reason else ""
+        refusal = f"denied: a person declined this call to {call.name!r}; it did not run.{why}"
+        return _error_result(call, refusal)
+    if outcome.edited_args is not None:
+        return call.model_copy(update={"args": outcome.edited_args})
+    return call
 
 
 def response_event(ctx: Context, outcome: ToolOutcome) -> Event:

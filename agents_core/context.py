@@ -15,6 +15,7 @@ from agents_core.events import Event, EventActions, EventType, Part
 from agents_core.exceptions import LimitExceededError
 
 if TYPE_CHECKING:
+    from agents_core.approvals import ApprovalBroker
     from agents_core.llm.resilience import BreakerRegistry
     from agents_core.sessions.base import Session
 
@@ -96,6 +97,7 @@ class Invocation:
     breakers: BreakerRegistry
     event_callback: EventCallback
     cancel_token: CancellationToken
+    approvals: ApprovalBroker
     end_requested: bool = False
     transfers: int = 0
     """Agent transfers made so far in this invocation (bounded by ``max_transfers``)."""

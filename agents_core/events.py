@@ -28,6 +28,10 @@ class EventType(StrEnum):
     ERROR = "error"
     """A failure. Terminal errors (``error.terminal``) end the invocation."""
     COMPACTION = "compaction"
+    APPROVAL_REQUEST = "approval_request"
+    """A tool call waits for a person's decision; ``approval`` says which call."""
+    APPROVAL_DECISION = "approval_decision"
+    """The decision on an approval request (or the timeout fallback)."""
 
 
 class TextPart(Contract):
@@ -99,6 +103,20 @@ class ErrorInfo(Contract):
         return self.failure == "terminal"
 
 
+class ApprovalInfo(Contract):
+    """The call an approval event is about and, on a decision event, the outcome."""
+
+    call_id: str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    args_hash: str
+    decision: Literal["approve", "deny"] | None = None
+    edited_args: dict[str, Any] | None = None
+    reason: str = ""
+    decided_by: str | None = None
+    """Who decided; ``"timeout"`` when the fallback applied."""
+
+
 def new_id() -> str:
     return uuid.uuid4().hex
 
@@ -126,6 +144,7 @@ class Event(Contract):
     usage: Usage | None = None
     latency_ms: float | None = Field(default=None, ge=0)
     error: ErrorInfo | None = None
+    approval: ApprovalInfo | None = None
     created_at: AwareDatetime = Field(default_factory=utc_now)
     schema_version: int = SCHEMA_VERSION
 

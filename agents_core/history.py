@@ -19,7 +19,13 @@ def truncate(text: str, max_chars: int) -> str:
 
 
 def build_history(
-    events: Iterable[Event], *, agent_name: str, branch: str | None, tool_result_max_chars: int
+    events: Iterable[Event],
+    *,
+    agent_name: str,
+    branch: str | None,
+    tool_result_max_chars: int,
+    invocation_id: str | None = None,
+    turn_input: str | None = None,
 ) -> list[ChatMessage]:
     """The model messages for agent ``agent_name``.
 
@@ -27,14 +33,27 @@ def build_history(
     results follow as tool messages (long ones truncated with a marker). Other agents'
     text arrives as user-side context, since this model did not say it. Every tool call
     is answered exactly once: a call left unanswered (a cancelled run) gets a marker.
+
+    ``turn_input`` is what this agent was asked to handle in invocation
+    ``invocation_id`` (an agent tool's request, a pipeline step's input). Unless the
+    same text is already visible in that invocation, it is placed as a user message
+    just before the agent's first turn of the invocation.
     """
     messages: list[ChatMessage] = []
     pending: dict[str, str] = {}  # own call id -> tool name, not yet answered
     held: list[ChatMessage] = []  # others' words that arrived while own calls were open
+    needs_input = bool(turn_input)
     for event in events:
         if not should_include_event(event, branch):
             continue
         own = event.author == agent_name
+        current = event.invocation_id == invocation_id
+        if needs_input and current:
+            if own:
+                messages.append(ChatMessage(role="user", text=turn_input or ""))
+                needs_input = False
+            elif event.text == turn_input:
+                needs_input = False
         if event.type is EventType.TOOL_RESPONSE:
             if own:
                 for result in event.tool_results:
@@ -61,6 +80,8 @@ def build_history(
             pending.update((c.id, c.name) for c in calls)
     _close_pending(messages, pending)
     messages.extend(held)
+    if needs_input:
+        messages.append(ChatMessage(role="user", text=turn_input or ""))
     return messages
 
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
 from agents_core.agents.base import BaseAgent
+from agents_core.approvals import ApprovalBroker
 from agents_core.config import RunConfig
 from agents_core.context import CancellationToken, Context, Invocation, InvocationBudget
 from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id
@@ -40,6 +41,7 @@ class Runner:
         run_config: RunConfig | None = None,
         telemetry: Sequence[TelemetrySink] = (),
         breakers: BreakerRegistry = DEFAULT_BREAKERS,
+        approvals: ApprovalBroker | None = None,
     ) -> None:
         self.agent = agent
         self.session_service = session_service
@@ -47,6 +49,8 @@ class Runner:
         self.run_config = run_config or RunConfig()
         self.telemetry = tuple(telemetry)
         self.breakers = breakers
+        self.approvals = approvals or ApprovalBroker()
+        """Where approval decisions for this runner's tool calls are delivered."""
 
     async def astream(
         self,
@@ -80,6 +84,7 @@ class Runner:
                 breakers=self.breakers,
                 event_callback=channel.send,
                 cancel_token=token,
+                approvals=self.approvals,
             ),
             user_input=message,
         )

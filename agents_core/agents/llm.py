@@ -13,6 +13,7 @@ from agents_core._step_loop import (
     stream_model_call,
 )
 from agents_core.agents.base import BaseAgent
+from agents_core.approvals import ApprovalPolicy
 from agents_core.context import Context, ReadonlyContext, fill_instruction
 from agents_core.events import Event, EventActions
 from agents_core.exceptions import ConfigurationError, LimitExceededError
@@ -34,6 +35,7 @@ class LlmAgent(BaseAgent):
     ``instruction`` may contain ``{key}`` placeholders filled from session state
     (unknown keys stay literal), or be a function of a ``ReadonlyContext``.
     With ``output_key``, the final text is saved to state through a state delta.
+    Tool calls covered by ``approval`` wait for a person's decision before they run.
     Plain functions in ``tools`` are wrapped with ``function_tool``.
     """
 
@@ -48,6 +50,7 @@ class LlmAgent(BaseAgent):
         output_key: str | None = None,
         max_iterations: int = 10,
         planner: BasePlanner | None = None,
+        approval: ApprovalPolicy | None = None,
         sub_agents: Sequence[BaseAgent] = (),
     ) -> None:
         super().__init__(name, description=description, sub_agents=sub_agents)
@@ -58,6 +61,7 @@ class LlmAgent(BaseAgent):
         self.output_key = output_key
         self.max_iterations = max_iterations
         self.planner = planner
+        self.approval = approval
         self.tools: dict[str, BaseTool] = {}
         for tool in [*tools, *(planner.tools() if planner else ())]:
             self.add_tool(tool)
@@ -85,7 +89,9 @@ class LlmAgent(BaseAgent):
                 if self.planner is None or not self.planner.pending_tasks(ctx.readonly()):
                     return
                 continue
-            outcomes = await run_tool_calls(ctx, self._tools_for(), response.tool_calls)
+            outcomes = await run_tool_calls(
+                ctx, self._tools_for(), response.tool_calls, self.approval
+            )
             for outcome in outcomes:
                 yield response_event(ctx, outcome)
             transfer = next(
@@ -142,6 +148,8 @@ class LlmAgent(BaseAgent):
                 agent_name=self.name,
                 branch=ctx.branch,
                 tool_result_max_chars=ctx.run_config.tool_result_max_chars,
+                invocation_id=ctx.invocation_id,
+                turn_input=ctx.user_input,
             ),
             tools=[tool.schema() for tool in self._tools_for().values()],
         )

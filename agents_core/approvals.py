@@ -1,0 +1,106 @@
+"""Human approval of tool calls.
+
+A call that the agent's ``ApprovalPolicy`` covers is announced with an
+``approval_request`` event and waits (without blocking the event loop) for a decision
+delivered to the ``ApprovalBroker``. A decision is bound to the call id and to a hash of
+the exact arguments it approves, so a stale or forged decision cannot approve other
+arguments. Approving may edit the arguments; denying, or nobody answering before the
+timeout (with ``on_timeout="deny"``), gives the model a refusal as the tool's result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agents_core.contracts import Contract, ToolCall
+from agents_core.exceptions import AgentsCoreError
+
+Verdict = Literal["approve", "deny"]
+
+
+class ApprovalError(AgentsCoreError):
+    """A decision that matches no pending request (unknown call, wrong hash, decided)."""
+
+    code = "approval_error"
+
+
+def args_hash(tool: str, args: dict[str, Any]) -> str:
+    """A stable hash of a tool name and its arguments (canonical JSON, SHA-256)."""
+    canonical = json.dumps({"tool": tool, "args": args}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class ApprovalDecision(Contract):
+    call_id: str = Field(min_length=1)
+    args_hash: str = Field(min_length=64, max_length=64)
+    decision: Verdict
+    edited_args: dict[str, Any] | None = None
+    """Only with ``approve``: run the tool with these arguments instead."""
+    reason: str = Field(default="", max_length=2_000)
+    decided_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPolicy:
+    """Which calls need approval: by tool name, or by any rule returning True."""
+
+    tools: frozenset[str] = frozenset()
+    rules: Sequence[Callable[[ToolCall], bool]] = ()
+    timeout_s: float = 300.0
+    on_timeout: Verdict = "deny"
+
+    def requires(self, call: ToolCall) -> bool:
+        return call.name in self.tools or any(rule(call) for rule in self.rules)
+
+
+@dataclass(slots=True)
+class _Pending:
+    args_hash: str
+    session_id: str
+    future: asyncio.Future[ApprovalDecision]
+
+
+@dataclass(slots=True)
+class ApprovalBroker:
+    """Pending approvals of this process, by call id."""
+
+    _pending: dict[str, _Pending] = field(default_factory=dict)
+
+    async def wait(
+        self, call: ToolCall, *, session_id: str, timeout_s: float
+    ) -> ApprovalDecision | None:
+        """Wait for the decision on ``call``; ``None`` when ``timeout_s`` passes first."""
+        if call.id in self._pending:
+            raise ApprovalError(f"call {call.id!r} is already waiting for approval")
+        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
+        self._pending[call.id] = _Pending(args_hash(call.name, call.args), session_id, future)
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await future
+        except TimeoutError:
+            return None
+        finally:
+            self._pending.pop(call.id, None)
+
+    def decide(self, decision: ApprovalDecision, *, session_id: str | None = None) -> None:
+        """Deliver a decision. ``session_id``, when given, must be the call's session."""
+        pending = self._pending.get(decision.call_id)
+        if pending is None or pending.future.done():
+            raise ApprovalError(f"no call {decision.call_id!r} is waiting for approval")
+        if session_id is not None and session_id != pending.session_id:
+            raise ApprovalError(f"no call {decision.call_id!r} is waiting for approval")
+        if decision.args_hash != pending.args_hash:
+            raise ApprovalError("the decision is for different arguments than the pending call")
+        if decision.decision == "deny" and decision.edited_args is not None:
+            raise ApprovalError("edited arguments go with approve, not deny")
+        pending.future.set_result(decision)
+
+    def pending_calls(self, session_id: str) -> list[str]:
+        return [cid for cid, p in self._pending.items() if p.session_id == session_id]

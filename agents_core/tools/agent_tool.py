@@ -1,0 +1,54 @@
+"""``AgentTool``: another agent, called like a tool."""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from agents_core.exceptions import ToolArgumentsError, ToolExecutionError
+from agents_core.tools.base import BaseTool, ToolContext
+
+if TYPE_CHECKING:
+    from agents_core.agents.base import BaseAgent
+
+
+class AgentTool(BaseTool):
+    """Runs ``agent`` on the request the model writes and returns its final answer.
+
+    The child runs on its own branch (``<branch>.<agent>@<call id>``), so concurrent
+    calls never see each other's work. Its events stream into the parent's run as they
+    happen, through the context's event callback, and are stored like any other.
+    """
+
+    timeout_s = None  # the child is bounded by the run's own limits
+
+    def __init__(self, agent: BaseAgent, *, description: str | None = None) -> None:
+        self.agent = agent
+        self.name = agent.name
+        self.description = description or agent.description or f"Ask the {agent.name} agent."
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "request": {"type": "string", "description": "What the agent should do."}
+            },
+            "required": ["request"],
+            "additionalProperties": False,
+        }
+
+    async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> str:
+        request = args.get("request")
+        if set(args) != {"request"} or not isinstance(request, str) or not request.strip():
+            raise ToolArgumentsError("expected one non-empty string argument: request")
+        segment = f"{self.agent.name}@{tool_context.call.id}"
+        ctx = tool_context.context.for_branch(segment, user_input=request)
+        final: str | None = None
+        async with aclosing(self.agent.astream(ctx)) as events:
+            async for event in events:
+                await tool_context.emit(event)
+                if event.is_final_response():
+                    final = event.text
+        if final is None:
+            raise ToolExecutionError(f"agent {self.agent.name!r} finished without an answer")
+        return final
