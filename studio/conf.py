@@ -6,6 +6,7 @@ import os
 import secrets
 from pathlib import Path
 
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -64,3 +65,42 @@ def dev_secret(path: Path) -> str:
     path.write_text(secret)
     path.chmod(0o600)
     return secret
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_fernet_keys(name: str) -> list[str]:
+    """Comma-separated Fernet keys: the first encrypts, all of them decrypt."""
+    keys = env_list(name, [])
+    for position, key in enumerate(keys):
+        try:
+            Fernet(key)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: key #{position + 1} is not a Fernet key (32 url-safe base64 bytes); "
+                "make one with `python -c 'from cryptography.fernet import Fernet; "
+                "print(Fernet.generate_key().decode())'`"
+            ) from None
+    return keys
+
+
+def dev_fernet_key(path: Path) -> str:
+    """A Fernet key kept in a file under the data directory, for development only."""
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = Fernet.generate_key().decode()
+    path.write_text(key)
+    path.chmod(0o600)
+    return key

@@ -9,7 +9,15 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from studio.conf import dev_secret, env_bool, env_list, env_str
+from studio.conf import (
+    dev_fernet_key,
+    dev_secret,
+    env_bool,
+    env_fernet_keys,
+    env_float,
+    env_list,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("STUDIO_DATA_DIR", str(BASE_DIR / "var")))
@@ -20,6 +28,17 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("STUDIO_SECRET_KEY must be set when STUDIO_DEBUG is off")
     SECRET_KEY = dev_secret(DATA_DIR / "secret_key")
+
+# Provider API keys are encrypted at rest with these Fernet keys, never with SECRET_KEY.
+# Comma-separated: the first encrypts, every one decrypts. To rotate, put a new key
+# first, run `manage.py reencrypt_api_keys`, then drop the old key.
+FIELD_ENCRYPTION_KEYS = env_fernet_keys("STUDIO_FIELD_ENCRYPTION_KEYS")
+if not FIELD_ENCRYPTION_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "STUDIO_FIELD_ENCRYPTION_KEYS must be set when STUDIO_DEBUG is off"
+        )
+    FIELD_ENCRYPTION_KEYS = [dev_fernet_key(DATA_DIR / "field_encryption_key")]
 
 ALLOWED_HOSTS = env_list("STUDIO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("STUDIO_CSRF_TRUSTED_ORIGINS", [])
@@ -34,6 +53,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "studio",
 ]
 
@@ -109,3 +132,33 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("STUDIO_LOG_LEVEL", "INFO")},
 }
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "studio.api.exceptions.exception_handler",
+    "DEFAULT_THROTTLE_RATES": {"auth": env_str("STUDIO_AUTH_THROTTLE_RATE", "20/min")},
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Studio API",
+    "DESCRIPTION": "Build, run and watch agents. Every object is scoped to its owner.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI assets come from drf-spectacular-sidecar: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Seconds a "test connection" request to a model provider may take.
+MODEL_TEST_TIMEOUT_S = env_float("STUDIO_MODEL_TEST_TIMEOUT_S", 10.0, minimum=0.1)

@@ -1,0 +1,57 @@
+"""Fixtures for the Django side: users, API clients, and stored objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    """Real hashers are slow on purpose; tests create many users."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache() -> None:
+    """Throttle counters live in the cache: one test's requests never throttle another's."""
+    cache.clear()
+
+
+@pytest.fixture
+def ada(django_user_model: type[User]) -> User:
+    return django_user_model.objects.create_user("ada", password="ada-password-1")
+
+
+@pytest.fixture
+def bob(django_user_model: type[User]) -> User:
+    return django_user_model.objects.create_user("bob", password="bob-password-1")
+
+
+@pytest.fixture
+def staff(django_user_model: type[User]) -> User:
+    return django_user_model.objects.create_user(
+        "stafford", password="staff-password-1", is_staff=True, is_superuser=True
+    )
+
+
+def client_for(user: User | None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def api(ada: User) -> APIClient:
+    """Ada's authenticated API client."""
+    return client_for(ada)
+
+
+def results(body: Any) -> list[Any]:
+    """The items of a paginated (or plain list) response body."""
+    return list(body["results"] if isinstance(body, dict) else body)

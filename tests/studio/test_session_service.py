@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from agents_core import events as core_events
+from agents_core.exceptions import SessionError
+from studio.models import Event, Session
+from studio.session_service import DjangoSessionService
+from tests.core.session_contract import SessionServiceContract
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class TestDjangoSessionService(SessionServiceContract):
+    """The shared contract; the contract's user ids name real accounts (by username)."""
+
+    @pytest.fixture
+    def service(self, ada: User, bob: User) -> DjangoSessionService:
+        return DjangoSessionService()
+
+
+async def test_creating_a_session_for_an_unknown_user_is_refused_not_an_account() -> None:
+    with pytest.raises(SessionError, match="no user"):
+        await DjangoSessionService().create_session(app_name="studio", user_id="nobody")
+    assert await Session.objects.acount() == 0
+    assert not await User.objects.filter(username="nobody").aexists()
+
+
+async def test_a_studio_session_is_known_to_the_core_by_its_uuid(ada: User) -> None:
+    service = DjangoSessionService()
+    created = await service.create_session(app_name="studio", user_id="ada")
+    row = await Session.objects.aget(key=created.id)
+    assert created.id == str(row.id)
+
+
+async def test_appended_events_are_stored_with_their_queryable_columns(ada: User) -> None:
+    service = DjangoSessionService()
+    session = await service.create_session(app_name="studio", user_id="ada")
+    event = core_events.Event(
+        type=core_events.EventType.USER_MESSAGE,
+        invocation_id="inv-9",
+        session_id=session.id,
+        author="user",
+        parts=[core_events.TextPart(text="find the moon")],
+    )
+    stored = await service.append_event(session, event)
+    row = await Event.objects.aget(session__key=session.id)
+    assert (row.seq, row.type, row.author, row.invocation_id, row.text) == (
+        1,
+        "user_message",
+        "user",
+        "inv-9",
+        "find the moon",
+    )
+    assert row.payload == stored.to_wire()
+    assert (await Session.objects.aget(key=session.id)).last_seq == 1
+
+
+async def test_appending_to_a_deleted_session_raises_session_not_found(ada: User) -> None:
+    service = DjangoSessionService()
+    session = await service.create_session(app_name="studio", user_id="ada")
+    await service.delete_session(session.id)
+    event = core_events.Event(
+        type=core_events.EventType.USER_MESSAGE,
+        invocation_id="i",
+        session_id=session.id,
+        author="user",
+    )
+    with pytest.raises(SessionError):
+        await service.append_event(session, event)
