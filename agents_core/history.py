@@ -8,6 +8,7 @@ from agents_core.event_filters import should_include_event
 from agents_core.events import Event, EventType
 from agents_core.llm.contracts import ChatMessage
 
+SUMMARY_PREFIX = "[Summary of the earlier conversation]"
 INTERRUPTED_RESULT = "[no result: the tool call was interrupted before it finished]"
 
 
@@ -63,6 +64,10 @@ def build_history(
             if not pending:
                 messages.extend(held)
                 held.clear()
+            continue
+        if event.type is EventType.COMPACTION:
+            _close_pending(messages, pending)
+            messages.append(ChatMessage(role="user", text=f"{SUMMARY_PREFIX}\n{event.text}"))
             continue
         if not own and event.type is EventType.AGENT_MESSAGE:
             if event.text:

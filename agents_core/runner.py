@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalBroker
+from agents_core.compaction import CompactionConfig, compact
 from agents_core.config import RunConfig
 from agents_core.context import CancellationToken, Context, Invocation, InvocationBudget
 from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id
@@ -30,6 +31,7 @@ class Runner:
 
     Failures end the turn with one terminal ``error`` event; cancellation (through the
     ``CancellationToken``) ends it with an ``error`` event whose code is ``cancelled``.
+    With ``compaction`` set, a turn that ended normally may end with a compaction event.
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class Runner:
         telemetry: Sequence[TelemetrySink] = (),
         breakers: BreakerRegistry = DEFAULT_BREAKERS,
         approvals: ApprovalBroker | None = None,
+        compaction: CompactionConfig | None = None,
     ) -> None:
         self.agent = agent
         self.session_service = session_service
@@ -51,6 +54,7 @@ class Runner:
         self.breakers = breakers
         self.approvals = approvals or ApprovalBroker()
         """Where approval decisions for this runner's tool calls are delivered."""
+        self.compaction = compaction
 
     async def astream(
         self,
@@ -103,6 +107,15 @@ class Runner:
             if producer.cancelled() and token.cancelled:
                 reason = token.reason or CANCELLED
                 yield await self._store(session, self._error_event(ctx, CANCELLED, reason))
+            elif self.compaction is not None:
+                summary = await compact(
+                    session.events,
+                    self.compaction,
+                    invocation_id=invocation_id,
+                    author=self.agent.name,
+                )
+                if summary is not None:
+                    yield await self._store(session, summary)
         finally:
             if not producer.done():
                 producer.cancel()

@@ -18,7 +18,6 @@ NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
 MAX_INSTRUCTION_CHARS = 50_000
 
 AgentType = Literal["llm", "react", "sequential", "parallel", "loop"]
-WORKFLOW_TYPES: frozenset[str] = frozenset({"sequential", "parallel", "loop"})
 MODEL_TYPES: frozenset[str] = frozenset({"llm", "react"})
 
 

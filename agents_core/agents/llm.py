@@ -15,6 +15,7 @@ from agents_core._step_loop import (
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalPolicy
 from agents_core.context import Context, ReadonlyContext, fill_instruction
+from agents_core.event_filters import apply_compaction
 from agents_core.events import Event, EventActions
 from agents_core.exceptions import ConfigurationError, LimitExceededError
 from agents_core.history import build_history
@@ -144,7 +145,7 @@ class LlmAgent(BaseAgent):
         request = LlmRequest(
             system_instruction=self.render_instruction(ctx) or None,
             messages=build_history(
-                ctx.session.events,
+                apply_compaction(ctx.session.events),
                 agent_name=self.name,
                 branch=ctx.branch,
                 tool_result_max_chars=ctx.run_config.tool_result_max_chars,

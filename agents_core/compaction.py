@@ -1,0 +1,122 @@
+"""Session compaction: old events summarised into one compaction event.
+
+Runs only at the end of a turn, never mid-stream. Each compaction covers the session
+from its first event up to a cut, so the newest summary subsumes the older ones; the
+last ``keep_last`` conversation events always stay raw. The cut never separates a tool
+call from its response, and compaction is skipped while any call is unanswered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agents_core.event_filters import apply_compaction, should_include_event
+from agents_core.events import CompactionRange, Event, EventActions, EventType, TextPart
+from agents_core.exceptions import AgentsCoreError, ConfigurationError
+from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
+
+logger = logging.getLogger("agents_core.compaction")
+
+SUMMARY_INSTRUCTION = (
+    "Summarise the conversation below for the assistant that will continue it. Keep "
+    "facts, decisions, names, numbers, open questions and tool results that still matter. "
+    "Write plain prose, at most a few paragraphs."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionConfig:
+    """When to compact and with which model.
+
+    ``threshold``: compact once more than this many raw conversation events are visible;
+    ``keep_last``: how many of the newest ones stay raw.
+    """
+
+    summarizer: BaseLlm
+    threshold: int = 50
+    keep_last: int = 10
+    instruction: str = SUMMARY_INSTRUCTION
+
+    def __post_init__(self) -> None:
+        if self.keep_last < 1 or self.threshold <= self.keep_last:
+            raise ConfigurationError("compaction needs 1 <= keep_last < threshold")
+
+
+def plan_cut(events: Sequence[Event], config: CompactionConfig) -> int | None:
+    """The last seq to summarise, or ``None`` when nothing should be compacted."""
+    visible = [e for e in apply_compaction(events) if should_include_event(e)]
+    raw = [e for e in visible if e.type is not EventType.COMPACTION]
+    if len(raw) <= config.threshold:
+        return None
+    answered = {r.call_id for e in raw for r in e.tool_results}
+    if any(c.id not in answered for e in raw for c in e.tool_calls):
+        return None  # an open call: its response would land after the summary
+    candidates = raw[: len(raw) - config.keep_last]
+    while candidates:
+        calls = {c.id for e in candidates for c in e.tool_calls}
+        results = {r.call_id for e in candidates for r in e.tool_results}
+        if calls <= results:
+            return candidates[-1].seq
+        candidates.pop()  # back off until no call in the range lacks its response
+    return None
+
+
+async def compact(
+    events: Sequence[Event], config: CompactionConfig, *, invocation_id: str, author: str
+) -> Event | None:
+    """A compaction event for ``events`` (a session's stored events), or ``None``.
+
+    A failing summariser is logged and skipped: the session stays as it was.
+    """
+    cut = plan_cut(events, config)
+    if cut is None:
+        return None
+    covered = [e for e in apply_compaction(events) if e.seq is not None and e.seq <= cut]
+    request = LlmRequest(
+        system_instruction=config.instruction,
+        messages=[ChatMessage(role="user", text=transcript(covered))],
+    )
+    try:
+        summary = await _summarise(config.summarizer, request)
+    except AgentsCoreError:
+        logger.warning("compaction skipped: the summariser failed", exc_info=True)
+        return None
+    return Event(
+        type=EventType.COMPACTION,
+        invocation_id=invocation_id,
+        session_id=events[-1].session_id,
+        author=author,
+        parts=[TextPart(text=summary)],
+        actions=EventActions(compaction=CompactionRange(start_seq=1, end_seq=cut)),
+    )
+
+
+def transcript(events: Sequence[Event]) -> str:
+    """A plain-text rendering of conversation events, for the summariser."""
+    lines: list[str] = []
+    for event in events:
+        if not should_include_event(event):
+            continue
+        if event.type is EventType.COMPACTION:
+            lines.append(f"(summary of what came before) {event.text}")
+        elif event.type is EventType.USER_MESSAGE:
+            lines.append(f"user: {event.text}")
+        elif event.type is EventType.TOOL_RESPONSE:
+            lines.extend(f"tool {r.name} returned: {r.output[:2_000]}" for r in event.tool_results)
+        else:
+            calls = ", ".join(f"{c.name}({c.args})" for c in event.tool_calls)
+            text = event.text + (f" [called {calls}]" if calls else "")
+            lines.append(f"{event.author}: {text}")
+    return "\n".join(lines)
+
+
+async def _summarise(model: BaseLlm, request: LlmRequest) -> str:
+    final = None
+    async for chunk in model.astream(request):
+        if not chunk.partial:
+            final = chunk
+    if final is None or not final.text.strip():
+        raise AgentsCoreError("the summariser returned no text")
+    return final.text.strip()
