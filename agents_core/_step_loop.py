@@ -133,10 +133,9 @@ async def _seek_approval(
     info = ApprovalInfo(
         call_id=call.id, tool=call.name, args=call.args, args_hash=args_hash(call.name, call.args)
     )
-    await ctx.event_callback(ctx.event(EventType.APPROVAL_REQUEST, approval=info))
-    decision = await ctx.invocation.approvals.wait(
-        call, session_id=ctx.session_id, timeout_s=policy.timeout_s
-    )
+    with ctx.invocation.approvals.expect(call, session_id=ctx.session_id) as pending:
+        await ctx.event_callback(ctx.event(EventType.APPROVAL_REQUEST, approval=info))
+        decision = await pending.wait(policy.timeout_s)
     if decision is None:
         outcome = info.model_copy(update={"decision": policy.on_timeout, "decided_by": "timeout"})
     else:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -61,33 +62,45 @@ class ApprovalPolicy:
 
 
 @dataclass(slots=True)
-class _Pending:
+class PendingApproval:
+    """One call waiting for its decision; made by ``ApprovalBroker.expect``."""
+
     args_hash: str
     session_id: str
     future: asyncio.Future[ApprovalDecision]
+
+    async def wait(self, timeout_s: float) -> ApprovalDecision | None:
+        """The decision, or ``None`` when ``timeout_s`` passes first."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await self.future
+        except TimeoutError:
+            return None
 
 
 @dataclass(slots=True)
 class ApprovalBroker:
     """Pending approvals of this process, by call id."""
 
-    _pending: dict[str, _Pending] = field(default_factory=dict)
+    _pending: dict[str, PendingApproval] = field(default_factory=dict)
 
-    async def wait(
-        self, call: ToolCall, *, session_id: str, timeout_s: float
-    ) -> ApprovalDecision | None:
-        """Wait for the decision on ``call``; ``None`` when ``timeout_s`` passes first."""
+    @contextmanager
+    def expect(self, call: ToolCall, *, session_id: str) -> Iterator[PendingApproval]:
+        """Register ``call`` as waiting, for the duration of the block.
+
+        Register before announcing the request, so a decision that arrives the moment
+        the request is seen finds the call waiting.
+        """
         if call.id in self._pending:
             raise ApprovalError(f"call {call.id!r} is already waiting for approval")
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        self._pending[call.id] = _Pending(args_hash(call.name, call.args), session_id, future)
+        pending = PendingApproval(args_hash(call.name, call.args), session_id, future)
+        self._pending[call.id] = pending
         try:
-            async with asyncio.timeout(timeout_s):
-                return await future
-        except TimeoutError:
-            return None
+            yield pending
         finally:
             self._pending.pop(call.id, None)
+            future.cancel()
 
     def decide(self, decision: ApprovalDecision, *, session_id: str | None = None) -> None:
         """Deliver a decision. ``session_id``, when given, must be the call's session."""
