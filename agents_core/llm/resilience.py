@@ -66,6 +66,11 @@ class CircuitBreaker:
             self._opened_at = self.clock()
         self._probing = False
 
+    def record_abandoned(self) -> None:
+        """A call ended without an outcome (cancelled, closed early): it says nothing
+        about the provider, but it must free the probe slot or half-open never ends."""
+        self._probing = False
+
 
 @dataclass(slots=True)
 class BreakerRegistry:
@@ -116,6 +121,9 @@ class ResilientCall:
                     raise
                 await self.sleep(self.retry.backoff(attempt, self.rand()))
                 continue
+            except BaseException:
+                self.breaker.record_abandoned()
+                raise
             self.breaker.record_success()
             return
 

@@ -6,6 +6,8 @@ import pytest
 
 from agents_core import InMemorySessionService
 from agents_core.llm.resilience import BreakerRegistry
+from tests.support.openai_server import loopback_http_clients as loopback_http_clients
+from tests.support.openai_server import openai_server as openai_server
 
 
 @pytest.fixture
