@@ -110,8 +110,8 @@ class ResilientCall:
         attempt = 0
         while True:
             attempt += 1
+            self.breaker.before_call(self.model.provider_key)  # a refused call sends nothing
             self.on_attempt()
-            self.breaker.before_call(self.model.provider_key)
             try:
                 async for chunk in self._attempt(request):
                     yield chunk
