@@ -12,11 +12,13 @@ import uuid
 from typing import Any
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
 
 from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
+from agents_core import specs as core_specs
 from agents_core.sessions import base as core_sessions
 from studio import crypto
 
@@ -41,7 +43,11 @@ class Agent(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="agents"
     )
-    name = models.CharField(max_length=120)
+    name = models.CharField(
+        max_length=64,
+        validators=[RegexValidator(core_specs.NAME_PATTERN)],
+        help_text="Letters, digits, '_' or '-': other specs refer to the agent by this name.",
+    )
     description = models.TextField(blank=True)
     current_version = models.ForeignKey(
         "AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -134,9 +134,10 @@ LOGGING = {
 }
 
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate header makes anonymous requests answer 401.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -152,6 +153,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Studio API",
     "DESCRIPTION": "Build, run and watch agents. Every object is scoped to its owner.",
     "VERSION": "1",
+    # 3.1: JSON Schema as pydantic writes it (const, anyOf null) is valid as is.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     # Swagger UI assets come from drf-spectacular-sidecar: no CDN.

@@ -9,6 +9,9 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from studio import services
+from studio.models import Agent, ModelConfig, Session
+
 
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings: Any) -> None:
@@ -55,3 +58,23 @@ def api(ada: User) -> APIClient:
 def results(body: Any) -> list[Any]:
     """The items of a paginated (or plain list) response body."""
     return list(body["results"] if isinstance(body, dict) else body)
+
+
+def scripted_model(owner: User, name: str = "scripted") -> ModelConfig:
+    return ModelConfig.objects.create(owner=owner, name=name, provider="scripted")
+
+
+def simple_spec(name: str = "helper", model: str = "scripted", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "model": model, "instruction": "Reply: hello", **extra}
+
+
+def make_agent(owner: User, name: str = "helper", **spec: Any) -> Agent:
+    if not ModelConfig.objects.filter(owner=owner, name="scripted").exists():
+        scripted_model(owner)
+    return services.create_agent(owner, name=name, spec=simple_spec(name, **spec))
+
+
+def make_session(owner: User, agent: Agent | None = None, **fields: Any) -> Session:
+    if agent is None:
+        agent = Agent.objects.filter(owner=owner, name="helper").first() or make_agent(owner)
+    return services.start_session(owner, agent, **fields)

@@ -1,4 +1,4 @@
-"""Creates the demo account (idempotent). Local development only."""
+"""Creates the demo account and its offline agents (idempotent). Local development only."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from studio import services
+from studio.demo import DEMO_AGENTS, MODEL
+from studio.models import Agent, ModelConfig
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo"  # noqa: S105 - a documented local-only demo account
@@ -34,3 +38,13 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo user {'created' if created else 'already present'}: {DEMO_USERNAME}"
         )
+        ModelConfig.objects.get_or_create(
+            owner=user, name=MODEL, defaults={"provider": ModelConfig.Provider.SCRIPTED}
+        )
+        # Existing agents are left alone: the demo user may have edited them.
+        existing = set(Agent.objects.filter(owner=user).values_list("name", flat=True))
+        for name, description, spec in DEMO_AGENTS:
+            if name in existing:
+                continue
+            services.create_agent(user, name=name, description=description, spec=spec)
+            self.stdout.write(f"demo agent created: {name}")

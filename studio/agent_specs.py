@@ -1,0 +1,151 @@
+"""Agent specs inside Studio: validated against what their owner has, and built.
+
+A spec names models by their ``ModelConfig`` name, tools by their registered name
+(``studio.tools.tool_registry``) and other agents by their ``Agent`` name, all the
+owner's own: a spec can never reach another user's models or agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from pydantic import ValidationError
+
+from agents_core import builder as core_builder
+from agents_core import config as core_config
+from agents_core import exceptions as core_exceptions
+from agents_core import specs as core_specs
+from agents_core.agents.base import BaseAgent
+from agents_core.llm import BaseLlm
+from studio.errors import InvalidInputError, Path, Problem
+from studio.llms import build_llm
+from studio.models import Agent, AgentVersion, ModelConfig
+from studio.tools import tool_registry
+
+_UNION_TAGS = {"AgentSpec", "AgentRef"}
+
+
+def json_schema() -> dict[str, Any]:
+    return core_specs.AgentSpec.json_schema()
+
+
+def normalize(spec: core_specs.AgentSpec) -> dict[str, Any]:
+    """The stored form: the spec's JSON without default values, so it reads like what
+    was written and hashes the same whatever defaults it spelled out."""
+    return spec.model_dump(mode="json", exclude_defaults=True)
+
+
+def parse(data: Any) -> core_specs.AgentSpec:
+    """The spec's structure; ``InvalidInputError`` with a path for each problem."""
+    try:
+        return core_specs.AgentSpec.model_validate(data)
+    except ValidationError as exc:
+        problems = [
+            Problem(_clean_loc(tuple(error["loc"])), error["type"], error["msg"])
+            for error in exc.errors()
+            if _on_taken_branch(data, tuple(error["loc"]))
+        ]
+        raise InvalidInputError("spec", problems) from None
+
+
+def validate(
+    owner: AbstractBaseUser, data: Any, *, agent_name: str | None = None
+) -> core_specs.AgentSpec:
+    """Parse ``data`` and check it can be built from ``owner``'s models, the registered
+    tools and ``owner``'s agents (the spec standing in for ``agent_name``'s own)."""
+    spec = parse(data)
+    agents = owner_agent_specs(owner)
+    if agent_name is not None:
+        agents[agent_name] = spec
+    problems = core_builder.check_spec(
+        spec, models=set(model_configs(owner)), tools=tool_registry(), agents=agents
+    )
+    if problems:
+        raise InvalidInputError("spec", [Problem(p.path, p.code, p.message) for p in problems])
+    return spec
+
+
+def build(version: AgentVersion) -> tuple[BaseAgent, core_config.RunConfig]:
+    """The agent tree of a stored version and its run limits; ``SpecError`` if the
+    owner's models or referenced agents changed so that it no longer builds."""
+    owner = version.agent.owner
+    spec = core_specs.AgentSpec.model_validate(version.spec)
+    agent = core_builder.build_agent(
+        spec,
+        models=_LazyModels(model_configs(owner)),
+        tools=tool_registry(),
+        agents=owner_agent_specs(owner),
+    )
+    return agent, spec.run_config()
+
+
+def model_configs(owner: AbstractBaseUser) -> dict[str, ModelConfig]:
+    return {config.name: config for config in ModelConfig.objects.filter(owner_id=owner.pk)}
+
+
+def owner_agent_specs(owner: AbstractBaseUser) -> dict[str, core_specs.AgentSpec]:
+    """``owner``'s agents by name, each with its current spec: what ``{"ref": name}`` means."""
+    rows = Agent.objects.filter(owner_id=owner.pk, current_version__isnull=False).values_list(
+        "name", "current_version__spec"
+    )
+    return {name: core_specs.AgentSpec.model_validate(spec) for name, spec in rows}
+
+
+def agents_using_model(owner: AbstractBaseUser, model_name: str) -> list[str]:
+    """Names of ``owner``'s agents whose current spec names ``model_name`` anywhere."""
+    return sorted(
+        name for name, spec in owner_agent_specs(owner).items() if model_name in _model_names(spec)
+    )
+
+
+def _model_names(spec: core_specs.AgentSpec) -> set[str]:
+    names = {spec.model} if spec.model else set()
+    for child in [*spec.agent_tools, *spec.sub_agents]:
+        if isinstance(child, core_specs.AgentSpec):
+            names |= _model_names(child)
+    return names
+
+
+class _LazyModels(Mapping[str, BaseLlm]):
+    """Builds (and decrypts the key of) only the models a tree actually uses."""
+
+    def __init__(self, configs: dict[str, ModelConfig]) -> None:
+        self._configs = configs
+        self._built: dict[str, BaseLlm] = {}
+
+    def __getitem__(self, name: str) -> BaseLlm:
+        if name not in self._built:
+            try:
+                self._built[name] = build_llm(self._configs[name])
+            except ValidationError as exc:
+                raise core_exceptions.ConfigurationError(
+                    f"model {name!r} has invalid options: {exc.error_count()} problem(s)"
+                ) from None
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._configs)
+
+    def __len__(self) -> int:
+        return len(self._configs)
+
+
+def _on_taken_branch(data: Any, loc: Path) -> bool:
+    """Whether an error of the ``AgentSpec | AgentRef`` union belongs to the branch the
+    input meant (a ``ref`` key means a reference), so the other branch's noise is dropped."""
+    node = data
+    for part in loc:
+        if part in _UNION_TAGS:
+            means_ref = isinstance(node, dict) and "ref" in node
+            return (part == "AgentRef") == means_ref
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return True
+    return True
+
+
+def _clean_loc(loc: Path) -> Path:
+    return tuple(part for part in loc if part not in _UNION_TAGS)

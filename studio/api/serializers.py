@@ -1,0 +1,317 @@
+"""Request and response shapes. Writes go through ``studio.services``; every related id
+a payload names is looked up among the requesting user's own objects only."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Model, QuerySet
+from drf_spectacular.utils import extend_schema_field
+from pydantic import ValidationError as PydanticValidationError
+from rest_framework import serializers
+
+from agents_core import specs as core_specs
+from studio import agent_specs, services
+from studio.api.exceptions import problems_detail
+from studio.api.permissions import request_owner
+from studio.errors import InvalidInputError, Problem
+from studio.llms import parse_options
+from studio.models import Agent, AgentVersion, ModelConfig, Run, Session
+
+
+def _request_user_id(serializer: serializers.Field[Any, Any, Any, Any]) -> Any:
+    return serializer.context["request"].user.pk
+
+
+class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField[Any]):
+    """A related id resolved among the requesting user's objects: another user's id is
+    rejected exactly like one that does not exist."""
+
+    def __init__(self, *, owner_path: str = "owner", **kwargs: Any) -> None:
+        self.owner_path = owner_path
+        super().__init__(**kwargs)
+
+    def get_queryset(self) -> QuerySet[Model]:
+        queryset = super().get_queryset()
+        if queryset is None:
+            raise ImproperlyConfigured("OwnedPrimaryKeyRelatedField needs a queryset")
+        return queryset.filter(**{self.owner_path: _request_user_id(self)})
+
+
+# Model configs
+
+
+class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
+    api_key = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=4_000,
+        style={"input_type": "password"},
+        help_text="Write-only. Omit to keep the stored key; send an empty string to remove it.",
+    )
+    api_key_hint = serializers.CharField(
+        read_only=True, help_text="At most the key's last four characters, e.g. '...3xYz'."
+    )
+    has_api_key = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ModelConfig
+        fields = [
+            "id",
+            "name",
+            "provider",
+            "base_url",
+            "model",
+            "options",
+            "api_key",
+            "api_key_hint",
+            "has_api_key",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "created_at", "updated_at"]
+
+    def validate_name(self, name: str) -> str:
+        others = ModelConfig.objects.filter(owner_id=_request_user_id(self), name=name)
+        if self.instance is not None:
+            others = others.exclude(pk=self.instance.pk)
+        if others.exists():
+            raise serializers.ValidationError(
+                f"you already have a model named {name!r}", code="unique"
+            )
+        current = self.instance
+        if current is not None and current.name != name:
+            users = agent_specs.agents_using_model(current.owner, current.name)
+        else:
+            users = []
+        if users:
+            raise serializers.ValidationError(
+                f"agents name this model by its current name: {', '.join(users)}",
+                code="in_use",
+            )
+        return name
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        provider = attrs.get("provider", getattr(self.instance, "provider", None))
+        options = attrs.get("options", getattr(self.instance, "options", {}))
+        model = attrs.get("model", getattr(self.instance, "model", ""))
+        if provider == ModelConfig.Provider.OPENAI_COMPATIBLE and not model:
+            raise serializers.ValidationError(
+                {"model": ["an openai-compatible config needs a model name"]}, code="required"
+            )
+        if not isinstance(options, dict):
+            raise serializers.ValidationError({"options": ["must be a JSON object"]})
+        try:
+            parse_options(str(provider), options)
+        except PydanticValidationError as exc:
+            problems = [Problem(tuple(e["loc"]), e["type"], e["msg"]) for e in exc.errors()]
+            detail = problems_detail(InvalidInputError("options", problems))
+            raise serializers.ValidationError({"options": detail}) from None
+        return attrs
+
+    def create(self, validated_data: dict[str, Any]) -> ModelConfig:
+        api_key = validated_data.pop("api_key", "")
+        config = ModelConfig(owner_id=_request_user_id(self), **validated_data)
+        config.set_api_key(api_key)
+        config.save()
+        return config
+
+    def update(self, instance: ModelConfig, validated_data: dict[str, Any]) -> ModelConfig:
+        if "api_key" in validated_data:
+            instance.set_api_key(validated_data.pop("api_key"))
+        for field, value in validated_data.items():
+            setattr(instance, field, value)
+        instance.save()
+        return instance
+
+
+class ConnectionCheckSerializer(serializers.Serializer[services.ConnectionCheck]):
+    ok = serializers.BooleanField()
+    detail = serializers.CharField()
+    latency_ms = serializers.FloatField(allow_null=True)
+
+
+# Agents
+
+
+class AgentVersionSerializer(serializers.ModelSerializer[AgentVersion]):
+    class Meta:
+        model = AgentVersion
+        fields = ["id", "number", "spec", "content_hash", "note", "created_at"]
+        read_only_fields = fields
+
+
+class AgentSerializer(serializers.ModelSerializer[Agent]):
+    spec = serializers.JSONField(
+        help_text="The current AgentSpec (see /api/agent-spec/schema/). Saving a changed "
+        "spec adds a version; an unchanged one adds none."
+    )
+    note = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Stored with the version this save creates.",
+    )
+    current_version = serializers.IntegerField(
+        source="current_version.number", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Agent
+        fields = [
+            "id",
+            "name",
+            "description",
+            "spec",
+            "note",
+            "current_version",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "created_at", "updated_at"]
+
+    def validate_name(self, name: str) -> str:
+        if not re.fullmatch(core_specs.NAME_PATTERN, name):
+            raise serializers.ValidationError(
+                "use letters, digits, '_' or '-', starting with a letter or '_' "
+                "(at most 64 characters): other specs refer to agents by this name",
+                code="invalid",
+            )
+        others = Agent.objects.filter(owner_id=_request_user_id(self), name=name)
+        if self.instance is not None:
+            others = others.exclude(pk=self.instance.pk)
+        if others.exists():
+            raise serializers.ValidationError(
+                f"you already have an agent named {name!r}", code="unique"
+            )
+        return name
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "spec" in attrs:
+            name = attrs.get("name", getattr(self.instance, "name", None))
+            owner = request_owner(self.context["request"])
+            try:
+                agent_specs.validate(owner, attrs["spec"], agent_name=name)
+            except InvalidInputError as exc:
+                raise serializers.ValidationError({"spec": problems_detail(exc)}) from None
+        elif self.instance is None:
+            raise serializers.ValidationError({"spec": ["a new agent needs a spec"]}, "required")
+        return attrs
+
+    def create(self, validated_data: dict[str, Any]) -> Agent:
+        return services.create_agent(
+            request_owner(self.context["request"]),
+            name=validated_data["name"],
+            description=validated_data.get("description", ""),
+            spec=validated_data["spec"],
+            note=validated_data.get("note", ""),
+        )
+
+    def update(self, instance: Agent, validated_data: dict[str, Any]) -> Agent:
+        return services.update_agent(
+            instance,
+            name=validated_data.get("name"),
+            description=validated_data.get("description"),
+            spec=validated_data.get("spec"),
+            note=validated_data.get("note", ""),
+        )
+
+
+class AgentDocumentSerializer(serializers.Serializer[dict[str, Any]]):
+    """The agent import/export format."""
+
+    format = serializers.ChoiceField(choices=[services.AGENT_FORMAT])
+    format_version = serializers.ChoiceField(choices=[services.FORMAT_VERSION])
+    name = serializers.CharField(max_length=64)
+    description = serializers.CharField(allow_blank=True, required=False, default="")
+    spec = serializers.JSONField()
+    exported_at = serializers.DateTimeField(required=False, read_only=True)
+
+    def validate_name(self, name: str) -> str:
+        return AgentSerializer(context=self.context).validate_name(name)
+
+
+# Sessions, events, runs
+
+
+class SessionSerializer(serializers.ModelSerializer[Session]):
+    agent = serializers.SerializerMethodField()
+    agent_name = serializers.SerializerMethodField()
+    agent_version = serializers.IntegerField(
+        source="agent_version.number", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Session
+        fields = [
+            "id",
+            "title",
+            "agent",
+            "agent_name",
+            "agent_version",
+            "status",
+            "state",
+            "last_seq",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = [f for f in fields if f != "title"]
+
+    @extend_schema_field(serializers.UUIDField(allow_null=True))
+    def get_agent(self, session: Session) -> str | None:
+        version = session.agent_version
+        return str(version.agent_id) if version else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_agent_name(self, session: Session) -> str | None:
+        version = session.agent_version
+        return version.agent.name if version else None
+
+
+class SessionCreateSerializer(serializers.Serializer[Session]):
+    agent = OwnedPrimaryKeyRelatedField(
+        queryset=Agent.objects.all(), help_text="Pins the agent's current version."
+    )
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def create(self, validated_data: dict[str, Any]) -> Session:
+        return services.start_session(
+            request_owner(self.context["request"]),
+            validated_data["agent"],
+            title=validated_data["title"],
+        )
+
+
+class MessageSerializer(serializers.Serializer[dict[str, Any]]):
+    text = serializers.CharField(max_length=50_000)
+
+
+class RunSerializer(serializers.ModelSerializer[Run]):
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "session",
+            "invocation_id",
+            "message",
+            "status",
+            "created_at",
+            "started_at",
+            "ended_at",
+            "input_tokens",
+            "output_tokens",
+            "cost",
+            "error_code",
+            "error_message",
+        ]
+        read_only_fields = fields
+
+
+class ToolSerializer(serializers.Serializer[Any]):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    settings_schema = serializers.JSONField()

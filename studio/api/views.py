@@ -1,0 +1,296 @@
+"""The REST API. Thin: querysets scoped to the user, serializers for shapes, services
+for everything that changes more than one row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_filters  # type: ignore[import-untyped]  # no stubs published
+from asgiref.sync import async_to_sync
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from pydantic import BaseModel
+from rest_framework import filters, mixins, status, viewsets
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.decorators import action
+from rest_framework.pagination import CursorPagination, PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer, ValidationError
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.utils.urls import replace_query_param
+from rest_framework.views import APIView
+
+from agents_core import events as core_events
+from studio import agent_specs, services
+from studio.api import serializers as s
+from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
+from studio.models import (
+    Agent,
+    AgentVersion,
+    Event,
+    ModelConfig,
+    Run,
+    RunStatus,
+    Session,
+    SessionStatus,
+)
+from studio.tools import tool_registry
+
+
+class TokenView(ObtainAuthToken):
+    """Trade a username and password for an API token (``Authorization: Token <key>``)."""
+
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "auth"
+
+
+# Model configs
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your model configs (API keys are never returned)"),
+)
+class ModelConfigViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[ModelConfig]):
+    queryset = ModelConfig.objects.all()
+    serializer_class = s.ModelConfigSerializer
+    permission_classes = [*viewsets.ModelViewSet.permission_classes, IsOwner]
+
+    def perform_destroy(self, instance: ModelConfig) -> None:
+        services.delete_model_config(instance)
+
+    @extend_schema(request=None, responses=s.ConnectionCheckSerializer)
+    @action(detail=True, methods=["post"])
+    def test(self, request: Request, pk: str | None = None) -> Response:
+        """Send one tiny request to the endpoint and report whether it answered."""
+        check = async_to_sync(services.check_model_connection)(self.get_object())
+        return Response(s.ConnectionCheckSerializer(check).data)
+
+
+# Agents
+
+
+class AgentViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[Agent]):
+    queryset = Agent.objects.select_related("current_version")
+    serializer_class = s.AgentSerializer
+    permission_classes = [*viewsets.ModelViewSet.permission_classes, IsOwner]
+
+    @extend_schema(responses=s.AgentVersionSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=PageNumberPagination)
+    def versions(self, request: Request, pk: str | None = None) -> Response:
+        """Every saved version of the agent, newest first."""
+        paginator = PageNumberPagination()
+        versions = self.get_object().versions.order_by("-number")
+        page: list[AgentVersion] | None = paginator.paginate_queryset(versions, request, self)
+        return paginator.get_paginated_response(s.AgentVersionSerializer(page, many=True).data)
+
+    @extend_schema(responses=s.AgentVersionSerializer)
+    @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]+)")
+    def version(self, request: Request, pk: str | None = None, number: str = "") -> Response:
+        version = get_object_or_404(self.get_object().versions, number=int(number))
+        return Response(s.AgentVersionSerializer(version).data)
+
+    @extend_schema(responses=s.AgentDocumentSerializer)
+    @action(detail=True, methods=["get"])
+    def export(self, request: Request, pk: str | None = None) -> Response:
+        """The agent's current definition as a portable JSON document (no secrets)."""
+        agent = self.get_object()
+        response = Response(services.export_agent(agent))
+        response["Content-Disposition"] = f'attachment; filename="{agent.name}.agent.json"'
+        return response
+
+    @extend_schema(request=s.AgentDocumentSerializer, responses={201: s.AgentSerializer})
+    @action(detail=False, methods=["post"], url_path="import")
+    def import_(self, request: Request) -> Response:
+        """Create an agent from an exported document; its models and referenced agents
+        must exist among yours, by name."""
+        document = s.AgentDocumentSerializer(
+            data=request.data, context=self.get_serializer_context()
+        )
+        document.is_valid(raise_exception=True)
+        agent = services.import_agent(request_owner(request), document.validated_data)
+        return Response(s.AgentSerializer(agent).data, status=status.HTTP_201_CREATED)
+
+
+# Sessions and events
+
+
+class SessionFilter(django_filters.FilterSet):  # type: ignore[misc]
+    agent = django_filters.UUIDFilter(field_name="agent_version__agent_id")
+    status = django_filters.ChoiceFilter(choices=SessionStatus.choices)
+    created_from = django_filters.DateFilter(field_name="created_at", lookup_expr="date__gte")
+    created_to = django_filters.DateFilter(field_name="created_at", lookup_expr="date__lte")
+
+    class Meta:
+        model = Session
+        fields = ["agent", "status", "created_from", "created_to"]
+
+
+class SessionPagination(CursorPagination):
+    ordering = "-created_at"
+    page_size = 50
+
+
+class EventPage(BaseModel):
+    """A page of a session's timeline, in seq order. ``next`` is set while more
+    events may follow; pass ``last_seq`` as ``after`` to continue."""
+
+    next: str | None
+    last_seq: int
+    results: list[core_events.Event]
+
+
+class SeqPagination:
+    """Cursor on ``seq``: ``?after=<seq>&limit=<n>`` returns the events after ``seq``."""
+
+    default_limit = 100
+    max_limit = 500
+
+    def paginate_queryset(self, queryset: QuerySet[Event], request: Request) -> list[Event]:
+        self.request = request
+        self.after = _non_negative_int(request, "after", 0)
+        self.limit = min(_non_negative_int(request, "limit", self.default_limit), self.max_limit)
+        self.page = list(queryset.filter(seq__gt=self.after).order_by("seq")[: self.limit])
+        return self.page
+
+    def get_paginated_response(self, data: Any) -> Response:
+        last_seq = self.page[-1].seq if self.page else self.after
+        full = bool(self.page) and len(self.page) == self.limit
+        url = self.request.build_absolute_uri()
+        next_url = replace_query_param(url, "after", last_seq) if full else None
+        return Response({"next": next_url, "last_seq": last_seq, "results": data})
+
+
+def _non_negative_int(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit():
+        raise ValidationError({name: ["must be a non-negative integer"]}, code="invalid")
+    return int(raw)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("search", str, description="Searches titles and message text.")
+        ]
+    ),
+)
+class SessionViewSet(
+    OwnedQuerysetMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.CreateModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet[Session],
+):
+    queryset = Session.objects.select_related("agent_version__agent")
+    serializer_class = s.SessionSerializer
+    permission_classes = [*viewsets.GenericViewSet.permission_classes, IsOwner]
+    pagination_class = SessionPagination
+    filter_backends = [django_filters.rest_framework.DjangoFilterBackend, filters.SearchFilter]
+    filterset_class = SessionFilter
+    search_fields = ["title", "events__text"]
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        if self.action == "create":
+            return s.SessionCreateSerializer
+        return super().get_serializer_class()
+
+    @extend_schema(request=s.SessionCreateSerializer, responses={201: s.SessionSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Start a session pinned to the agent's current version."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        session = serializer.save()
+        return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
+
+    def perform_destroy(self, instance: Session) -> None:
+        services.delete_session(instance)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("after", int, description="Only events with a greater seq."),
+            OpenApiParameter("limit", int, description="At most this many (default 100, max 500)."),
+        ],
+        responses=EventPage,
+    )
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def events(self, request: Request, pk: str | None = None) -> Response:
+        """The session's stored events (the wire format of ``agents_core`` events)."""
+        paginator = SeqPagination()
+        page = paginator.paginate_queryset(self.get_object().events.all(), request)
+        return paginator.get_paginated_response([event.payload for event in page])
+
+    @extend_schema(request=s.MessageSerializer, responses={202: s.RunSerializer})
+    @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
+    def messages(self, request: Request, pk: str | None = None) -> Response:
+        """Send a message: queues a run of the pinned agent version and answers with it."""
+        message = s.MessageSerializer(data=request.data)
+        message.is_valid(raise_exception=True)
+        run = services.start_run(self.get_object(), message.validated_data["text"])
+        return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
+    def export(self, request: Request, pk: str | None = None) -> Response:
+        """The session's events, runs and pinned agent version as one JSON document."""
+        session = self.get_object()
+        response = Response(services.export_session(session))
+        response["Content-Disposition"] = f'attachment; filename="session-{session.id}.json"'
+        return response
+
+
+# Runs
+
+
+class RunFilter(django_filters.FilterSet):  # type: ignore[misc]
+    session = django_filters.UUIDFilter(field_name="session_id")
+    status = django_filters.ChoiceFilter(choices=RunStatus.choices)
+
+    class Meta:
+        model = Run
+        fields = ["session", "status"]
+
+
+class RunViewSet(OwnedQuerysetMixin, viewsets.ReadOnlyModelViewSet[Run]):
+    queryset = Run.objects.all()
+    serializer_class = s.RunSerializer
+    permission_classes = [*viewsets.ReadOnlyModelViewSet.permission_classes, IsOwner]
+    owner_path = "session__owner"
+    filterset_class = RunFilter
+
+    @extend_schema(request=None, responses=s.RunSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel a queued or running run; a finished one answers 409."""
+        run = services.cancel_run(self.get_object())
+        return Response(s.RunSerializer(run).data)
+
+
+# Catalogues
+
+
+class ToolListView(APIView):
+    """The tools a spec may name, with the JSON Schema of each one's ``settings``."""
+
+    @extend_schema(responses=s.ToolSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        tools = [
+            {"name": e.name, "description": e.description, "settings_schema": e.settings_schema()}
+            for e in tool_registry()
+        ]
+        return Response(s.ToolSerializer(tools, many=True).data)
+
+
+class AgentSpecSchemaView(APIView):
+    """The JSON Schema of ``AgentSpec``: what ``spec`` in an agent must look like."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        return Response(agent_specs.json_schema())

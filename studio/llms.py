@@ -1,0 +1,81 @@
+"""Model configs to models: provider options, and building a ``BaseLlm`` for a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+
+from agents_core.llm import BaseLlm, ScriptedModel, ScriptedResponse
+from agents_core.llm.openai import openai_compatible
+from studio.demo_model import demo_model
+from studio.models import ModelConfig
+
+
+class OpenAIOptions(BaseModel):
+    """What an openai-compatible config may set besides its URL, model and key.
+    A closed list, so no secret (a header, a key) can hide in plaintext options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: PositiveInt | None = None
+    seed: int | None = None
+    stop: list[str] | None = Field(default=None, max_length=4)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    timeout_s: PositiveFloat = 120.0
+    streaming: bool = True
+
+
+class ScriptedOptions(BaseModel):
+    """A fixed script, or (without one) the instruction-driven demo responder."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    script: list[ScriptedResponse] | None = Field(default=None, max_length=1_000)
+    loop: bool = True
+    token_delay_s: float = Field(default=0.0, ge=0, le=1)
+
+
+OPTIONS_MODELS: dict[str, type[BaseModel]] = {
+    ModelConfig.Provider.OPENAI_COMPATIBLE: OpenAIOptions,
+    ModelConfig.Provider.SCRIPTED: ScriptedOptions,
+}
+
+
+def parse_options(provider: str, options: dict[str, Any]) -> BaseModel:
+    """Validate a config's options for its provider; pydantic's ``ValidationError`` if bad."""
+    return OPTIONS_MODELS[provider].model_validate(options)
+
+
+def build_llm(config: ModelConfig, *, timeout_s: float | None = None) -> BaseLlm:
+    """The model a run talks to. Decrypts the API key; the plaintext goes no further
+    than the client that sends it."""
+    if config.provider == ModelConfig.Provider.SCRIPTED:
+        return _scripted(config, ScriptedOptions.model_validate(config.options))
+    return _openai(config, OpenAIOptions.model_validate(config.options), timeout_s)
+
+
+def _scripted(config: ModelConfig, options: ScriptedOptions) -> BaseLlm:
+    if options.script is None:
+        return demo_model(config.name, token_delay_s=options.token_delay_s)
+    return ScriptedModel(
+        script=options.script,
+        name=config.name,
+        loop=options.loop,
+        token_delay_s=options.token_delay_s,
+    )
+
+
+def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None) -> BaseLlm:
+    extra = options.model_dump(exclude_none=True, exclude={"timeout_s", "streaming"})
+    return openai_compatible(
+        model=config.model,
+        base_url=config.base_url or None,
+        api_key=config.api_key() or None,
+        streaming=options.streaming,
+        timeout_s=timeout_s or options.timeout_s,
+        **extra,
+    )

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import pytest
+import yaml
+from rest_framework.test import APIClient
+
+from agents_core.specs import AgentSpec
+
+pytestmark = pytest.mark.django_db
+
+
+def test_tools_lists_every_registered_tool_with_its_settings_schema(api: APIClient) -> None:
+    body = api.get("/api/tools/").json()
+    by_name = {tool["name"]: tool for tool in body}
+    assert {"calculator", "exit_loop"} <= set(by_name)
+    assert by_name["calculator"]["description"].startswith("Evaluate an arithmetic expression")
+    assert by_name["calculator"]["settings_schema"]["type"] == "object"
+
+
+def test_the_agent_spec_schema_is_the_pydantic_json_schema(api: APIClient) -> None:
+    response = api.get("/api/agent-spec/schema/")
+    assert response.status_code == 200
+    assert response.json() == AgentSpec.model_json_schema()
+
+
+def test_catalogues_need_authentication() -> None:
+    assert APIClient().get("/api/tools/").status_code == 401
+    assert APIClient().get("/api/agent-spec/schema/").status_code == 401
+
+
+def test_the_openapi_schema_documents_every_endpoint() -> None:
+    response = APIClient().get("/api/schema/")
+    assert response.status_code == 200
+    schema = yaml.safe_load(response.content)
+    assert schema["openapi"].startswith("3.1")
+    assert {
+        "/api/auth/token/",
+        "/api/agents/",
+        "/api/agents/{id}/",
+        "/api/agents/{id}/versions/",
+        "/api/agents/{id}/versions/{number}/",
+        "/api/agents/{id}/export/",
+        "/api/agents/import/",
+        "/api/models/",
+        "/api/models/{id}/",
+        "/api/models/{id}/test/",
+        "/api/sessions/",
+        "/api/sessions/{id}/",
+        "/api/sessions/{id}/events/",
+        "/api/sessions/{id}/messages/",
+        "/api/sessions/{id}/export/",
+        "/api/runs/",
+        "/api/runs/{id}/",
+        "/api/runs/{id}/cancel/",
+        "/api/tools/",
+        "/api/agent-spec/schema/",
+    } <= set(schema["paths"])
+    model_config = schema["components"]["schemas"]["ModelConfig"]["properties"]
+    assert "api_key" not in model_config
+
+
+def test_the_schema_generates_without_warnings() -> None:
+    from django.core.management import call_command
+
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", "/dev/null")
+
+
+def test_the_docs_page_loads_swagger_ui_from_local_static_files_with_no_inline_script() -> None:
+    response = APIClient().get("/api/docs/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
+    assert "cdn" not in html.lower()
+    assert "<script>" not in html
