@@ -79,7 +79,7 @@ DEMO_AGENTS: list[tuple[str, str, dict[str, Any]]] = [
                 _llm(
                     "reviewer",
                     "Review the draft: {draft}\n"
-                    "When it is polished, end the loop with exit_loop.\n"
+                    "Once the draft is good enough, end the loop with exit_loop.\n"
                     "Exit when: polished\n"
                     "Reply: Not there yet; another pass, please.",
                     tools=[{"name": "exit_loop"}],

@@ -1,0 +1,170 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from agents_core import events as core_events
+from studio import services
+from studio.models import ModelConfig, RunStatus, Session
+from studio.session_service import append_event_sync
+from tests.studio.conftest import make_agent, make_session
+
+pytestmark = pytest.mark.django_db
+
+KEY = "sk-admin-NEVER-SHOWN-1234567890"
+
+
+@pytest.fixture
+def admin_client(staff: User) -> Client:
+    client = Client()
+    client.force_login(staff)
+    return client
+
+
+def fill(session: Session, count: int) -> None:
+    for i in range(count):
+        event = core_events.Event(
+            type=core_events.EventType.AGENT_MESSAGE,
+            invocation_id="inv",
+            session_id=session.key,
+            author="helper",
+            parts=[core_events.TextPart(text=f"event-{i + 1}-text")],
+        )
+        append_event_sync(session.key, event)
+
+
+def test_non_staff_users_cannot_reach_the_admin(ada: User) -> None:
+    client = Client()
+    client.force_login(ada)
+    response = client.get("/admin/studio/session/")
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+    assert Client().get("/admin/").status_code == 302
+
+
+def test_every_studio_admin_page_loads_for_staff(admin_client: Client, ada: User) -> None:
+    agent = make_agent(ada)
+    session = make_session(ada, agent)
+    run = services.start_run(session, "hi")
+    config = ModelConfig.objects.get(owner=ada)
+    for url in [
+        "/admin/studio/agent/",
+        f"/admin/studio/agent/{agent.pk}/change/",
+        "/admin/studio/modelconfig/",
+        f"/admin/studio/modelconfig/{config.pk}/change/",
+        "/admin/studio/modelconfig/add/",
+        "/admin/studio/session/",
+        f"/admin/studio/session/{session.pk}/change/",
+        "/admin/studio/run/",
+        f"/admin/studio/run/{run.pk}/change/",
+    ]:
+        assert admin_client.get(url).status_code == 200, url
+
+
+def test_agent_versions_show_inline_and_read_only(admin_client: Client, ada: User) -> None:
+    agent = make_agent(ada)
+    services.save_agent_spec(agent, {"name": "helper", "model": "scripted", "instruction": "v2"})
+    html = admin_client.get(f"/admin/studio/agent/{agent.pk}/change/").content.decode()
+    assert "Agent versions" in html
+    assert "versions-0-number" not in html  # rendered as text, not as an input
+    assert "&quot;instruction&quot;: &quot;v2&quot;" in html
+
+
+def test_the_model_config_admin_never_shows_the_key_and_can_replace_it(
+    admin_client: Client, ada: User
+) -> None:
+    config = ModelConfig(owner=ada, name="prod", provider="openai_compatible", model="m")
+    config.set_api_key(KEY)
+    config.save()
+    url = f"/admin/studio/modelconfig/{config.pk}/change/"
+    page = admin_client.get(url).content.decode()
+    assert KEY not in page
+    assert config.api_key_ciphertext not in page
+    assert "...7890" in page
+    listing = admin_client.get("/admin/studio/modelconfig/").content.decode()
+    assert KEY not in listing
+    form = {
+        "owner": ada.pk,
+        "name": "prod",
+        "provider": "openai_compatible",
+        "base_url": "",
+        "model": "m",
+        "options": "{}",
+        "new_api_key": "sk-replaced-abcdefghijklmnop",
+    }
+    assert admin_client.post(url, form).status_code == 302
+    config.refresh_from_db()
+    assert config.api_key() == "sk-replaced-abcdefghijklmnop"
+    history = admin_client.get(f"{url}../history/").content.decode()
+    assert "sk-replaced" not in history
+
+
+def test_session_events_are_inline_read_only_and_paginated(admin_client: Client, ada: User) -> None:
+    session = make_session(ada)
+    fill(session, 60)
+    url = f"/admin/studio/session/{session.pk}/change/"
+    first = admin_client.get(url).content.decode()
+    assert "event-1-text" in first and "event-50-text" in first
+    assert "event-51-text" not in first
+    assert "events_page=2" in first
+    second = admin_client.get(f"{url}?events_page=2").content.decode()
+    assert "event-51-text" in second and "event-60-text" in second
+    assert "event-50-text" not in second
+    assert 'name="events-0-seq"' not in first
+
+
+def test_saving_a_session_title_in_the_admin_keeps_its_events(
+    admin_client: Client, ada: User
+) -> None:
+    session = make_session(ada)
+    fill(session, 3)
+    url = f"/admin/studio/session/{session.pk}/change/"
+    form = {
+        "title": "renamed",
+        "events-TOTAL_FORMS": "3",
+        "events-INITIAL_FORMS": "3",
+        "events-MIN_NUM_FORMS": "0",
+        "events-MAX_NUM_FORMS": "1000",
+    }
+    form.update({f"events-{i}-id": str(e.pk) for i, e in enumerate(session.events.order_by("seq"))})
+    form.update({f"events-{i}-session": str(session.pk) for i in range(3)})
+    response = admin_client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    session.refresh_from_db()
+    assert (session.title, session.events.count()) == ("renamed", 3)
+
+
+def test_a_session_exports_as_json_from_its_page_and_as_an_action(
+    admin_client: Client, ada: User
+) -> None:
+    session = make_session(ada)
+    fill(session, 2)
+    single = admin_client.get(f"/admin/studio/session/{session.pk}/export/")
+    assert single.status_code == 200
+    assert "attachment" in single["Content-Disposition"]
+    assert [e["seq"] for e in single.json()["events"]] == [1, 2]
+    assert single.json()["agent"]["version"]["spec"]["name"] == "helper"
+    action = admin_client.post(
+        "/admin/studio/session/",
+        {"action": "export_as_json", "_selected_action": [str(session.pk)]},
+    )
+    assert action.status_code == 200
+    assert action.json()["sessions"][0]["session"]["id"] == str(session.pk)
+
+
+def test_the_cancel_action_cancels_active_runs_and_skips_finished_ones(
+    admin_client: Client, ada: User
+) -> None:
+    active = services.start_run(make_session(ada), "one")
+    done = services.start_run(make_session(ada), "two")
+    services.finish_run(done, RunStatus.SUCCEEDED)
+    response = admin_client.post(
+        "/admin/studio/run/",
+        {"action": "cancel_runs", "_selected_action": [str(active.pk), str(done.pk)]},
+        follow=True,
+    )
+    assert "Cancelled 1 run(s); 1 had already finished." in response.content.decode()
+    active.refresh_from_db()
+    done.refresh_from_db()
+    assert (active.status, done.status) == ("cancelled", "succeeded")

@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
+
+from studio.demo import DEMO_AGENTS
+from studio.models import Agent, AgentVersion, ModelConfig, Run, Session
+from tests.studio.conftest import make_agent
+
+
+def run_agent(*args: str) -> list[str]:
+    out = io.StringIO()
+    call_command("run_agent", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue().splitlines()
+
+
+@pytest.fixture
+def seeded(db: None) -> User:
+    call_command("seed_demo", "--force", stdout=io.StringIO())  # tests run with DEBUG off
+    return User.objects.get(username="demo")
+
+
+@pytest.mark.django_db
+def test_seed_demo_creates_the_demo_user_its_model_and_five_offline_agents(seeded: User) -> None:
+    assert seeded.check_password("demo")
+    assert ModelConfig.objects.get(owner=seeded).provider == "scripted"
+    assert sorted(Agent.objects.filter(owner=seeded).values_list("name", flat=True)) == sorted(
+        name for name, _, _ in DEMO_AGENTS
+    )
+    agents = Agent.objects.select_related("current_version")
+    types = {a.name: (a.spec or {}).get("type", "llm") for a in agents}
+    assert types == {
+        "calculator": "llm",
+        "pipeline": "sequential",
+        "fan_out": "parallel",
+        "refine_loop": "loop",
+        "helpdesk": "llm",
+    }
+
+
+@pytest.mark.django_db
+def test_seed_demo_is_idempotent_and_leaves_edited_agents_alone(seeded: User) -> None:
+    agent = Agent.objects.get(owner=seeded, name="calculator")
+    agent.description = "edited by the user"
+    agent.save()
+    counts = (Agent.objects.count(), AgentVersion.objects.count(), ModelConfig.objects.count())
+    out = io.StringIO()
+    call_command("seed_demo", "--force", stdout=out)
+    assert "already present" in out.getvalue()
+    assert (
+        Agent.objects.count(),
+        AgentVersion.objects.count(),
+        ModelConfig.objects.count(),
+    ) == counts
+    assert Agent.objects.get(pk=agent.pk).description == "edited by the user"
+
+
+@pytest.mark.django_db
+def test_seed_demo_refuses_to_run_with_debug_off(settings: Any) -> None:
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="DEBUG is off"):
+        call_command("seed_demo", stdout=io.StringIO())
+    assert not User.objects.filter(username="demo").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_agent_runs_the_calculator_demo_and_prints_its_events(seeded: User) -> None:
+    lines = run_agent("calculator", "what is (12 + 30) * 2?")
+    assert lines[0] == "#1 user_message user · what is (12 + 30) * 2?"
+    assert any('→ calculator({"expression": "(12 + 30) * 2"})' in line for line in lines)
+    assert any("← calculator: 84" in line for line in lines)
+    assert any("The result is 84." in line for line in lines)
+    run = Run.objects.get()
+    assert (run.status, run.session.owner, run.input_tokens > 0) == ("succeeded", seeded, True)
+    assert run.invocation_id and run.started_at and run.ended_at
+    assert Session.objects.get().status == "succeeded"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("agent", "message", "expected"),
+    [
+        ("pipeline", "solar power", ["researcher", "writer", "The final, edited text."]),
+        ("fan_out", "a new cafe", ["Upside:", "Risk:", "Next step:", '"next_step"']),
+        ("refine_loop", "a slogan", ["A polished second draft.", "→ exit_loop({})"]),
+        ("helpdesk", "what is 6 * 7?", ["transfer_to_agent", "The math tutor worked it out: 42"]),
+        ("helpdesk", "write a poem about rain", ['{"agent_name": "poet"}', "Roses are red"]),
+    ],
+)
+def test_every_demo_agent_runs_offline_to_success(
+    seeded: User, agent: str, message: str, expected: list[str]
+) -> None:
+    output = "\n".join(run_agent(agent, message))
+    for fragment in expected:
+        assert fragment in output
+    assert Run.objects.get().status == "succeeded"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_agent_prints_wire_json_and_finds_agents_by_id(seeded: User) -> None:
+    agent = Agent.objects.get(name="calculator")
+    lines = run_agent(str(agent.pk), "1 + 1", "--json")
+    events = [json.loads(line) for line in lines]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    session = Session.objects.get()
+    assert [e.payload for e in session.events.order_by("seq")] == events
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_agent_continues_an_existing_session(seeded: User) -> None:
+    run_agent("calculator", "1 + 1")
+    session = Session.objects.get()
+    run_agent("calculator", "2 + 2", "--session", str(session.pk))
+    assert Session.objects.count() == 1
+    assert session.events.filter(type="user_message").count() == 2
+
+
+@pytest.mark.django_db
+def test_run_agent_explains_an_unknown_or_ambiguous_agent(ada: User, bob: User) -> None:
+    with pytest.raises(CommandError, match="no agent 'ghost'"):
+        run_agent("ghost", "hi")
+    make_agent(ada, "twin")
+    make_agent(bob, "twin")
+    with pytest.raises(CommandError, match="pass --user"):
+        run_agent("twin", "hi")
+    with pytest.raises(CommandError, match="no user 'carol'"):
+        run_agent("twin", "hi", "--user", "carol")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_agent_fails_with_the_runs_error_when_the_agent_no_longer_builds(ada: User) -> None:
+    make_agent(ada, "fragile")
+    ModelConfig.objects.filter(owner=ada).delete()  # behind the API's back
+    with pytest.raises(CommandError, match="run failed: spec_error"):
+        run_agent("fragile", "hi", "--user", "ada")
+    run = Run.objects.get()
+    assert (run.status, run.error_code) == ("failed", "spec_error")
+    error = run.session.events.get()
+    assert (error.type, error.payload["error"]["code"]) == ("error", "spec_error")

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import pytest
+
+from agents_core.contracts import ToolSchema
+from agents_core.exceptions import ToolArgumentsError
+from agents_core.llm import ChatMessage, LlmRequest
+from studio.demo_model import respond
+from studio.tools import evaluate, tool_registry
+
+
+@pytest.mark.parametrize(
+    ("expression", "value"),
+    [("(2 + 3) * 7", 35), ("2 ^ 10", 1024), ("7 // 2", 3), ("-1.5 * 2", -3.0), ("10 % 4", 2)],
+)
+def test_the_calculator_evaluates_arithmetic(expression: str, value: float) -> None:
+    assert evaluate(expression) == value
+
+
+@pytest.mark.parametrize(
+    ("expression", "problem"),
+    [
+        ("__import__('os').system('id')", "only numbers"),
+        ("1 / 0", "division by zero"),
+        ("9 ** 9 ** 9", "exponents may be at most"),
+        ("((9 ** 60) ** 60) ** 60", "too large"),
+        ("1 +", "not an arithmetic expression"),
+        ("x" * 300, "at most 200 characters"),
+        ("True + 1", "only numbers"),
+    ],
+)
+def test_the_calculator_refuses_anything_but_bounded_arithmetic(
+    expression: str, problem: str
+) -> None:
+    with pytest.raises(ToolArgumentsError, match=problem):
+        evaluate(expression)
+
+
+def test_the_registry_offers_the_calculator_and_exit_loop() -> None:
+    assert {"calculator", "exit_loop"} <= {entry.name for entry in tool_registry()}
+
+
+def request(instruction: str, *messages: ChatMessage, tools: tuple[str, ...] = ()) -> LlmRequest:
+    return LlmRequest(
+        system_instruction=instruction,
+        messages=list(messages),
+        tools=[ToolSchema(name=name) for name in tools],
+    )
+
+
+def user(text: str) -> ChatMessage:
+    return ChatMessage(role="user", text=text)
+
+
+def test_the_demo_model_calls_a_tool_only_when_its_instruction_names_it() -> None:
+    named = respond(request("Use the calculator.", user("what is 2 + 3?"), tools=("calculator",)))
+    assert [(c.name, c.args) for c in named.tool_calls] == [("calculator", {"expression": "2 + 3"})]
+    unnamed = respond(request("Be nice.", user("what is 2 + 3?"), tools=("calculator",)))
+    assert unnamed.tool_calls == []
+    assert unnamed.text == "You said: {last_user_message}"
+
+
+def test_the_demo_model_reports_a_tool_result_then_follows_reply_lines() -> None:
+    after = respond(request("Use the calculator.", user("2+3"), ChatMessage(role="tool", text="5")))
+    assert after.text == "The result is {last_tool_result}."
+    replies = "Draft: A first try.\nReply: A first try.\nReply: A better try."
+    assert respond(request(replies, user("go"))).text == "A better try."
+    assert respond(request("Reply: A first try.\nReply: A better try.", user("go"))).text == (
+        "A first try."
+    )
+
+
+def test_the_demo_model_exits_a_loop_once_its_exit_word_shows_up() -> None:
+    waiting = "Review: rough.\nUse exit_loop.\nExit when: polished\nReply: again"
+    done = "Review: polished.\nUse exit_loop.\nExit when: polished\nReply: again"
+    assert respond(request(waiting, user("x"), tools=("exit_loop",))).tool_calls == []
+    assert [c.name for c in respond(request(done, user("x"), tools=("exit_loop",))).tool_calls] == [
+        "exit_loop"
+    ]
+
+
+def test_the_demo_model_transfers_to_the_best_matching_agent() -> None:
+    transfer = ToolSchema(
+        name="transfer_to_agent",
+        description="Transfer.\nAvailable agents:\n- math: sums and numbers\n- poet: writes poems",
+        parameters={"properties": {"agent_name": {"enum": ["math", "poet"]}}},
+    )
+    req = LlmRequest(
+        system_instruction="Route with transfer_to_agent.",
+        messages=[user("please write poems about the sea")],
+        tools=[transfer],
+    )
+    assert respond(req).tool_calls[0].args == {"agent_name": "poet"}

@@ -1,0 +1,176 @@
+"""Every object answers only to its owner: other users and staff get 404 (the same as a
+missing id), anonymous callers 401. Staff get no extra API access; the admin is theirs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from studio import services
+from studio.models import Agent, ModelConfig, Run, Session
+from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
+
+pytestmark = pytest.mark.django_db
+
+# (url template, method, payload, the owner's status)
+ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
+    ("/api/agents/{agent}/", "get", None, 200),
+    ("/api/agents/{agent}/", "patch", {"description": "mine now"}, 200),
+    (
+        "/api/agents/{agent}/",
+        "put",
+        {"name": "helper", "spec": {"name": "x", "model": "scripted"}},
+        200,
+    ),
+    ("/api/agents/{agent}/versions/", "get", None, 200),
+    ("/api/agents/{agent}/versions/1/", "get", None, 200),
+    ("/api/agents/{agent}/export/", "get", None, 200),
+    ("/api/agents/{agent}/", "delete", None, 204),
+    ("/api/models/{model}/", "get", None, 200),
+    ("/api/models/{model}/", "patch", {"api_key": "sk-stolen-0000000000"}, 200),
+    ("/api/models/{model}/", "put", {"name": "scripted", "provider": "scripted"}, 200),
+    ("/api/models/{model}/test/", "post", None, 200),
+    ("/api/models/{spare_model}/", "delete", None, 204),
+    ("/api/sessions/{session}/", "get", None, 200),
+    ("/api/sessions/{session}/", "patch", {"title": "mine now"}, 200),
+    ("/api/sessions/{session}/events/", "get", None, 200),
+    ("/api/sessions/{session}/export/", "get", None, 200),
+    ("/api/sessions/{idle_session}/messages/", "post", {"text": "hi"}, 202),
+    ("/api/sessions/{session}/", "delete", None, 204),
+    ("/api/runs/{run}/", "get", None, 200),
+    ("/api/runs/{run}/cancel/", "post", None, 200),
+]
+
+LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/"]
+
+
+@pytest.fixture
+def owned(ada: User) -> dict[str, Any]:
+    """Ada's objects of every kind."""
+    agent = make_agent(ada)
+    session = make_session(ada, agent, title="ada's")
+    return {
+        "agent": agent.pk,
+        "model": ModelConfig.objects.get(owner=ada, name="scripted").pk,
+        "spare_model": scripted_model(ada, "spare").pk,
+        "session": session.pk,
+        "idle_session": make_session(ada, agent).pk,
+        "run": services.start_run(session, "hello").pk,
+    }
+
+
+@pytest.fixture
+def callers(ada: User, bob: User, staff: User) -> dict[str, APIClient]:
+    return {
+        "owner": client_for(ada),
+        "other": client_for(bob),
+        "staff": client_for(staff),
+        "anonymous": client_for(None),
+    }
+
+
+def snapshot() -> list[Any]:
+    """Everything the actions could change, to show a refused request changed nothing."""
+    return [
+        list(Agent.objects.values_list("pk", "name", "description", "current_version")),
+        list(ModelConfig.objects.values_list("pk", "name", "api_key_ciphertext")),
+        list(Session.objects.values_list("pk", "title", "status")),
+        list(Run.objects.values_list("pk", "status")),
+    ]
+
+
+@pytest.mark.parametrize(("template", "method", "payload", "owner_status"), ACTIONS)
+@pytest.mark.parametrize(("who", "expected"), [("other", 404), ("staff", 404), ("anonymous", 401)])
+def test_only_the_owner_can_reach_an_object(
+    owned: dict[str, Any],
+    callers: dict[str, APIClient],
+    template: str,
+    method: str,
+    payload: dict[str, Any] | None,
+    owner_status: int,
+    who: str,
+    expected: int,
+) -> None:
+    url = template.format(**owned)
+    before = snapshot()
+    response = getattr(callers[who], method)(url, payload, format="json")
+    assert response.status_code == expected, response.content
+    assert response.json()["code"] in {"not_found", "not_authenticated"}
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize(("template", "method", "payload", "owner_status"), ACTIONS)
+def test_the_owner_can_do_everything_to_their_object(
+    owned: dict[str, Any],
+    callers: dict[str, APIClient],
+    template: str,
+    method: str,
+    payload: dict[str, Any] | None,
+    owner_status: int,
+) -> None:
+    response = getattr(callers["owner"], method)(template.format(**owned), payload, format="json")
+    assert response.status_code == owner_status, response.content
+
+
+@pytest.mark.parametrize("url", LISTS)
+def test_lists_show_only_the_callers_own_objects(
+    owned: dict[str, Any], callers: dict[str, APIClient], url: str
+) -> None:
+    assert len(results(callers["owner"].get(url).json())) >= 1
+    assert results(callers["other"].get(url).json()) == []
+    assert results(callers["staff"].get(url).json()) == []
+    assert callers["anonymous"].get(url).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("url", "payload"),
+    [
+        ("/api/agents/", {"name": "x", "spec": {"name": "x", "model": "scripted"}}),
+        ("/api/models/", {"name": "x", "provider": "scripted"}),
+        ("/api/sessions/", {"agent": "00000000-0000-0000-0000-000000000000"}),
+        (
+            "/api/agents/import/",
+            {"format": "studio.agent", "format_version": 1, "name": "x", "spec": {}},
+        ),
+    ],
+)
+def test_anonymous_callers_cannot_create_anything(url: str, payload: dict[str, Any]) -> None:
+    assert client_for(None).post(url, payload, format="json").status_code == 401
+
+
+def test_a_session_cannot_be_started_on_another_users_agent(
+    owned: dict[str, Any], callers: dict[str, APIClient]
+) -> None:
+    for who in ("other", "staff"):
+        response = callers[who].post(
+            "/api/sessions/", {"agent": str(owned["agent"])}, format="json"
+        )
+        assert response.status_code == 400
+        assert response.json()["errors"][0] == {
+            "path": "agent",
+            "code": "does_not_exist",
+            "detail": f'Invalid pk "{owned["agent"]}" - object does not exist.',
+        }
+
+
+def test_filtering_runs_by_another_users_session_finds_nothing(
+    owned: dict[str, Any], callers: dict[str, APIClient]
+) -> None:
+    body = callers["other"].get(f"/api/runs/?session={owned['session']}").json()
+    assert results(body) == []
+
+
+def test_filtering_sessions_by_another_users_agent_finds_nothing(
+    owned: dict[str, Any], callers: dict[str, APIClient]
+) -> None:
+    body = callers["other"].get(f"/api/sessions/?agent={owned['agent']}").json()
+    assert results(body) == []
+
+
+def test_malformed_ids_answer_404_like_missing_ones(callers: dict[str, APIClient]) -> None:
+    for url in ["/api/agents/nope/", "/api/sessions/123/", "/api/runs/x/", "/api/models/1/"]:
+        response = callers["owner"].get(url)
+        assert (response.status_code, response.json()["code"]) == (404, "not_found")

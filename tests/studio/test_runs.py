@@ -1,0 +1,127 @@
+"""Executing a queued run through Runner and DjangoSessionService."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+
+from agents_core import events as core_events
+from agents_core.context import CancellationToken
+from studio import services
+from studio.errors import ConflictError
+from studio.models import Event, ModelConfig, Run, RunStatus, Session
+from studio.runs import execute_run
+from tests.studio.conftest import make_agent, make_session
+from tests.studio.fake_openai import fake_openai
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+KEY = "sk-run-SECRET-abcdefghijklmnop"
+
+
+@sync_to_async
+def queued_run(owner: User, text: str = "hello", **spec: object) -> Run:
+    return services.start_run(make_session(owner, make_agent(owner, **spec)), text)
+
+
+async def test_a_run_stores_its_events_and_records_success_and_usage(ada: User) -> None:
+    run = await queued_run(ada)
+    seen: list[core_events.Event] = []
+
+    async def collect(event: core_events.Event) -> None:
+        seen.append(event)
+
+    finished = await execute_run(run, on_event=collect)
+    stored = [e async for e in Event.objects.filter(session_id=run.session_id).order_by("seq")]
+    assert [e.payload for e in stored] == [e.to_wire() for e in seen if not e.partial]
+    assert any(e.partial for e in seen)
+    assert finished.status == RunStatus.SUCCEEDED
+    usage = [e.usage for e in seen if e.usage is not None and not e.partial]
+    assert finished.input_tokens == sum(u.input_tokens for u in usage) > 0
+    assert finished.output_tokens == sum(u.output_tokens for u in usage) > 0
+    assert finished.invocation_id == seen[0].invocation_id
+    session = await Session.objects.aget(pk=run.session_id)
+    assert (session.status, session.last_seq) == ("succeeded", len(stored))
+
+
+async def test_a_run_that_is_not_queued_is_not_executed(ada: User) -> None:
+    run = await queued_run(ada)
+    await sync_to_async(services.cancel_run)(run)
+    with pytest.raises(ConflictError):
+        await execute_run(run)
+
+
+async def test_cancelling_through_the_token_ends_the_run_as_cancelled(ada: User) -> None:
+    run = await queued_run(ada)
+    await ModelConfig.objects.filter(owner=ada).aupdate(options={"token_delay_s": 0.05})
+    token = CancellationToken()
+
+    async def cancel_on_first_token(event: core_events.Event) -> None:
+        if event.partial:
+            token.cancel("stop please")
+
+    finished = await execute_run(run, on_event=cancel_on_first_token, cancel_token=token)
+    assert (finished.status, finished.error_code) == (RunStatus.CANCELLED, "cancelled")
+    last = await Event.objects.filter(session_id=run.session_id).order_by("-seq").afirst()
+    assert last is not None and last.type == "error"
+
+
+async def test_a_run_cancelled_in_the_database_meanwhile_stays_cancelled(ada: User) -> None:
+    run = await queued_run(ada)
+
+    async def cancel_via_api(event: core_events.Event) -> None:
+        if event.type is core_events.EventType.USER_MESSAGE:
+            await sync_to_async(services.cancel_run)(run)
+
+    finished = await execute_run(run, on_event=cancel_via_api)
+    assert finished.status == RunStatus.CANCELLED
+    assert finished.input_tokens > 0
+
+
+async def test_stopping_the_task_marks_the_run_interrupted(ada: User) -> None:
+    run = await queued_run(ada)
+    await ModelConfig.objects.filter(owner=ada).aupdate(options={"token_delay_s": 0.2})
+    started = asyncio.Event()
+
+    async def note_start(event: core_events.Event) -> None:
+        started.set()
+
+    task = asyncio.create_task(execute_run(run, on_event=note_start))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.INTERRUPTED
+
+
+async def test_a_run_on_an_openai_compatible_model_never_stores_the_key(ada: User) -> None:
+    with fake_openai() as server:
+
+        @sync_to_async
+        def setup() -> Run:
+            config = ModelConfig(
+                owner=ada,
+                name="remote",
+                provider="openai_compatible",
+                model="fake-model",
+                base_url=server.base_url,
+            )
+            config.set_api_key(KEY)
+            config.save()
+            agent = make_agent(ada, "remote_agent", model="remote")
+            return services.start_run(make_session(ada, agent), "hi")
+
+        run = await setup()
+        finished = await execute_run(run)
+    assert finished.status == RunStatus.SUCCEEDED, finished.error_message
+    assert server.authorizations == [f"Bearer {KEY}"]
+    payloads = [e.payload async for e in Event.objects.filter(session_id=run.session_id)]
+    assert any(e.get("usage") == {"input_tokens": 3, "output_tokens": 1} for e in payloads)
+    assert KEY not in repr(payloads)
+    export = await sync_to_async(services.export_session)(
+        await Session.objects.select_related("agent_version__agent").aget(pk=run.session_id)
+    )
+    assert KEY not in repr(export)
