@@ -1,0 +1,1 @@
+"""Attack corpora for the sandboxed tools: path traversal and shell bypass strings."""
