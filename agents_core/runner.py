@@ -22,6 +22,7 @@ from agents_core.telemetry import TelemetrySink, notify
 logger = logging.getLogger("agents_core.runner")
 
 CANCELLED = "cancelled"
+_AGENT_DEPTH = {EventType.AGENT_START: 1, EventType.AGENT_END: -1}
 
 
 class Runner:
@@ -97,14 +98,20 @@ class Runner:
         )
         producer.add_done_callback(lambda _: channel.close())
         token.on_cancel(producer.cancel)
+        # Agents started and not yet ended. Back at zero, the root agent has finished: a
+        # cancel arriving while the producer merely winds down must not mark the turn
+        # cancelled after its agent_end.
+        open_agents, finished = 0, False
         try:
             while (item := await channel.receive()) is not None:
                 event, ack = item
                 stored = await self._store(session, event)
                 if not ack.done():
                     ack.set_result(stored)
+                open_agents += _AGENT_DEPTH.get(stored.type, 0)
+                finished = open_agents == 0 and stored.type is EventType.AGENT_END
                 yield stored
-            if producer.cancelled() and token.cancelled:
+            if producer.cancelled() and token.cancelled and not finished:
                 reason = token.reason or CANCELLED
                 yield await self._store(session, self._error_event(ctx, CANCELLED, reason))
             elif self.compaction is not None:
