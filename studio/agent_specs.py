@@ -100,6 +100,25 @@ def agents_using_model(owner: AbstractBaseUser, model_name: str) -> list[str]:
     )
 
 
+def agents_referencing(owner: AbstractBaseUser, agent_name: str) -> list[str]:
+    """Names of ``owner``'s other agents whose current spec has ``{"ref": agent_name}``."""
+    return sorted(
+        name
+        for name, spec in owner_agent_specs(owner).items()
+        if name != agent_name and agent_name in _refs(spec)
+    )
+
+
+def _refs(spec: core_specs.AgentSpec) -> set[str]:
+    found: set[str] = set()
+    for child in [*spec.agent_tools, *spec.sub_agents]:
+        if isinstance(child, core_specs.AgentRef):
+            found.add(child.ref)
+        else:
+            found |= _refs(child)
+    return found
+
+
 def _model_names(spec: core_specs.AgentSpec) -> set[str]:
     names = {spec.model} if spec.model else set()
     for child in [*spec.agent_tools, *spec.sub_agents]:

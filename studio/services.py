@@ -99,6 +99,20 @@ def save_agent_spec(agent: Agent, spec: Any, *, note: str = "") -> tuple[AgentVe
     return version, True
 
 
+def delete_agent(agent: Agent) -> None:
+    """Delete an agent no other agent references, with its versions and sessions
+    (cancelling their active runs first)."""
+    users = agent_specs.agents_referencing(agent.owner, agent.name)
+    if users:
+        raise ConflictError(
+            f"agent {agent.name!r} is referenced by: {', '.join(users)}; change those first",
+            code="agent_in_use",
+        )
+    for session in Session.objects.filter(agent_version__agent=agent):
+        delete_session(session)
+    agent.delete()
+
+
 def _add_version(agent: Agent, spec: dict[str, Any], note: str) -> AgentVersion:
     latest = agent.versions.aggregate(latest=Max("number"))["latest"] or 0
     version = AgentVersion.objects.create(agent=agent, number=latest + 1, spec=spec, note=note)

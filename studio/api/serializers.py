@@ -188,6 +188,14 @@ class AgentSerializer(serializers.ModelSerializer[Agent]):
             raise serializers.ValidationError(
                 f"you already have an agent named {name!r}", code="unique"
             )
+        current = self.instance if isinstance(self.instance, Agent) else None
+        if current is not None and current.name != name:
+            users = agent_specs.agents_referencing(current.owner, current.name)
+            if users:
+                raise serializers.ValidationError(
+                    f"agents refer to this one by its current name: {', '.join(users)}",
+                    code="in_use",
+                )
         return name
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

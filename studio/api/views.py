@@ -77,6 +77,9 @@ class AgentViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[Agent]):
     serializer_class = s.AgentSerializer
     permission_classes = [*viewsets.ModelViewSet.permission_classes, IsOwner]
 
+    def perform_destroy(self, instance: Agent) -> None:
+        services.delete_agent(instance)
+
     @extend_schema(responses=s.AgentVersionSerializer(many=True))
     @action(detail=True, methods=["get"], pagination_class=PageNumberPagination)
     def versions(self, request: Request, pk: str | None = None) -> Response:

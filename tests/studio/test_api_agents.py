@@ -6,7 +6,8 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from studio.models import Agent, AgentVersion, Session
+from studio import services
+from studio.models import Agent, AgentVersion, Run, Session
 from tests.studio.conftest import make_agent, make_session, results, scripted_model
 
 pytestmark = pytest.mark.django_db
@@ -162,10 +163,24 @@ def test_agent_names_are_unique_per_owner(api: APIClient) -> None:
     assert again.json()["errors"][0]["code"] == "unique"
 
 
-def test_deleting_an_agent_deletes_its_versions_and_sessions(api: APIClient, ada: User) -> None:
+def test_deleting_an_agent_deletes_its_versions_and_sessions_cancelling_their_runs(
+    api: APIClient, ada: User, django_capture_on_commit_callbacks: Any
+) -> None:
     agent = Agent.objects.get(pk=create(api)["id"])
     session = make_session(ada, agent)
-    assert api.delete(f"/api/agents/{agent.pk}/").status_code == 204
+    run = services.start_run(session, "hi")
+    cancelled: list[object] = []
+
+    def receiver(sender: object, run: Run, **kwargs: object) -> None:
+        cancelled.append(run.pk)
+
+    services.run_cancelled.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            assert api.delete(f"/api/agents/{agent.pk}/").status_code == 204
+    finally:
+        services.run_cancelled.disconnect(receiver)
+    assert cancelled == [run.pk]
     assert not AgentVersion.objects.filter(agent_id=agent.pk).exists()
     assert not Session.objects.filter(pk=session.pk).exists()
 
@@ -212,3 +227,19 @@ def test_importing_something_that_is_not_an_agent_document_is_rejected(api: APIC
     )
     assert response.status_code == 400
     assert {e["path"] for e in response.json()["errors"]} >= {"format", "format_version"}
+
+
+def test_an_agent_other_agents_reference_can_be_neither_renamed_nor_deleted(
+    api: APIClient,
+) -> None:
+    helper = create(api, "helper_agent")
+    api.post(
+        "/api/agents/",
+        {"name": "coord", "spec": spec("coord", sub_agents=[{"ref": "helper_agent"}])},
+    )
+    url = f"/api/agents/{helper['id']}/"
+    renamed = api.patch(url, {"name": "renamed"})
+    assert (renamed.status_code, renamed.json()["errors"][0]["code"]) == (400, "in_use")
+    deleted = api.delete(url)
+    assert (deleted.status_code, deleted.json()["code"]) == (409, "agent_in_use")
+    assert "coord" in deleted.json()["detail"]
