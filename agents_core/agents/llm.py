@@ -111,11 +111,14 @@ class LlmAgent(BaseAgent):
         )
 
     def transfer_targets(self) -> list[BaseAgent]:
-        """Agents this one may hand over to: its sub-agents, its parent and its peers."""
+        """Agents this one may hand over to: its sub-agents and, when its parent is an
+        ``LlmAgent``, that parent and its peers. A workflow agent's child has a fixed
+        place in its workflow: handing over to the workflow would restart it."""
         targets = list(self.sub_agents)
-        if self.parent_agent is not None:
-            targets.append(self.parent_agent)
-            targets.extend(a for a in self.parent_agent.sub_agents if a is not self)
+        parent = self.parent_agent
+        if isinstance(parent, LlmAgent):
+            targets.append(parent)
+            targets.extend(a for a in parent.sub_agents if a is not self)
         return targets
 
     def _tools_for(self) -> dict[str, BaseTool]:

@@ -11,15 +11,19 @@ from agents_core.context import Context
 from agents_core.events import ErrorInfo, Event, EventType
 from agents_core.exceptions import AgentsCoreError, ConfigurationError, LimitExceededError
 
-_DONE = object()
+_Delivery = tuple[Event, "asyncio.Future[None]"]
+_Item = _Delivery | LimitExceededError | None
+"""What a child task sends: an event awaiting delivery, a run-ending limit, or None (done)."""
 
 
 class ParallelAgent(BaseAgent):
     """Runs ``sub_agents`` concurrently; their events are merged live, in arrival order.
 
     Each child runs on branch ``<branch>.<child name>`` and does not see its siblings.
+    A child waits until each of its events has been passed on (and so stored by the
+    runner) before it goes on, so its next model call sees its own tool results.
     A child that fails ends as a non-fatal ``error`` event on its branch while the
-    others finish; reaching a run limit still ends the whole invocation.
+    others finish; reaching a run limit cancels the others and ends the invocation.
     """
 
     def __init__(
@@ -30,37 +34,62 @@ class ParallelAgent(BaseAgent):
         super().__init__(name, description=description, sub_agents=sub_agents)
 
     async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
-        merged: asyncio.Queue[Event | object] = asyncio.Queue(maxsize=len(self.sub_agents))
-
-        async def run(child: BaseAgent) -> None:
-            branch_ctx = ctx.for_branch(child.name)
-            try:
-                async with aclosing(child.astream(branch_ctx)) as events:
-                    async for event in events:
-                        await merged.put(event)
-            except LimitExceededError:
-                raise
-            except Exception as exc:
-                await merged.put(_branch_error(branch_ctx, child, exc))
-            finally:
-                await merged.put(_DONE)
-
+        inbox: asyncio.Queue[_Item] = asyncio.Queue()
+        failure: LimitExceededError | None = None
+        # Child tasks never raise (see _run_child), so the group never cancels this task
+        # while it is suspended at a yield; stopping early is always an explicit cancel.
         async with asyncio.TaskGroup() as group:
-            for child in self.sub_agents:
-                group.create_task(run(child))
-            running = len(self.sub_agents)
+            tasks = [group.create_task(_run_child(ctx, c, inbox)) for c in self.sub_agents]
+            running = len(tasks)
             while running:
-                item = await merged.get()
-                if item is _DONE:
+                item = await inbox.get()
+                if item is None:
                     running -= 1
-                elif isinstance(item, Event):
-                    yield item
+                    continue
+                if isinstance(item, LimitExceededError):
+                    failure = item
+                    _cancel(tasks)
+                    break
+                event, delivered = item
+                try:
+                    yield event
+                except GeneratorExit:  # our consumer stopped early: stop the children
+                    _cancel(tasks)
+                    break
+                if not delivered.done():
+                    delivered.set_result(None)
+        if failure is not None:
+            raise failure
+
+
+async def _run_child(ctx: Context, child: BaseAgent, inbox: asyncio.Queue[_Item]) -> None:
+    branch_ctx = ctx.for_branch(child.name)
+
+    async def deliver(event: Event) -> None:
+        delivered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        inbox.put_nowait((event, delivered))
+        await delivered
+
+    try:
+        async with aclosing(child.astream(branch_ctx)) as events:
+            async for event in events:
+                await deliver(event)
+    except LimitExceededError as exc:
+        inbox.put_nowait(exc)
+    except Exception as exc:
+        await deliver(_branch_error(branch_ctx, child, exc))
+    finally:
+        inbox.put_nowait(None)
+
+
+def _cancel(tasks: Sequence[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
 
 
 def _branch_error(ctx: Context, child: BaseAgent, exc: Exception) -> Event:
     code = exc.code if isinstance(exc, AgentsCoreError) else "internal_error"
     message = exc.message if isinstance(exc, AgentsCoreError) else f"{type(exc).__name__}: {exc}"
-    event = ctx.for_agent(child.name).event(
+    return ctx.for_agent(child.name).event(
         EventType.ERROR, error=ErrorInfo(code=code, message=message, failure="non_fatal")
     )
-    return event
