@@ -7,9 +7,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agents_core.contracts import ToolCall, ToolSchema
+from agents_core.exceptions import ToolArgumentsError
 
 if TYPE_CHECKING:
     from agents_core.context import Context
@@ -68,6 +69,25 @@ class BaseTool(ABC):
         return ToolSchema(
             name=self.name, description=self.description, parameters=self.parameters_schema()
         )
+
+
+def parse_args[M: BaseModel](model: type[M], args: dict[str, Any]) -> M:
+    """Validate a tool's arguments; problems become one ``ToolArgumentsError`` the model
+    can act on, naming each field."""
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ToolArgumentsError(f"invalid arguments: {problems}") from exc
+
+
+def args_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of an arguments model, as models are shown it (no title)."""
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    return schema
 
 
 def render_output(value: Any) -> str:

@@ -26,10 +26,10 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
 from agents_core.exceptions import ConfigurationError, ToolArgumentsError, ToolExecutionError
-from agents_core.tools.base import BaseTool, ToolContext
+from agents_core.tools.base import BaseTool, ToolContext, args_schema, parse_args
 
 TRUNCATION_MARKER = "[... truncated]"
 _MAGIC = frozenset("*?[")
@@ -236,18 +236,10 @@ class _FilesystemTool(BaseTool):
         self.jail = _Jail(settings.root)
 
     def parameters_schema(self) -> dict[str, Any]:
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        return schema
+        return args_schema(self.args_model)
 
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        try:
-            parsed = self.args_model.model_validate(args)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-            )
-            raise ToolArgumentsError(f"invalid arguments: {problems}") from exc
+        parsed = parse_args(self.args_model, args)
         if self.mutates and self.settings.read_only:
             raise ToolExecutionError("the filesystem is read-only")
         return await asyncio.to_thread(self._run, parsed)

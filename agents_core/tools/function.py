@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Any, get_type_hints, overload
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from agents_core.exceptions import ConfigurationError, ToolArgumentsError
-from agents_core.tools.base import BaseTool, ToolContext
+from agents_core.exceptions import ConfigurationError
+from agents_core.tools.base import BaseTool, ToolContext, args_schema, parse_args
 
 
 class FunctionTool(BaseTool):
@@ -37,15 +37,10 @@ class FunctionTool(BaseTool):
         self._is_async = inspect.iscoroutinefunction(func)
 
     def parameters_schema(self) -> dict[str, Any]:
-        schema = self._args_model.model_json_schema()
-        schema.pop("title", None)
-        return schema
+        return args_schema(self._args_model)
 
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        try:
-            parsed = self._args_model.model_validate(args)
-        except ValidationError as exc:
-            raise ToolArgumentsError(_explain(exc)) from exc
+        parsed = parse_args(self._args_model, args)
         kwargs = {name: getattr(parsed, name) for name in type(parsed).model_fields}
         if self._context_param:
             kwargs[self._context_param] = tool_context
@@ -102,11 +97,3 @@ def _args_model(
         fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
     model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
     return context_param, model
-
-
-def _explain(exc: ValidationError) -> str:
-    problems = [
-        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
-        for err in exc.errors()
-    ]
-    return "invalid arguments: " + "; ".join(problems)

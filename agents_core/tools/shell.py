@@ -36,7 +36,6 @@ from pydantic import (
     Field,
     PositiveFloat,
     PositiveInt,
-    ValidationError,
     field_validator,
 )
 
@@ -46,7 +45,7 @@ from agents_core.exceptions import (
     ToolExecutionError,
     ToolTimeoutError,
 )
-from agents_core.tools.base import BaseTool, ToolContext
+from agents_core.tools.base import BaseTool, ToolContext, args_schema, parse_args
 
 OUTPUT_TRUNCATED = "[... output truncated]"
 _LAUNCHERS = frozenset(
@@ -158,18 +157,10 @@ class ShellTool(BaseTool):
         )
 
     def parameters_schema(self) -> dict[str, Any]:
-        schema = _ShellArgs.model_json_schema()
-        schema.pop("title", None)
-        return schema
+        return args_schema(_ShellArgs)
 
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> ShellResult:
-        try:
-            command = _ShellArgs.model_validate(args).command
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()
-            )
-            raise ToolArgumentsError(f"invalid arguments: {problems}") from exc
+        command = parse_args(_ShellArgs, args).command
         argv = self._argv(command)
         return await self._execute(argv)
 
