@@ -15,11 +15,14 @@ from agents_core.agents.base import BaseAgent
 from agents_core.agents.llm import LlmAgent
 from agents_core.agents.loop import LoopAgent
 from agents_core.agents.parallel import ParallelAgent
+from agents_core.agents.react import ReActAgent
 from agents_core.agents.sequential import SequentialAgent
 from agents_core.approvals import ApprovalPolicy
 from agents_core.exceptions import SpecError
 from agents_core.llm.contracts import BaseLlm
 from agents_core.planners.base import BasePlanner
+from agents_core.planners.plan_react import PlanReActPlanner
+from agents_core.planners.task import TaskPlanner
 from agents_core.specs import MODEL_TYPES, AgentRef, AgentSpec, PlannerSpec
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.base import BaseTool
@@ -177,10 +180,6 @@ class _Builder:
                     max_iterations=spec.max_iterations or DEFAULT_LOOP_ITERATIONS,
                 )
             case "react":
-                from agents_core.agents.react import (
-                    ReActAgent,
-                )  # TODO(lead): top-level once it lands
-
                 tools, _ = self._tools(spec)
                 return ReActAgent(
                     spec.name,
@@ -231,9 +230,6 @@ class _Builder:
 def _planner(spec: PlannerSpec | None) -> BasePlanner | None:
     if spec is None:
         return None
-    from agents_core.planners.plan_react import PlanReActPlanner  # TODO(lead): top-level
-    from agents_core.planners.task import TaskPlanner
-
     return PlanReActPlanner() if spec.type == "plan_react" else TaskPlanner()
 
 

@@ -266,3 +266,28 @@ async def test_a_spec_round_trips_from_json_to_a_run_on_the_scripted_model(
     session = await sessions.get_session(app_name="agents", user_id="u", session_id="s")
     assert session is not None and session.state == {"last_greeting": "Bonjour, Ada!"}
     assert model.requests[0].system_instruction == "Greet people."
+
+
+def test_react_agents_and_planners_are_built_from_their_spec_types() -> None:
+    from agents_core.agents.react import ReActAgent
+    from agents_core.planners.plan_react import PlanReActPlanner
+    from agents_core.planners.task import TaskPlanner
+
+    models = {"m": ScriptedModel([])}
+    react = build_agent(
+        spec({"type": "react", "name": "r", "model": "m"}), models=models, tools=registry()
+    )
+    assert isinstance(react, ReActAgent)
+    planned = build_agent(
+        spec({"name": "p", "model": "m", "planner": {"type": "plan_react"}}),
+        models=models,
+        tools=registry(),
+    )
+    assert isinstance(planned, LlmAgent) and isinstance(planned.planner, PlanReActPlanner)
+    tasked = build_agent(
+        spec({"name": "t", "model": "m", "planner": {"type": "task"}}),
+        models=models,
+        tools=registry(),
+    )
+    assert isinstance(tasked, LlmAgent) and isinstance(tasked.planner, TaskPlanner)
+    assert "write_todos" in tasked.tools
