@@ -230,9 +230,8 @@ class Event(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()
-    type = models.CharField(
-        max_length=32, choices=[(t.value, t.value) for t in core_events.EventType]
-    )
+    # No choices: the core owns EventType and may add values; payload is validated by it.
+    type = models.CharField(max_length=32)
     author = models.CharField(max_length=100)
     branch = models.CharField(max_length=500, blank=True)
     invocation_id = models.CharField(max_length=64)

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from studio import services
@@ -61,3 +64,7 @@ def test_a_long_first_message_becomes_a_short_session_title(ada: User) -> None:
     session.refresh_from_db()
     assert len(session.title) == 80
     assert session.title.endswith("…")
+
+
+def test_the_models_and_the_migrations_agree() -> None:
+    call_command("makemigrations", "studio", "--check", "--dry-run", stdout=io.StringIO())
