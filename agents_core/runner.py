@@ -17,7 +17,7 @@ from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id
 from agents_core.exceptions import AgentsCoreError, LimitExceededError
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
 from agents_core.sessions.base import BaseSessionService, Session
-from agents_core.telemetry import TelemetrySink, notify
+from agents_core.telemetry import TelemetryDispatcher, TelemetrySink
 
 logger = logging.getLogger("agents_core.runner")
 
@@ -68,8 +68,25 @@ class Runner:
     ) -> AsyncGenerator[Event]:
         """Run one turn; yields the stored user event, then every event of the turn."""
         session = await self._load_session(user_id, session_id)
+        telemetry = TelemetryDispatcher(self.telemetry)
+        try:
+            async with contextlib.aclosing(
+                self._turn(session, message, run_config or self.run_config, cancel_token, telemetry)
+            ) as events:
+                async for event in events:
+                    yield event
+        finally:
+            await telemetry.aclose()
+
+    async def _turn(
+        self,
+        session: Session,
+        message: str,
+        config: RunConfig,
+        cancel_token: CancellationToken | None,
+        telemetry: TelemetryDispatcher,
+    ) -> AsyncGenerator[Event]:
         token = cancel_token or CancellationToken()
-        config = run_config or self.run_config
         invocation_id = new_id()
         user_event = Event(
             type=EventType.USER_MESSAGE,
@@ -78,7 +95,7 @@ class Runner:
             author="user",
             parts=[TextPart(text=message)],
         )
-        yield await self._store(session, user_event)
+        yield await self._store(session, user_event, telemetry)
         channel = _Channel()
         ctx = Context(
             session=session,
@@ -105,7 +122,7 @@ class Runner:
         try:
             while (item := await channel.receive()) is not None:
                 event, ack = item
-                stored = await self._store(session, event)
+                stored = await self._store(session, event, telemetry)
                 if not ack.done():
                     ack.set_result(stored)
                 open_agents += _AGENT_DEPTH.get(stored.type, 0)
@@ -113,7 +130,8 @@ class Runner:
                 yield stored
             if producer.cancelled() and token.cancelled and not finished:
                 reason = token.reason or CANCELLED
-                yield await self._store(session, self._error_event(ctx, CANCELLED, reason))
+                cancelled = self._error_event(ctx, CANCELLED, reason)
+                yield await self._store(session, cancelled, telemetry)
             elif self.compaction is not None:
                 summary = await compact(
                     session.events,
@@ -122,7 +140,7 @@ class Runner:
                     author=self.agent.name,
                 )
                 if summary is not None:
-                    yield await self._store(session, summary)
+                    yield await self._store(session, summary, telemetry)
         finally:
             if not producer.done():
                 producer.cancel()
@@ -148,10 +166,10 @@ class Runner:
             app_name=self.app_name, user_id=user_id, session_id=session_id
         )
 
-    async def _store(self, session: Session, event: Event) -> Event:
+    async def _store(self, session: Session, event: Event, telemetry: TelemetryDispatcher) -> Event:
         if not event.partial:
             event = await self.session_service.append_event(session, event)
-        await notify(self.telemetry, event)
+        telemetry.submit(event)
         return event
 
     async def _produce(self, ctx: Context, channel: _Channel) -> None:
