@@ -108,9 +108,10 @@ def delete_agent(agent: Agent) -> None:
             f"agent {agent.name!r} is referenced by: {', '.join(users)}; change those first",
             code="agent_in_use",
         )
-    for session in Session.objects.filter(agent_version__agent=agent):
-        delete_session(session)
-    agent.delete()
+    with transaction.atomic():
+        for session in Session.objects.filter(agent_version__agent=agent):
+            delete_session(session)
+        agent.delete()
 
 
 def _add_version(agent: Agent, spec: dict[str, Any], note: str) -> AgentVersion:
@@ -232,9 +233,10 @@ def _finish(run: Run, status: RunStatus, *, code: str, message: str) -> None:
 
 def delete_session(session: Session) -> None:
     """Cancel its active runs (so their executors stop), then delete it with its events."""
-    for run in session.runs.filter(status__in=ACTIVE_RUN_STATUSES):
-        cancel_run(run)
-    session.delete()
+    with transaction.atomic():
+        for run in session.runs.filter(status__in=ACTIVE_RUN_STATUSES):
+            cancel_run(run)
+        session.delete()
 
 
 def export_session(session: Session) -> dict[str, Any]:
