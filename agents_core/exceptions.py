@@ -14,12 +14,15 @@ attribute; the runner's retry / fail / continue decisions read nothing else::
     │   ├── ModelRateLimitError       retryable
     │   ├── ModelServerError          retryable  5xx
     │   ├── ModelConnectionError      retryable
+    │   ├── ModelOutputError          terminal   output the agent cannot parse, after a retry
     │   └── CircuitOpenError          terminal   the provider's breaker is open
     ├── ToolError                     non-fatal  becomes an error tool result the model sees
     │   ├── ToolNotFoundError         non-fatal
     │   ├── ToolArgumentsError        non-fatal
     │   ├── ToolTimeoutError          non-fatal
     │   └── ToolExecutionError        non-fatal
+    │       ├── PathEscapeError       non-fatal  (tools.filesystem) a path leaving the jail
+    │       └── CommandNotAllowedError non-fatal (tools.shell) a program not allowlisted
     ├── LimitExceededError            terminal   a fail-safe limit was reached (has .limit)
     └── TelemetryError                non-fatal  a sink failed; the run never notices
 
@@ -106,6 +109,10 @@ class ModelServerError(ModelError):
 class ModelConnectionError(ModelError):
     failure = Failure.RETRYABLE
     code = "model_connection_error"
+
+
+class ModelOutputError(ModelError):
+    code = "model_output_invalid"
 
 
 class CircuitOpenError(ModelError):

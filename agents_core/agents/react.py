@@ -27,7 +27,7 @@ from agents_core.agents.llm import InstructionProvider, LlmAgent, ToolLike
 from agents_core.context import Context
 from agents_core.contracts import Contract, ToolCall
 from agents_core.events import Event, EventActions, EventType, ThinkingPart, ToolCallPart, new_id
-from agents_core.exceptions import LimitExceededError, ModelError
+from agents_core.exceptions import LimitExceededError, ModelOutputError
 from agents_core.history import build_history
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse
 from agents_core.tools.base import BaseTool
@@ -91,7 +91,7 @@ class ReActAgent(LlmAgent):
     ``ToolCallPart`` (the action), followed by the tool's ``tool_response`` (the
     observation); the final answer is a normal ``agent_message`` with text. A reply
     that is not a valid step gets one corrective retry; a second invalid reply is a
-    ``ModelError``. ``max_iterations`` bounds the steps, ``output_key`` saves the
+    ``ModelOutputError``. ``max_iterations`` bounds the steps, ``output_key`` saves the
     final answer to state, and sub-agents can be reached with ``transfer_to_agent``.
     """
 
@@ -171,7 +171,7 @@ class ReActAgent(LlmAgent):
         try:
             return parse_step(second.complete.text), both
         except ValidationError as exc:
-            raise ModelError(
+            raise ModelOutputError(
                 f"agent {self.name!r}: the model's reply is not a valid ReAct step, even "
                 f"after a corrective retry ({_problems(exc)})"
             ) from exc

@@ -11,6 +11,8 @@ from pydantic import BaseModel
 from agents_core.exceptions import ConfigurationError
 from agents_core.tools.base import BaseTool
 from agents_core.tools.control import exit_loop_tool
+from agents_core.tools.filesystem import FilesystemSettings, filesystem_tools
+from agents_core.tools.shell import ShellSettings, shell_tool
 
 ToolFactory = Callable[[Any], Sequence[BaseTool]]
 """Builds the tools of one entry from its validated settings (``None`` without a model)."""
@@ -81,7 +83,25 @@ class ToolRegistry:
 
 
 def default_registry() -> ToolRegistry:
-    """The tools every Studio deployment offers; sandboxed ones are added by their modules."""
+    """The SDK's own tools: ``exit_loop``, the jailed ``filesystem`` toolset and ``shell``
+    (refused unless its settings enable it).
+
+    Their settings (a filesystem root, a shell allowlist) are trusted here. An application
+    whose specs come from untrusted users must register narrower entries instead, as
+    Studio does, rather than let a spec choose a root or pass environment variables.
+    """
     registry = ToolRegistry()
     registry.register_tool(exit_loop_tool)
+    registry.register(
+        "filesystem",
+        filesystem_tools,
+        description="List, read, write, edit, glob, grep and mkdir inside one directory.",
+        settings_model=FilesystemSettings,
+    )
+    registry.register(
+        "shell",
+        lambda settings: [shell_tool(settings)],
+        description="Run allowlisted programs without a shell, with a timeout.",
+        settings_model=ShellSettings,
+    )
     return registry

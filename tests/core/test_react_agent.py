@@ -161,7 +161,7 @@ async def test_react_agent_fails_when_the_retry_is_invalid_too(
     last = events[-1]
     assert last.is_terminal_error
     assert last.error is not None
-    assert last.error.code == "model_error"
+    assert last.error.code == "model_output_invalid"
     assert "even after a corrective retry" in last.error.message
     assert not [e for e in events if e.type is EventType.AGENT_MESSAGE]
 
