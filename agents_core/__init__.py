@@ -5,7 +5,17 @@ Orchestration (runner, agents, step loop) is separated from execution adapters
 validated contract. This package imports no Django.
 """
 
-from agents_core.agents import BaseAgent, LlmAgent
+from agents_core.agents import (
+    BaseAgent,
+    LlmAgent,
+    LoopAgent,
+    ParallelAgent,
+    ReActAgent,
+    SequentialAgent,
+)
+from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalPolicy
+from agents_core.builder import build_agent, check_spec
+from agents_core.compaction import CompactionConfig
 from agents_core.config import BreakerPolicy, RetryPolicy, RunConfig
 from agents_core.context import CancellationToken, Context, ReadonlyContext
 from agents_core.contracts import ToolCall, ToolResult, ToolSchema, Usage
@@ -21,19 +31,36 @@ from agents_core.events import (
 )
 from agents_core.exceptions import AgentsCoreError, Failure
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
+from agents_core.planners import BasePlanner, PlanReActPlanner, TaskPlanner
 from agents_core.runner import Runner
 from agents_core.sessions import BaseSessionService, InMemorySessionService, Session
+from agents_core.specs import AgentSpec
 from agents_core.telemetry import LoggingSink, TelemetrySink
-from agents_core.tools import BaseTool, FunctionTool, ToolContext, function_tool
+from agents_core.tools import (
+    AgentTool,
+    BaseTool,
+    FunctionTool,
+    ToolContext,
+    ToolRegistry,
+    default_registry,
+    function_tool,
+)
 
 __all__ = [
+    "AgentSpec",
+    "AgentTool",
     "AgentsCoreError",
+    "ApprovalBroker",
+    "ApprovalDecision",
+    "ApprovalPolicy",
     "BaseAgent",
     "BaseLlm",
+    "BasePlanner",
     "BaseSessionService",
     "BaseTool",
     "BreakerPolicy",
     "CancellationToken",
+    "CompactionConfig",
     "Context",
     "ErrorInfo",
     "Event",
@@ -46,22 +73,32 @@ __all__ = [
     "LlmRequest",
     "LlmResponse",
     "LoggingSink",
+    "LoopAgent",
+    "ParallelAgent",
+    "PlanReActPlanner",
+    "ReActAgent",
     "ReadonlyContext",
     "RetryPolicy",
     "RunConfig",
     "Runner",
     "ScriptedModel",
     "ScriptedResponse",
+    "SequentialAgent",
     "Session",
+    "TaskPlanner",
     "TelemetrySink",
     "TextPart",
     "ThinkingPart",
     "ToolCall",
     "ToolCallPart",
     "ToolContext",
+    "ToolRegistry",
     "ToolResponsePart",
     "ToolResult",
     "ToolSchema",
     "Usage",
+    "build_agent",
+    "check_spec",
+    "default_registry",
     "function_tool",
 ]

@@ -1,6 +1,32 @@
-"""Tools the model can call."""
+"""Tools the model can call. MCP lives in ``agents_core.tools.mcp`` (its SDK is slow to
+import, so it is not loaded here)."""
 
-from agents_core.tools.base import BaseTool, ToolContext, render_output
+from agents_core.tools.agent_tool import AgentTool
+from agents_core.tools.base import BaseTool, ToolContext, ToolEffects, render_output
+from agents_core.tools.control import ExitLoopTool, TransferTool, exit_loop_tool
+from agents_core.tools.filesystem import FilesystemSettings, PathEscapeError, filesystem_tools
 from agents_core.tools.function import FunctionTool, function_tool
+from agents_core.tools.registry import ToolEntry, ToolRegistry, default_registry
+from agents_core.tools.shell import CommandNotAllowedError, ShellSettings, shell_tool
 
-__all__ = ["BaseTool", "FunctionTool", "ToolContext", "function_tool", "render_output"]
+__all__ = [
+    "AgentTool",
+    "BaseTool",
+    "CommandNotAllowedError",
+    "ExitLoopTool",
+    "FilesystemSettings",
+    "FunctionTool",
+    "PathEscapeError",
+    "ShellSettings",
+    "ToolContext",
+    "ToolEffects",
+    "ToolEntry",
+    "ToolRegistry",
+    "TransferTool",
+    "default_registry",
+    "exit_loop_tool",
+    "filesystem_tools",
+    "function_tool",
+    "render_output",
+    "shell_tool",
+]
