@@ -7,7 +7,7 @@ from contextlib import aclosing
 
 from agents_core.agents.base import BaseAgent
 from agents_core.context import Context
-from agents_core.events import ErrorInfo, Event, EventType
+from agents_core.events import ErrorInfo, Event, EventType, new_id, utc_now
 from agents_core.exceptions import ConfigurationError
 
 
@@ -17,7 +17,8 @@ class LoopAgent(BaseAgent):
     Iteration ``i`` runs on branch ``<branch>.<name>@<i>``, so each pass starts with a
     clean history; pass results forward through state (``output_key`` and ``{key}``
     instructions). The loop stops at the first event with ``actions.escalate`` (the
-    ``exit_loop`` tool sets it). Running out of iterations emits a non-fatal error
+    ``exit_loop`` tool sets it), and emits ``agent_end`` for the agents it stopped, so a
+    timeline never shows them open. Running out of iterations emits a non-fatal error
     event, and the invocation goes on.
     """
 
@@ -40,11 +41,25 @@ class LoopAgent(BaseAgent):
         for iteration in range(1, self.max_iterations + 1):
             pass_ctx = ctx.for_branch(f"{self.name}@{iteration}")
             for child in self.sub_agents:
+                opened: list[Event] = []  # agent_start events not yet closed
                 async with aclosing(child.astream(pass_ctx)) as events:
                     async for event in events:
                         yield event
+                        _track(opened, event)
                         if event.actions.escalate:
-                            return
+                            break  # closing the stream stops whatever the child does next
+                    else:
+                        opened.clear()
+                if opened:  # stopped early: close what was open, innermost first
+                    for start in reversed(opened):
+                        yield start.model_copy(
+                            update={
+                                "id": new_id(),
+                                "type": EventType.AGENT_END,
+                                "created_at": utc_now(),
+                            }
+                        )
+                    return
                 if ctx.end_invocation:
                     return
         yield ctx.event(
@@ -57,3 +72,13 @@ class LoopAgent(BaseAgent):
                 limit="max_iterations",
             ),
         )
+
+
+def _track(opened: list[Event], event: Event) -> None:
+    if event.type is EventType.AGENT_START:
+        opened.append(event)
+    elif event.type is EventType.AGENT_END:
+        for index in range(len(opened) - 1, -1, -1):
+            if (opened[index].author, opened[index].branch) == (event.author, event.branch):
+                del opened[index]
+                break

@@ -352,6 +352,18 @@ async def test_siblings_do_not_see_each_other_but_a_later_step_sees_them_all(
 # --- LoopAgent -------------------------------------------------------------------------
 
 
+def all_agents_closed(events: list[Event]) -> bool:
+    """Every agent_start has a matching agent_end (same author and branch)."""
+    opened: list[tuple[str, str | None]] = []
+    for event in events:
+        key = (event.author, event.branch)
+        if event.type is EventType.AGENT_START:
+            opened.append(key)
+        elif event.type is EventType.AGENT_END:
+            opened.remove(key)
+    return not opened
+
+
 async def test_loop_agent_stops_at_the_first_escalation_with_a_branch_per_iteration(
     sessions: InMemorySessionService, breakers: BreakerRegistry
 ) -> None:
@@ -372,8 +384,12 @@ async def test_loop_agent_stops_at_the_first_escalation_with_a_branch_per_iterat
     assert len(critic_model.requests) == 2
     escalation = next(e for e in events if e.actions.escalate)
     assert (escalation.type, escalation.author) == (EventType.TOOL_RESPONSE, "critic")
-    assert [e.type for e in events[events.index(escalation) + 1 :]] == [EventType.AGENT_END]
-    assert events[-1].author == "refine"
+    closing = events[events.index(escalation) + 1 :]
+    assert [(e.type, e.author) for e in closing] == [
+        (EventType.AGENT_END, "critic"),
+        (EventType.AGENT_END, "refine"),
+    ]
+    assert all_agents_closed(events)
     assert not errors(events)
     assert [e.branch for e in messages_by(events, "worker")] == [
         "refine.refine@1",
@@ -441,8 +457,11 @@ async def test_loop_agent_stops_a_parallel_step_whose_child_escalates(
     assert stuck_model.calls == 1
     assert not messages_by(events, "stuck")
     assert not errors(events)
-    assert events[-2].actions.escalate
-    assert (events[-1].type, events[-1].author) == (EventType.AGENT_END, "loop")
+    escalation = next(e for e in events if e.actions.escalate)
+    closing = events[events.index(escalation) + 1 :]
+    assert {e.type for e in closing} == {EventType.AGENT_END}
+    assert [e.author for e in closing][-2:] == ["fanout", "loop"]
+    assert all_agents_closed(events)
 
 
 async def test_exit_loop_rejects_arguments(
