@@ -60,7 +60,7 @@ def validate(
     if agent_name is not None:
         agents[agent_name] = spec
     problems = core_builder.check_spec(
-        spec, models=set(model_configs(owner)), tools=tool_registry(), agents=agents
+        spec, models=set(model_configs(owner)), tools=tool_registry(owner.pk), agents=agents
     )
     if problems:
         raise InvalidInputError("spec", [Problem(p.path, p.code, p.message) for p in problems])
@@ -75,7 +75,7 @@ def build(version: AgentVersion) -> tuple[BaseAgent, core_config.RunConfig]:
     agent = core_builder.build_agent(
         spec,
         models=_LazyModels(model_configs(owner)),
-        tools=tool_registry(),
+        tools=tool_registry(owner.pk),
         agents=owner_agent_specs(owner),
     )
     return agent, spec.run_config()

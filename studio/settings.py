@@ -167,3 +167,8 @@ SPECTACULAR_SETTINGS = {
 
 # Seconds a "test connection" request to a model provider may take.
 MODEL_TEST_TIMEOUT_S = env_float("STUDIO_MODEL_TEST_TIMEOUT_S", 10.0, minimum=0.1)
+
+# Agents' files tools are jailed to STUDIO_WORKSPACES_DIR/<owner id>.
+STUDIO_WORKSPACES_DIR = Path(env_str("STUDIO_WORKSPACES_DIR", str(DATA_DIR / "workspaces")))
+# Programs agents may run through the shell tool; empty (the default) means no shell tool.
+STUDIO_SHELL_ALLOWLIST = env_list("STUDIO_SHELL_ALLOWLIST", [])

@@ -1,15 +1,33 @@
-"""The tools Studio offers agent specs: the core's defaults plus Studio's own."""
+"""The tools Studio offers agent specs.
+
+Specs come from browsers, so every setting a spec can choose is harmless: the files tools
+are always jailed to the owner's workspace, and the shell exists only when the operator
+lists programs in ``STUDIO_SHELL_ALLOWLIST`` (a spec picks at most a timeout). The SDK's
+``default_registry`` is not used: its settings (any root, environment passthrough) are
+for trusted code.
+"""
 
 from __future__ import annotations
 
 import ast
-import functools
 import operator
 from collections.abc import Callable
+from pathlib import Path
 
-from agents_core.exceptions import ToolArgumentsError
-from agents_core.tools import function_tool
-from agents_core.tools.registry import ToolRegistry, default_registry
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field
+
+from agents_core.exceptions import ConfigurationError, ToolArgumentsError
+from agents_core.tools import (
+    BaseTool,
+    FilesystemSettings,
+    ShellSettings,
+    ToolRegistry,
+    exit_loop_tool,
+    filesystem_tools,
+    function_tool,
+    shell_tool,
+)
 
 MAX_EXPRESSION_CHARS = 200
 MAX_EXPONENT = 64
@@ -76,9 +94,72 @@ def calculator(expression: str) -> str:
     return str(result)
 
 
-@functools.cache
-def tool_registry() -> ToolRegistry:
-    """Every tool a spec may name. Built once; treat it as read-only."""
-    registry = default_registry().copy()
+class WorkspaceToolSettings(BaseModel):
+    """What a spec may choose about the filesystem tools: never the root."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read_only: bool = False
+    """Leave out write, edit and mkdir."""
+
+
+class ShellToolSettings(BaseModel):
+    """What a spec may choose about the shell tool: the allowlist is the operator's."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_s: float = Field(default=30.0, gt=0, le=120)
+
+
+def workspace_dir(owner_id: object) -> Path:
+    """The owner's private directory, the only one their agents' files tools can touch."""
+    path = Path(settings.STUDIO_WORKSPACES_DIR) / str(owner_id)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def tool_registry(owner_id: object | None = None) -> ToolRegistry:
+    """Every tool a spec may name, bound to ``owner_id``'s workspace.
+
+    Without an owner the registry still lists and validates tools (for the API and
+    spec checks) but cannot build the workspace tools.
+    """
+    registry = ToolRegistry()
+    registry.register_tool(exit_loop_tool)
     registry.register_tool(calculator)
+
+    def workspace(owner_settings: WorkspaceToolSettings) -> list[BaseTool]:
+        root = workspace_dir(_require(owner_id))
+        return filesystem_tools(FilesystemSettings(root=root, read_only=owner_settings.read_only))
+
+    registry.register(
+        "filesystem",
+        workspace,
+        description="List, read, write, edit, glob, grep and mkdir in your private workspace.",
+        settings_model=WorkspaceToolSettings,
+    )
+    allowlist = tuple(settings.STUDIO_SHELL_ALLOWLIST)
+    if allowlist:
+
+        def shell(owner_settings: ShellToolSettings) -> list[BaseTool]:
+            config = ShellSettings(
+                enabled=True,
+                allowlist=allowlist,
+                timeout_s=owner_settings.timeout_s,
+                cwd=workspace_dir(_require(owner_id)),
+            )
+            return [shell_tool(config)]
+
+        registry.register(
+            "shell",
+            shell,
+            description=f"Run one of {', '.join(allowlist)} in your workspace, without a shell.",
+            settings_model=ShellToolSettings,
+        )
     return registry
+
+
+def _require(owner_id: object | None) -> object:
+    if owner_id is None:
+        raise ConfigurationError("workspace tools are built for an owner")
+    return owner_id

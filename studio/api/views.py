@@ -286,7 +286,7 @@ class ToolListView(APIView):
     def get(self, request: Request) -> Response:
         tools = [
             {"name": e.name, "description": e.description, "settings_schema": e.settings_schema()}
-            for e in tool_registry()
+            for e in tool_registry(request.user.pk)
         ]
         return Response(s.ToolSerializer(tools, many=True).data)
 
