@@ -7,7 +7,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from agents_core.llm import BaseLlm, ScriptedModel, ScriptedResponse
-from agents_core.llm.openai import openai_compatible
 from studio.demo_model import demo_model
 from studio.models import ModelConfig
 
@@ -71,6 +70,10 @@ def _scripted(config: ModelConfig, options: ScriptedOptions) -> BaseLlm:
 
 def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None) -> BaseLlm:
     extra = options.model_dump(exclude_none=True, exclude={"timeout_s", "streaming"})
+    # langchain-openai takes ~2 s to import: pay it only when a config needs it, so
+    # servers, workers and commands that run scripted models start fast.
+    from agents_core.llm.openai import openai_compatible
+
     return openai_compatible(
         model=config.model,
         base_url=config.base_url or None,

@@ -1,0 +1,162 @@
+"""A real Daphne serving Studio on loopback, for end-to-end tests.
+
+Each server gets its own data directory (SQLite database, secrets, workspaces), is
+migrated before it starts, listens on an ephemeral 127.0.0.1 port, and can be killed
+(``SIGKILL`` included) and started again on the same data.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
+START_TIMEOUT_S = 30.0
+
+
+@dataclass
+class DaphneServer:
+    data_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    port: int | None = None
+    process: subprocess.Popen[str] | None = None
+    output: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def environment(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "studio.settings",
+            "STUDIO_DATA_DIR": str(self.data_dir),
+            "STUDIO_DEBUG": "1",
+            "PYTHONUNBUFFERED": "1",
+            **self.env,
+        }
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run ``manage.py <args>`` against this server's data."""
+        return subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            cwd=ROOT,
+            env=self.environment(),
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=120,
+        )
+
+    def start(self) -> DaphneServer:
+        """Start Daphne (migrating a new data directory first) and wait until it answers
+        ``/healthz``."""
+        if not (self.data_dir / "studio.sqlite3").exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            self.manage("migrate", "--noinput")
+        self.output = []
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port or 0),
+                "studio.asgi:application",
+            ],
+            cwd=ROOT,
+            env=self.environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        found = threading.Event()
+        threading.Thread(target=self._read_output, args=(found,), daemon=True).start()
+        if not found.wait(START_TIMEOUT_S):
+            self.stop()
+            raise RuntimeError("daphne did not start:\n" + "".join(self.output[-40:]))
+        self._wait_healthy()
+        return self
+
+    def _read_output(self, found: threading.Event) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            if (match := _LISTENING.search(line)) and not found.is_set():
+                self.port = int(match.group(1))
+                found.set()
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("daphne never answered /healthz:\n" + "".join(self.output[-40:]))
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Stop the process abruptly (``SIGKILL`` by default): no shutdown code runs."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+    def restart(self) -> DaphneServer:
+        """Start again on the same data directory and port."""
+        self.stop()
+        return self.start()
+
+
+def prepare_data(data_dir: Path, *commands: tuple[str, ...]) -> Path:
+    """Migrate a new data directory and run ``commands`` (``("seed_demo",)``) in it: a
+    template that servers copy, so each test does not pay for migrations again."""
+    server = DaphneServer(data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server.manage("migrate", "--noinput")
+    for command in commands:
+        server.manage(*command)
+    return data_dir
+
+
+@contextmanager
+def daphne_server(
+    data_dir: Path, env: Mapping[str, str] | None = None, *, template: Path | None = None
+) -> Iterator[DaphneServer]:
+    """A started server that is stopped when the block ends; ``template`` is a data
+    directory (from ``prepare_data``) to copy rather than migrating afresh."""
+    if template is not None:
+        shutil.copytree(template, data_dir, dirs_exist_ok=True)
+    server = DaphneServer(data_dir, dict(env or {}))
+    try:
+        yield server.start()
+    finally:
+        server.stop()
