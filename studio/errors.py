@@ -29,6 +29,17 @@ class ConflictError(StudioError):
             self.code = code
 
 
+class LimitError(StudioError):
+    """The request is valid but would go over a configured limit; retry later."""
+
+    code = "limit_reached"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One thing wrong with an input, at ``path`` inside it."""

@@ -291,12 +291,20 @@ class Run(models.Model):
     cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
+    # Crash recovery: the process executing the run renews its lease while it runs and
+    # clears both when it records the outcome. A lease left to expire means that
+    # process died; its run is then marked interrupted (studio.recovery).
+    owner_process = models.CharField(max_length=200, blank=True, editable=False)
+    lease_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    start_seq = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    """The session's last seq when the run started: its events are the ones after."""
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["session", "-created_at"], name="run_session_created"),
             models.Index(fields=["status"], name="run_status"),
+            models.Index(fields=["lease_expires_at"], name="run_lease_expiry"),
         ]
 
     def __str__(self) -> str:

@@ -7,19 +7,22 @@ import asyncio
 import re
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.dispatch import Signal
 from django.utils import timezone
 
+from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
 from agents_core.llm import ChatMessage, LlmRequest
 from studio import agent_specs
-from studio.errors import ConflictError, InvalidInputError, Problem
+from studio.errors import ConflictError, InvalidInputError, LimitError, Problem
 from studio.llms import build_llm
 from studio.models import (
     ACTIVE_RUN_STATUSES,
@@ -32,10 +35,15 @@ from studio.models import (
     SessionStatus,
     spec_hash,
 )
+from studio.session_service import append_event_sync
 
 AGENT_FORMAT = "studio.agent"
 SESSION_FORMAT = "studio.session"
 FORMAT_VERSION = 1
+
+run_queued = Signal()
+"""Sent (after commit) with ``run`` when a run is queued; the run manager listens, to
+execute it."""
 
 run_cancelled = Signal()
 """Sent (after commit) with ``run`` when a run is cancelled; the run manager listens,
@@ -165,8 +173,13 @@ def start_session(owner: AbstractBaseUser, agent: Agent, *, title: str = "") -> 
 
 
 def start_run(session: Session, text: str) -> Run:
-    """Queue a run for ``text``: one active run per session at a time."""
+    """Queue a run for ``text``: one active run per session at a time (``ConflictError``),
+    at most ``STUDIO_MAX_CONCURRENT_RUNS_PER_USER`` per owner (``LimitError``)."""
     with transaction.atomic():
+        # Holding the owner's row serialises starts across their sessions, so two at
+        # once cannot both pass the cap (on PostgreSQL; SQLite serialises writers).
+        users = get_user_model()._default_manager.select_for_update()
+        list(users.filter(pk=session.owner_id).values_list("pk", flat=True))
         locked = Session.objects.select_for_update().get(pk=session.pk)
         if locked.agent_version_id is None:
             raise ConflictError("this session has no agent to run", code="session_has_no_agent")
@@ -175,13 +188,26 @@ def start_run(session: Session, text: str) -> Run:
                 "this session already has a run in progress; wait for it or cancel it",
                 code="run_in_progress",
             )
+        _check_run_cap(locked.owner_id)
         run = Run.objects.create(session=locked, message=text)
         locked.status = SessionStatus.QUEUED
         locked.title = locked.title or _title_from(text)
         locked.updated_at = timezone.now()
         locked.save(update_fields=["status", "title", "updated_at"])
+        transaction.on_commit(lambda: run_queued.send(sender=Run, run=run))
     session.refresh_from_db(fields=["status", "title", "updated_at"])
     return run
+
+
+def _check_run_cap(owner_id: int) -> None:
+    cap: int = settings.STUDIO_MAX_CONCURRENT_RUNS_PER_USER
+    active = Run.objects.filter(session__owner_id=owner_id, status__in=ACTIVE_RUN_STATUSES)
+    if active.count() >= cap:
+        raise LimitError(
+            f"you already have {cap} runs in progress, the most allowed; "
+            "wait for one to finish or cancel one",
+            code="too_many_runs",
+        )
 
 
 def _title_from(text: str) -> str:
@@ -190,34 +216,91 @@ def _title_from(text: str) -> str:
 
 
 def cancel_run(run: Run) -> Run:
-    """Cancel a queued or running run; a finished run is a conflict."""
+    """Cancel a queued or running run; a finished run is a conflict.
+
+    A running run's executor hears ``run_cancelled`` and ends it with a cancelled
+    event; a run that never started gets that event here.
+    """
     with transaction.atomic():
-        locked = Run.objects.select_for_update().get(pk=run.pk)
+        locked = Run.objects.select_for_update().select_related("session").get(pk=run.pk)
         if not locked.is_active:
             raise ConflictError(f"the run already {locked.status}", code="run_finished")
+        never_started = locked.status == RunStatus.QUEUED
         _finish(locked, RunStatus.CANCELLED, code="cancelled", message="cancelled by request")
+        if never_started:
+            event = terminal_error(locked.session, "cancelled", "cancelled by request")
+            locked.invocation_id = append_event_sync(locked.session.key, event).invocation_id
+            locked.save(update_fields=["invocation_id"])
         transaction.on_commit(lambda: run_cancelled.send(sender=Run, run=locked))
     run.refresh_from_db()
     return run
 
 
-def mark_running(run: Run, invocation_id: str = "") -> None:
+def cancel_active_run(session: Session) -> Run:
+    """Cancel the session's queued or running run, if it has one."""
+    run = session.runs.filter(status__in=ACTIVE_RUN_STATUSES).order_by("-created_at").first()
+    if run is None:
+        raise ConflictError("this session has no run in progress", code="no_active_run")
+    return cancel_run(run)
+
+
+def terminal_error(
+    session: Session, code: str, message: str, *, invocation_id: str | None = None
+) -> core_events.Event:
+    """An unsaved terminal error event of ``session``, authored by its agent."""
+    version = session.agent_version
+    author = str(version.spec.get("name") or version.agent.name) if version else "studio"
+    return core_events.Event(
+        type=core_events.EventType.ERROR,
+        invocation_id=invocation_id or core_events.new_id(),
+        session_id=session.key,
+        author=author,
+        branch=author,
+        error=core_events.ErrorInfo(code=code, message=message, failure="terminal"),
+    )
+
+
+def claim_run(run: Run, *, owner: str, lease_s: float) -> bool:
+    """Mark queued ``run`` running in process ``owner``, holding a lease of ``lease_s``
+    seconds; False when it is no longer queued (cancelled meanwhile)."""
+    now = timezone.now()
+    fields = {
+        "status": RunStatus.RUNNING,
+        "started_at": now,
+        "owner_process": owner,
+        "lease_expires_at": now + timedelta(seconds=lease_s),
+    }
     with transaction.atomic():
-        run.status = RunStatus.RUNNING
-        run.started_at = timezone.now()
-        run.invocation_id = invocation_id or run.invocation_id
-        run.save(update_fields=["status", "started_at", "invocation_id"])
+        sessions = Session.objects.select_for_update().values_list("last_seq", flat=True)
+        start_seq = sessions.get(pk=run.session_id)
+        queued = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED)
+        if not queued.update(**fields, start_seq=start_seq):
+            return False
         Session.objects.filter(pk=run.session_id).update(status=SessionStatus.RUNNING)
+    for name, value in {**fields, "start_seq": start_seq}.items():
+        setattr(run, name, value)
+    return True
+
+
+def renew_lease(run: Run, *, owner: str, lease_s: float) -> bool:
+    """Extend ``owner``'s lease on active ``run``; False once the run is no longer
+    active or no longer ``owner``'s (cancelled, or interrupted by recovery)."""
+    until = timezone.now() + timedelta(seconds=lease_s)
+    mine = Run.objects.filter(pk=run.pk, owner_process=owner, status__in=ACTIVE_RUN_STATUSES)
+    return bool(mine.update(lease_expires_at=until))
 
 
 def finish_run(run: Run, status: RunStatus, *, code: str = "", message: str = "") -> Run:
-    """Record how a run ended (unless it was cancelled meanwhile, which stands)."""
+    """Record how a run ended and release its lease (a cancellation or interruption
+    recorded meanwhile stands)."""
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         locked.input_tokens, locked.output_tokens = run.input_tokens, run.output_tokens
         locked.invocation_id = run.invocation_id or locked.invocation_id
-        if locked.status == RunStatus.CANCELLED:
-            locked.save(update_fields=["input_tokens", "output_tokens", "invocation_id"])
+        locked.owner_process, locked.lease_expires_at = "", None
+        if not locked.is_active:
+            kept = ["input_tokens", "output_tokens", "invocation_id"]
+            locked.save(update_fields=[*kept, "owner_process", "lease_expires_at"])
             return locked
         _finish(locked, status, code=code, message=message)
     return locked

@@ -15,6 +15,7 @@ from studio.conf import (
     env_bool,
     env_fernet_keys,
     env_float,
+    env_int,
     env_list,
     env_str,
 )
@@ -172,3 +173,19 @@ MODEL_TEST_TIMEOUT_S = env_float("STUDIO_MODEL_TEST_TIMEOUT_S", 10.0, minimum=0.
 STUDIO_WORKSPACES_DIR = Path(env_str("STUDIO_WORKSPACES_DIR", str(DATA_DIR / "workspaces")))
 # Programs agents may run through the shell tool; empty (the default) means no shell tool.
 STUDIO_SHELL_ALLOWLIST = env_list("STUDIO_SHELL_ALLOWLIST", [])
+
+# Live runs (studio.runs, studio.consumers). At most this many queued or running runs per
+# user; one more start answers 429 "too_many_runs".
+STUDIO_MAX_CONCURRENT_RUNS_PER_USER = env_int("STUDIO_MAX_CONCURRENT_RUNS_PER_USER", 4, minimum=1)
+# A server renews the lease on each run it executes every third of this; a run whose
+# lease expired (its server died) is marked interrupted by the next recovery sweep,
+# which every server runs at start-up and every half of this.
+STUDIO_RUN_LEASE_S = env_float("STUDIO_RUN_LEASE_S", 30.0, minimum=0.5)
+# A websocket viewer re-reads the session's last seq and status this often, so a
+# group message the channel layer dropped is made good from the database.
+STUDIO_LIVE_RESYNC_S = env_float("STUDIO_LIVE_RESYNC_S", 2.0, minimum=0.05)
+# Client websocket frames: larger ones close the socket with 4009; more than
+# STUDIO_WS_BURST frames at once, or a sustained STUDIO_WS_RATE_PER_S, with 4429.
+STUDIO_WS_MAX_MESSAGE_BYTES = env_int("STUDIO_WS_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024)
+STUDIO_WS_RATE_PER_S = env_float("STUDIO_WS_RATE_PER_S", 5.0, minimum=0.1)
+STUDIO_WS_BURST = env_int("STUDIO_WS_BURST", 20, minimum=1)
