@@ -5,3 +5,7 @@ class StudioConfig(AppConfig):
     name = "studio"
     verbose_name = "Studio"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The run manager listens to run_queued and run_cancelled.
+        from studio import runs  # noqa: F401

@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels."""
+"""ASGI entry point: HTTP through Django, websockets through Channels, and the run
+manager that executes runs inside this server (``studio.runs``)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,15 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (after
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from studio.routing import websocket_urlpatterns  # noqa: E402
+from studio.runs import with_run_manager  # noqa: E402
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
-    }
+application = with_run_manager(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": AllowedHostsOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
+        }
+    )
 )

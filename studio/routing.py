@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 
-websocket_urlpatterns: list[URLPattern | URLResolver] = []
+from studio.consumers import SessionConsumer
+
+websocket_urlpatterns: list[URLPattern | URLResolver] = [
+    path("ws/sessions/<str:session_id>/", SessionConsumer.as_asgi()),
+]

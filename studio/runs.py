@@ -1,30 +1,57 @@
-"""Executing a queued run: the only caller of ``Runner``.
+"""Executing runs: the run manager, and the only caller of ``Runner``.
 
-``execute_run`` builds the pinned agent version, runs one turn through
-``DjangoSessionService`` and records the outcome on the ``Run``. The live-runs work
-schedules it as a task and publishes its events; ``manage.py run_agent`` awaits it.
+``execute_run`` claims a queued run for this process, builds its pinned agent version
+with the owner's models, runs one turn through ``DjangoSessionService`` (which stores
+each complete event, seq assigned, before the runner yields it), renews the run's
+lease while it runs and records the outcome. ``manage.py run_agent`` awaits it.
+
+``RunManager`` (one per process: ``manager``) executes the runs the API and websockets
+queue as asyncio tasks in the ASGI server's loop, publishes each event to the session's
+group as it is yielded (so only once stored; see ``studio.live``), cancels through a
+``CancellationToken``, delivers approval decisions through one ``ApprovalBroker``, and
+sweeps for runs whose server died (``studio.recovery``). Runs outlive the sockets that
+watch them. It starts with the ASGI application (lifespan start-up, or the first
+connection it serves, since Daphne sends no lifespan events).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import concurrent.futures
+import contextlib
+import contextvars
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.dispatch import receiver
 
 from agents_core import config as core_config
 from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
 from agents_core.agents.base import BaseAgent
+from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalError
 from agents_core.context import CancellationToken
 from agents_core.contracts import Usage
 from agents_core.runner import CANCELLED, Runner
-from studio import agent_specs, services
+from studio import agent_specs, live, recovery, services
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
-from studio.models import DEFAULT_APP_NAME, Run, RunStatus
+from studio.models import DEFAULT_APP_NAME, Run, RunStatus, Session
 from studio.session_service import DjangoSessionService, append_event_sync
 
+logger = logging.getLogger("studio.runs")
+
+PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+"""Who owns the runs this process executes (``Run.owner_process``)."""
+
 EventSink = Callable[[core_events.Event], Awaitable[None]]
+RunSink = Callable[[Run], Awaitable[None]]
 
 
 @dataclass(slots=True)
@@ -42,38 +69,71 @@ class _Outcome:
 
 
 async def execute_run(
-    run: Run, *, on_event: EventSink | None = None, cancel_token: CancellationToken | None = None
+    run: Run,
+    *,
+    on_event: EventSink | None = None,
+    on_claimed: RunSink | None = None,
+    cancel_token: CancellationToken | None = None,
+    approvals: ApprovalBroker | None = None,
 ) -> Run:
     """Run ``run`` (which must be queued) to its end; every event, partial ones
     included, goes to ``on_event`` after it is stored. Returns the finished run."""
+    token = cancel_token or CancellationToken()
     prepared = await db_sync_to_async(_prepare)(run)
     if prepared is None:
         return await Run.objects.aget(pk=run.pk)
+    if on_claimed is not None:
+        await on_claimed(run)
     runner = Runner(
         prepared.agent,
         session_service=DjangoSessionService(),
         app_name=DEFAULT_APP_NAME,
         run_config=prepared.run_config,
+        approvals=approvals,
     )
     outcome = _Outcome(usage=Usage())
+    lease = asyncio.create_task(_keep_lease(run, token), name=f"lease-{run.pk}")
     try:
         stream = runner.astream(
             user_id=prepared.user_id,
             session_id=prepared.session_key,
             message=run.message,
-            cancel_token=cancel_token,
+            cancel_token=token,
         )
-        async for event in stream:
-            await _observe(run, event, outcome)
-            if on_event is not None:
-                await on_event(event)
+        async with contextlib.aclosing(stream) as events:
+            async for event in events:
+                await _observe(run, event, outcome)
+                if on_event is not None:
+                    await on_event(event)
     except asyncio.CancelledError:
-        await _finish(run, outcome, RunStatus.INTERRUPTED, "interrupted", "the run was stopped")
+        await db_sync_to_async(recovery.interrupt)(run.pk, force=True)
         raise
     except Exception as exc:
         await _finish(run, outcome, RunStatus.FAILED, "internal_error", type(exc).__name__)
         raise
+    finally:
+        lease.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await lease
     return await _finish(run, outcome, *_status_of(outcome.error))
+
+
+async def _keep_lease(run: Run, token: CancellationToken) -> None:
+    """Renew the run's lease while it executes; once the lease is lost (the run was
+    cancelled or interrupted elsewhere), stop the run."""
+    lease_s = settings.STUDIO_RUN_LEASE_S
+    while True:
+        await asyncio.sleep(lease_s / 3)
+        try:
+            mine = await db_sync_to_async(services.renew_lease)(
+                run, owner=PROCESS_ID, lease_s=lease_s
+            )
+        except Exception:  # a database hiccup: the lease has two more chances
+            logger.warning("could not renew the lease of run %s", run.pk, exc_info=True)
+            continue
+        if not mine:
+            token.cancel("the run was stopped elsewhere")
+            return
 
 
 async def _observe(run: Run, event: core_events.Event, outcome: _Outcome) -> None:
@@ -102,28 +162,263 @@ async def _finish(run: Run, outcome: _Outcome, status: RunStatus, code: str, mes
 
 
 def _prepare(run: Run) -> _Prepared | None:
-    """Mark the run running and build its agent; a version that no longer builds
-    fails the run with an error event, and ``None`` is returned."""
-    run = Run.objects.select_related("session__owner", "session__agent_version__agent").get(
+    """Build the run's agent and claim the run for this process; a version that no
+    longer builds fails the run with an error event, and ``None`` is returned."""
+    fresh = Run.objects.select_related("session__owner", "session__agent_version__agent").get(
         pk=run.pk
     )
-    session, version = run.session, run.session.agent_version
-    if run.status != RunStatus.QUEUED or version is None:
-        raise ConflictError(f"run {run.pk} is {run.status}, not queued", code="run_not_queued")
+    session, version = fresh.session, fresh.session.agent_version
+    if fresh.status != RunStatus.QUEUED or version is None:
+        raise ConflictError(f"run {run.pk} is {fresh.status}, not queued", code="run_not_queued")
     try:
         agent, run_config = agent_specs.build(version)
     except core_exceptions.AgentsCoreError as exc:
-        error = core_events.ErrorInfo(code=exc.code, message=str(exc), failure="terminal")
-        event = core_events.Event(
-            type=core_events.EventType.ERROR,
-            invocation_id=core_events.new_id(),
-            session_id=session.key,
-            author=str(version.spec.get("name") or version.agent.name),
-            error=error,
-        )
-        stored = append_event_sync(session.key, event)
-        run.invocation_id = stored.invocation_id
-        services.finish_run(run, RunStatus.FAILED, code=exc.code, message=str(exc))
+        error = services.terminal_error(session, exc.code, str(exc))
+        stored = append_event_sync(session.key, error)
+        fresh.invocation_id = stored.invocation_id
+        services.finish_run(fresh, RunStatus.FAILED, code=exc.code, message=str(exc))
         return None
-    services.mark_running(run)
+    if not services.claim_run(run, owner=PROCESS_ID, lease_s=settings.STUDIO_RUN_LEASE_S):
+        raise ConflictError(f"run {run.pk} is no longer queued", code="run_not_queued")
     return _Prepared(agent, run_config, session.owner.get_username(), session.key)
+
+
+# The run manager
+
+
+@dataclass(slots=True)
+class _Execution:
+    """A run this process executes, and what its viewers were last told."""
+
+    run_id: uuid.UUID
+    run: Run | None = None
+    token: CancellationToken = field(default_factory=CancellationToken)
+    tracker: live.WaitingTracker = field(default_factory=live.WaitingTracker)
+    last_seq: int = 0
+    published: tuple[Any, ...] | None = None
+
+    def status(self, run: Run) -> live.Status:
+        waiting = self.tracker.waiting_for(run.status)
+        return live.Status(live.run_json(run), waiting, self.last_seq)
+
+
+class RunManager:
+    """Executes queued runs as tasks of one event loop; see the module docstring.
+
+    ``submit`` and ``cancel`` may be called from any thread (they are signal receivers,
+    and services run in worker threads); everything else runs on the manager's loop.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._executions: dict[uuid.UUID, _Execution] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.broker = ApprovalBroker()
+
+    def ensure_started(self) -> None:
+        """Bind to the running loop and start the recovery sweeps (once per loop)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is loop:
+            return
+        self._loop, self._executions, self._tasks = loop, {}, set()
+        self.broker = ApprovalBroker()
+        self._track(self._recover_forever(), name="run-recovery")
+
+    async def aclose(self) -> None:
+        """Stop every task (runs still executing end interrupted) and unbind."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loop = None
+
+    def submit(self, run_id: uuid.UUID) -> None:
+        self._call_soon(self._spawn, run_id)
+
+    def cancel(self, run_id: uuid.UUID, session_pk: uuid.UUID) -> None:
+        self._call_soon(self._cancel, run_id, session_pk)
+
+    def _call_soon(self, callback: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(callback, *args, context=contextvars.Context())
+
+    def _track(self, coroutine: Coroutine[Any, Any, None], *, name: str) -> None:
+        # A fresh context: a run must not inherit the request (or the sync worker
+        # thread's asgiref state) that happened to queue it.
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(coroutine, name=name, context=contextvars.Context())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _spawn(self, run_id: uuid.UUID) -> None:
+        if run_id not in self._executions:
+            self._executions[run_id] = execution = _Execution(run_id)
+            self._track(self._execute(execution), name=f"run-{run_id}")
+
+    def _cancel(self, run_id: uuid.UUID, session_pk: uuid.UUID) -> None:
+        execution = self._executions.get(run_id)
+        if execution is not None:
+            execution.token.cancel("cancelled by request")
+        else:
+            self._track(self._publish_stored_status(session_pk), name=f"status-{run_id}")
+
+    async def _execute(self, execution: _Execution) -> None:
+        session_pk: uuid.UUID | None = None
+        try:
+            run = execution.run = await Run.objects.aget(pk=execution.run_id)
+            session_pk = run.session_id
+            await execute_run(
+                run,
+                on_event=lambda event: self._publish_event(execution, run, event),
+                on_claimed=lambda claimed: self._claimed(execution, claimed),
+                cancel_token=execution.token,
+                approvals=self.broker,
+            )
+        except (ConflictError, Run.DoesNotExist):
+            pass  # cancelled or deleted before it started
+        except Exception:
+            logger.exception("run %s failed", execution.run_id)
+        finally:
+            self._executions.pop(execution.run_id, None)
+        if session_pk is not None:
+            await self._publish_stored_status(session_pk)
+
+    async def _claimed(self, execution: _Execution, run: Run) -> None:
+        execution.last_seq = run.start_seq or 0
+        await self._publish_status_if_changed(execution, run)
+
+    async def _publish_event(
+        self, execution: _Execution, run: Run, event: core_events.Event
+    ) -> None:
+        if not event.partial:
+            execution.last_seq = event.seq or execution.last_seq
+            if event.type in live.TRACKED_TYPES:
+                execution.tracker.observe(event.to_wire())
+        after = execution.last_seq if event.partial else execution.last_seq - 1
+        await live.publish_event(run.session_id, event, after_seq=after)
+        if not event.partial:
+            await self._publish_status_if_changed(execution, run)
+
+    async def _publish_status_if_changed(self, execution: _Execution, run: Run) -> None:
+        status = execution.status(run)
+        if status.key != execution.published:
+            execution.published = status.key
+            await live.publish_status(run.session_id, status)
+
+    async def _publish_stored_status(self, session_pk: uuid.UUID) -> None:
+        await live.publish_status(session_pk, await db_sync_to_async(live.snapshot)(session_pk))
+
+    async def status(self, session_pk: uuid.UUID) -> live.Status:
+        """The session's status: from memory while this process runs its run."""
+        for execution in self._executions.values():
+            run = execution.run
+            if run is not None and run.session_id == session_pk and run.is_active:
+                return execution.status(run)
+        return await db_sync_to_async(live.snapshot)(session_pk)
+
+    # Approvals
+
+    def decide(self, session: Session, body: live.ApprovalBody, *, decided_by: str) -> None:
+        """Deliver a decision on one of ``session``'s pending approvals (on the manager's
+        loop); ``ConflictError`` when no such call waits for one."""
+        decision = ApprovalDecision(**body.model_dump(), decided_by=decided_by)
+        try:
+            self.broker.decide(decision, session_id=session.key)
+        except ApprovalError as exc:
+            raise ConflictError(exc.message, code="approval_not_pending") from None
+
+    def decide_threadsafe(
+        self, session: Session, body: live.ApprovalBody, *, decided_by: str
+    ) -> None:
+        """``decide`` from a thread other than the manager's loop (a sync view)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            raise ConflictError("no call is waiting for approval", code="approval_not_pending")
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def deliver() -> None:
+            try:
+                self.decide(session, body, decided_by=decided_by)
+            except Exception as exc:
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+        loop.call_soon_threadsafe(deliver)
+        done.result(timeout=10)
+
+    # Recovery
+
+    async def _recover_forever(self) -> None:
+        while True:
+            try:
+                await self.recover()
+            except Exception:
+                logger.exception("the recovery sweep failed")
+            await asyncio.sleep(settings.STUDIO_RUN_LEASE_S / 2)
+
+    async def recover(self) -> list[recovery.Interrupted]:
+        """Mark the runs whose server died interrupted, and tell their viewers."""
+        done = []
+        for run_id in await db_sync_to_async(recovery.abandoned_runs)():
+            if run_id in self._executions:
+                continue  # ours and alive: its lease renewal was merely late
+            result = await db_sync_to_async(recovery.interrupt)(run_id)
+            if result is None:
+                continue
+            session_pk = result.run.session_id
+            for event in result.events:
+                await live.publish_event(session_pk, event, after_seq=(event.seq or 1) - 1)
+            await self._publish_stored_status(session_pk)
+            done.append(result)
+        return done
+
+
+manager = RunManager()
+
+
+@receiver(services.run_queued, dispatch_uid="studio.runs.run_queued")
+def _execute_queued_run(sender: object, run: Run, **kwargs: object) -> None:
+    manager.submit(run.pk)
+
+
+@receiver(services.run_cancelled, dispatch_uid="studio.runs.run_cancelled")
+def _stop_cancelled_run(sender: object, run: Run, **kwargs: object) -> None:
+    manager.cancel(run.pk, run.session_id)
+
+
+# The ASGI side
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def with_run_manager(app: ASGIApp) -> ASGIApp:
+    """``app``, starting the run manager with the server: at lifespan start-up when
+    the server sends lifespan events, else on the first connection."""
+
+    async def application(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        manager.ensure_started()
+        await app(scope, receive, send)
+
+    return application
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            manager.ensure_started()
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await manager.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -20,13 +20,19 @@ from rest_framework.serializers import as_serializer_error
 from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from studio.errors import ConflictError, InvalidInputError, Path
+from studio.errors import ConflictError, InvalidInputError, LimitError, Path
 
 
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with the current state of the object."
     default_code = "conflict"
+
+
+class TooMany(exceptions.APIException):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_detail = "A limit was reached; try again once something finishes."
+    default_code = "limit_reached"
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -44,6 +50,8 @@ def _translate(exc: Exception) -> Exception:
             return exceptions.ValidationError({exc.field: problems_detail(exc)})
         case ConflictError():
             return Conflict(exc.message, code=exc.code)
+        case LimitError():
+            return TooMany(exc.message, code=exc.code)
         case DjangoValidationError():
             return exceptions.ValidationError(as_serializer_error(exc))
         case Http404():

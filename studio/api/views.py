@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
 from rest_framework import filters, mixins, status, viewsets
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
@@ -24,7 +25,7 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from agents_core import events as core_events
-from studio import agent_specs, services
+from studio import agent_specs, live, services
 from studio.api import serializers as s
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.models import (
@@ -37,6 +38,7 @@ from studio.models import (
     Session,
     SessionStatus,
 )
+from studio.runs import manager as run_manager
 from studio.tools import tool_registry
 
 
@@ -238,6 +240,21 @@ class SessionViewSet(
         message.is_valid(raise_exception=True)
         run = services.start_run(self.get_object(), message.validated_data["text"])
         return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=live.ApprovalBody, responses={204: None})
+    @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
+    def approvals(self, request: Request, pk: str | None = None) -> Response:
+        """Decide a tool call of this session's run that waits for approval: approve it
+        (optionally with edited arguments) or deny it. 409 when no such call waits."""
+        session = self.get_object()
+        try:
+            body = live.ApprovalBody.model_validate(request.data)
+        except PydanticValidationError as exc:
+            raise ValidationError(
+                {".".join(str(p) for p in e["loc"]): [e["msg"]] for e in exc.errors()}
+            ) from None
+        run_manager.decide_threadsafe(session, body, decided_by=request.user.get_username())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)

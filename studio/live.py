@@ -1,0 +1,343 @@
+"""The live timeline: channel groups, the messages sent through them, websocket frames.
+
+Persist, then publish. The run manager (``studio.runs``) sends each event to the
+session's group only once it is stored (its ``seq`` assigned in the same transaction);
+the database is the truth and the channel layer only a fast path, which may drop
+messages: viewers fill any gap from the database, and a run never stops because
+publishing failed.
+
+Group ``session.<session uuid>`` carries two message types:
+
+- ``{"type": "live.event", "seq": N | None, "after_seq": M, "event": "<Event JSON>"}``:
+  ``event`` is the Event wire JSON (exactly what ``GET /api/sessions/{id}/events/``
+  returns) as text, so the layer copies one string per viewer. Stored events have
+  their ``seq``; partial (token) events have ``seq: None`` and ``after_seq``, the last
+  stored seq when they were published. Partials are never stored.
+- ``{"type": "live.status", "run": <Run JSON> | None, "waiting_for": ..., "last_seq": N}``
+  when a run starts, ends, or changes what it waits for; ``last_seq`` is the session's
+  last stored seq, which the viewer catches up to before passing the status on.
+
+Websocket ``/ws/sessions/<session uuid>/?after=<seq>`` (``studio.consumers``), session
+cookie auth, origin checked. The server accepts, then closes with 4401 (anonymous),
+4404 (no such session), 4403 (another user's session) or 4400 (``after`` not an integer
+from 0 to the session's last seq) before any frame. Otherwise it joins the group,
+sends the stored events with seq > ``after`` (paged), then live ones. Server frames:
+
+- ``{"type": "event", "event": <Event JSON>}``: stored events, strictly in seq order,
+  never a seq twice, never a gap.
+- ``{"type": "event", "event": <partial Event JSON, seq null>, "after_seq": N}``: a token
+  chunk that belongs between stored events N and N + 1; the stored agent_message that
+  follows replaces the chunks before it. Only sent while the viewer is at seq N.
+- ``{"type": "status", "run": <Run JSON as GET /api/runs/{id}/> | None, "waiting_for":
+  None | "model" | "tool" | "approval"}``: on connect, then whenever it changes. ``run``
+  is the session's latest run; ``waiting_for`` is only set while that run is active.
+- ``{"type": "error", "code": "...", "detail": "..."}``: a bad or refused client frame;
+  the socket stays open. Codes: ``invalid`` (not a known frame), ``run_in_progress``,
+  ``too_many_runs``, ``session_has_no_agent``, ``no_active_run``, ``approval_not_pending``.
+
+Client frames (JSON text, unknown fields refused): ``{"type": "user_message", "text":
+...}`` starts a run like ``POST /api/sessions/{id}/messages/``; ``{"type": "cancel"}``
+cancels the session's active run; ``{"type": "approval", "call_id", "args_hash",
+"decision": "approve" | "deny", "edited_args"?, "reason"?}`` decides a pending approval
+like ``POST /api/sessions/{id}/approvals/``. A frame over ``STUDIO_WS_MAX_MESSAGE_BYTES``
+closes the socket with 4009, a flood (more than ``STUDIO_WS_BURST`` frames at once or
+``STUDIO_WS_RATE_PER_S`` sustained) with 4429. (Not 1009: Daphne's websocket library
+lets an application close only with 1000 or 3000-4999. Daphne itself closes with 1009
+on frames over its own limit, 1 MiB by default.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+from urllib.parse import parse_qs
+
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from rest_framework.renderers import JSONRenderer
+
+from agents_core import events as core_events
+from studio.api.serializers import RunSerializer
+from studio.models import Event, Run, RunStatus, Session
+
+logger = logging.getLogger("studio.live")
+
+WaitingFor = Literal["model", "tool", "approval"] | None
+
+PAGE_SIZE = 500
+"""Stored events read from the database at a time, for backlogs and gaps."""
+PUBLISH_TIMEOUT_S = 5.0
+
+CLOSE_BAD_REQUEST = 4400
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+CLOSE_FLOOD = 4429
+CLOSE_TOO_BIG = 4009
+
+_TRACKED = frozenset(
+    {
+        core_events.EventType.AGENT_MESSAGE,
+        core_events.EventType.TOOL_RESPONSE,
+        core_events.EventType.APPROVAL_REQUEST,
+        core_events.EventType.APPROVAL_DECISION,
+    }
+)
+TRACKED_TYPES = frozenset(t.value for t in _TRACKED)
+"""The event types that change what a run waits for."""
+
+
+def group_name(session_id: uuid.UUID | str) -> str:
+    return f"session.{session_id}"
+
+
+# What a run waits for
+
+
+@dataclass(slots=True)
+class WaitingTracker:
+    """Follows a run's stored events (wire JSON) to tell what it waits for: a person's
+    approval, a tool still running, or else the model."""
+
+    open_calls: set[str] = field(default_factory=set)
+    open_approvals: set[str] = field(default_factory=set)
+
+    def observe(self, wire: Mapping[str, Any]) -> None:
+        kind = wire.get("type")
+        if kind not in TRACKED_TYPES or wire.get("partial"):
+            return
+        if kind == core_events.EventType.APPROVAL_REQUEST:
+            self.open_approvals.add(wire["approval"]["call_id"])
+        elif kind == core_events.EventType.APPROVAL_DECISION:
+            self.open_approvals.discard(wire["approval"]["call_id"])
+        elif kind == core_events.EventType.AGENT_MESSAGE:
+            self.open_calls |= set(_call_ids(wire, "tool_call"))
+        else:
+            self.open_calls -= set(_call_ids(wire, "tool_response"))
+
+    def waiting_for(self, run_status: str | None) -> WaitingFor:
+        if run_status != RunStatus.RUNNING:
+            return None
+        if self.open_approvals:
+            return "approval"
+        return "tool" if self.open_calls else "model"
+
+
+def _call_ids(wire: Mapping[str, Any], kind: str) -> Iterable[str]:
+    return (part["call_id"] for part in wire.get("parts", ()) if part.get("kind") == kind)
+
+
+# Status
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    run: dict[str, Any] | None
+    waiting_for: WaitingFor
+    last_seq: int
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What a viewer compares to tell whether the status changed."""
+        run = self.run or {}
+        return (run.get("id"), run.get("status"), run.get("invocation_id"), self.waiting_for)
+
+
+def run_json(run: Run) -> dict[str, Any]:
+    """The run exactly as ``GET /api/runs/{id}/`` renders it."""
+    rendered: dict[str, Any] = json.loads(JSONRenderer().render(RunSerializer(run).data))
+    return rendered
+
+
+def snapshot(session_pk: uuid.UUID) -> Status:
+    """The session's status read from the database: its latest run and, while that run
+    is active, what it waits for (derived from its stored events)."""
+    last_seq = Session.objects.filter(pk=session_pk).values_list("last_seq", flat=True).first()
+    run = Run.objects.filter(session_id=session_pk).order_by("-created_at").first()
+    if run is None:
+        return Status(None, None, last_seq or 0)
+    tracker = WaitingTracker()
+    if run.status == RunStatus.RUNNING and run.start_seq is not None:
+        rows = Event.objects.filter(
+            session_id=session_pk, seq__gt=run.start_seq, type__in=TRACKED_TYPES
+        ).order_by("seq")
+        for payload in rows.values_list("payload", flat=True).iterator():
+            tracker.observe(payload)
+    return Status(run_json(run), tracker.waiting_for(run.status), last_seq or 0)
+
+
+# Reading the timeline
+
+
+class Refused(Exception):
+    """A websocket that must be closed with ``close_code``."""
+
+    def __init__(self, close_code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.close_code = close_code
+
+
+def parse_after(query_string: bytes) -> int:
+    values = parse_qs(query_string.decode("latin1")).get("after", ["0"])
+    raw = values[-1]
+    if len(values) != 1 or not raw.isascii() or not raw.isdigit():
+        raise Refused(CLOSE_BAD_REQUEST, "after must be a non-negative integer")
+    return int(raw)
+
+
+def authorise(user: AbstractBaseUser | AnonymousUser, session_id: str, after: int) -> Session:
+    """The session ``user`` may watch from seq ``after``, or ``Refused``."""
+    if not user.is_authenticated:
+        raise Refused(CLOSE_UNAUTHENTICATED, "sign in first")
+    try:
+        pk = uuid.UUID(session_id)
+    except ValueError:
+        raise Refused(CLOSE_NOT_FOUND, "no such session") from None
+    session = Session.objects.filter(pk=pk).first()
+    if session is None:
+        raise Refused(CLOSE_NOT_FOUND, "no such session")
+    if session.owner_id != user.pk:
+        raise Refused(CLOSE_FORBIDDEN, "not your session")
+    if after > session.last_seq:
+        raise Refused(CLOSE_BAD_REQUEST, f"after is past the session's last seq {session.last_seq}")
+    return session
+
+
+def stored_events(session_pk: uuid.UUID, after: int, upto: int | None) -> list[tuple[int, str]]:
+    """Up to ``PAGE_SIZE`` stored events with ``after < seq <= upto``, as (seq, JSON)."""
+    rows = Event.objects.filter(session_id=session_pk, seq__gt=after)
+    if upto is not None:
+        rows = rows.filter(seq__lte=upto)
+    page = rows.order_by("seq").values_list("seq", "payload")[:PAGE_SIZE]
+    return [(seq, json.dumps(payload, ensure_ascii=False)) for seq, payload in page]
+
+
+def cursor(session_pk: uuid.UUID) -> tuple[int, str] | None:
+    """The session's last seq and status, or ``None`` once it is deleted."""
+    row = Session.objects.filter(pk=session_pk).values_list("last_seq", "status").first()
+    return None if row is None else (row[0], row[1])
+
+
+# Frames
+
+
+def event_frame(event_json: str, after_seq: int | None = None) -> str:
+    tail = "" if after_seq is None else f', "after_seq": {after_seq}'
+    return f'{{"type": "event", "event": {event_json}{tail}}}'
+
+
+def status_frame(status: Status) -> str:
+    return json.dumps({"type": "status", "run": status.run, "waiting_for": status.waiting_for})
+
+
+def error_frame(code: str, detail: str) -> str:
+    return json.dumps({"type": "error", "code": code, "detail": detail})
+
+
+class _Frame(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class UserMessageFrame(_Frame):
+    type: Literal["user_message"]
+    text: str = Field(min_length=1, max_length=50_000)
+
+
+class CancelFrame(_Frame):
+    type: Literal["cancel"]
+
+
+class ApprovalBody(_Frame):
+    """A decision on a pending approval (``POST /api/sessions/{id}/approvals/``)."""
+
+    call_id: str = Field(min_length=1, max_length=200)
+    args_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    decision: Literal["approve", "deny"]
+    edited_args: dict[str, Any] | None = None
+    reason: str = Field(default="", max_length=2_000)
+
+
+class ApprovalFrame(ApprovalBody):
+    type: Literal["approval"]
+
+
+ClientFrame = Annotated[UserMessageFrame | CancelFrame | ApprovalFrame, Field(discriminator="type")]
+_CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(ClientFrame)
+
+
+class BadFrame(Exception):
+    """A client frame that is not one of the protocol's."""
+
+
+def parse_client_frame(text: str) -> UserMessageFrame | CancelFrame | ApprovalFrame:
+    try:
+        return _CLIENT_FRAME.validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise BadFrame(f"{where}: {first['msg']}" if where else first["msg"]) from None
+
+
+@dataclass(slots=True)
+class TokenBucket:
+    """Allows bursts of ``burst`` frames and ``rate`` frames a second sustained."""
+
+    rate: float
+    burst: int
+    tokens: float = 0.0
+    stamp: float = field(default_factory=time.monotonic)
+
+    def __post_init__(self) -> None:
+        self.tokens = float(self.burst)
+
+    def take(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(float(self.burst), self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+# Publishing
+
+
+async def publish_event(session_pk: uuid.UUID, event: core_events.Event, *, after_seq: int) -> None:
+    """Send one event of ``session_pk`` to its viewers: call only once it is stored
+    (partials: as they come). Never raises: viewers resync from the database."""
+    message = {
+        "type": "live.event",
+        "seq": event.seq,
+        "after_seq": after_seq,
+        "event": event.model_dump_json(),
+    }
+    await _group_send(group_name(session_pk), message)
+
+
+async def publish_status(session_pk: uuid.UUID, status: Status) -> None:
+    message = {
+        "type": "live.status",
+        "run": status.run,
+        "waiting_for": status.waiting_for,
+        "last_seq": status.last_seq,
+    }
+    await _group_send(group_name(session_pk), message)
+
+
+async def _group_send(group: str, message: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async with asyncio.timeout(PUBLISH_TIMEOUT_S):
+            await layer.group_send(group, message)
+    except Exception:  # a layer outage must not stop the run; viewers resync
+        logger.warning("could not publish %s to %s", message["type"], group, exc_info=True)
