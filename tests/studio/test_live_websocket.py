@@ -1,0 +1,235 @@
+"""The live timeline websocket on the real ASGI application: backlog then live events,
+resume from any seq, access control, bad frames, floods, and runs outliving sockets."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import User
+
+from studio import live, runs
+from studio.asgi import application
+from studio.models import Event, Run, RunStatus, Session
+from tests.studio.conftest import make_agent, make_session
+from tests.support.live import (
+    ENDED,
+    Viewer,
+    eventually,
+    latest_run,
+    open_socket,
+    scripted_agent,
+    slow_agent,
+    watch,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+async def run_manager() -> AsyncIterator[runs.RunManager]:
+    yield runs.manager
+    await runs.manager.aclose()
+    await get_channel_layer().flush()
+
+
+@sync_to_async
+def new_session(owner: User, agent_name: str | None = None) -> Session:
+    if agent_name is None:
+        return make_session(owner)
+    from studio.models import Agent
+
+    return make_session(owner, Agent.objects.get(owner=owner, name=agent_name))
+
+
+@sync_to_async
+def stored(session: Session) -> list[dict[str, Any]]:
+    return list(Event.objects.filter(session=session).order_by("seq").values_list("payload", flat=True))
+
+
+async def run_to_end(viewer: Viewer, text: str) -> Viewer:
+    before = len(viewer.statuses)
+    await viewer.send({"type": "user_message", "text": text})
+    return await viewer.until(
+        lambda v: len(v.statuses) > before and v.run_status in ENDED and bool(v.events)
+    )
+
+
+async def test_a_viewer_gets_the_stored_backlog_then_the_live_events_in_seq_order(
+    ada: User,
+) -> None:
+    session = await new_session(ada)
+    first = await watch(application, session, ada)
+    assert first.status == {"type": "status", "run": None, "waiting_for": None}
+    await run_to_end(first, "hello")
+    await first.close()
+
+    viewer = await watch(application, session, ada, after=0)
+    backlog = list(viewer.events)
+    assert [e["seq"] for e in backlog] == list(range(1, len(backlog) + 1))
+    assert backlog == await stored(session)
+    assert viewer.run_status == "succeeded"
+
+    await run_to_end(viewer, "again")
+    assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))
+    assert viewer.events == await stored(session)
+    assert viewer.partials, "token chunks stream live"
+    for frame in viewer.partials:
+        assert frame["event"]["seq"] is None
+        assert frame["after_seq"] >= len(backlog)
+    run = await latest_run(session)
+    assert run is not None and viewer.status is not None
+    assert viewer.status["run"]["id"] == str(run.pk)
+    assert viewer.status["waiting_for"] is None
+
+
+async def test_resuming_from_any_seq_sends_exactly_the_events_after_it(ada: User) -> None:
+    session = await new_session(ada)
+    viewer = await watch(application, session, ada)
+    await run_to_end(viewer, "hello")
+    await viewer.close()
+    everything = await stored(session)
+    for after in range(len(everything) + 1):
+        resumed = await watch(application, session, ada, after=after)
+        assert resumed.events == everything[after:]
+        assert resumed.run_status == "succeeded"
+        await resumed.close()
+
+
+@pytest.mark.parametrize(
+    ("who", "target", "after", "code"),
+    [
+        ("anonymous", "own", None, 4401),
+        ("bob", "own", None, 4403),
+        ("ada", "unknown", None, 4404),
+        ("ada", "not-a-uuid", None, 4404),
+        ("ada", "own", "-1", 4400),
+        ("ada", "own", "x", 4400),
+        ("ada", "own", "1", 4400),
+    ],
+)
+async def test_refused_sockets_close_with_a_code_before_any_frame(
+    ada: User, bob: User, who: str, target: str, after: str | None, code: int
+) -> None:
+    session = await new_session(ada)
+    session_id = {"own": session.pk, "unknown": uuid.uuid4(), "not-a-uuid": "abc"}[target]
+    user = {"anonymous": None, "ada": ada, "bob": bob}[who]
+    communicator, connected = await open_socket(application, session_id, user, after=after)
+    assert connected
+    assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": code}
+
+
+async def test_a_socket_from_another_origin_is_refused(ada: User) -> None:
+    session = await new_session(ada)
+    _, connected = await open_socket(
+        application, session.pk, ada, origin=b"http://evil.example"
+    )
+    assert not connected
+
+
+@pytest.mark.parametrize(
+    ("frame", "detail"),
+    [
+        ("not json", "Invalid JSON"),
+        (json.dumps({"type": "shout"}), "type"),
+        (json.dumps({"type": "cancel", "extra": 1}), "extra"),
+        (json.dumps({"type": "user_message"}), "text"),
+        (json.dumps({"type": "user_message", "text": ""}), "text"),
+        (json.dumps({"type": "approval", "call_id": "c", "args_hash": "x", "decision": "ok"}), ""),
+        (json.dumps([1, 2]), ""),
+    ],
+)
+async def test_a_bad_frame_gets_an_error_frame_and_the_socket_stays_open(
+    ada: User, frame: str, detail: str
+) -> None:
+    session = await new_session(ada)
+    viewer = await watch(application, session, ada)
+    await viewer.communicator.send_to(text_data=frame)
+    error = await viewer.receive()
+    assert error["type"] == "error"
+    assert error["code"] == "invalid"
+    assert detail in error["detail"]
+    await viewer.send({"type": "cancel"})
+    assert (await viewer.receive())["code"] == "no_active_run"
+
+
+async def test_a_binary_frame_is_refused_with_an_error_frame(ada: User) -> None:
+    viewer = await watch(application, await new_session(ada), ada)
+    await viewer.communicator.send_to(bytes_data=b"\x00\x01")
+    assert (await viewer.receive())["code"] == "invalid"
+
+
+async def test_an_oversize_frame_closes_the_socket(ada: User, settings: Any) -> None:
+    settings.STUDIO_WS_MAX_MESSAGE_BYTES = 1024
+    viewer = await watch(application, await new_session(ada), ada)
+    await viewer.send({"type": "user_message", "text": "x" * 2000})
+    closed = await viewer.communicator.receive_output(timeout=5)
+    assert closed == {"type": "websocket.close", "code": live.CLOSE_TOO_BIG}
+
+
+async def test_a_flood_of_frames_closes_the_socket(ada: User, settings: Any) -> None:
+    settings.STUDIO_WS_BURST = 5
+    settings.STUDIO_WS_RATE_PER_S = 0.1
+    viewer = await watch(application, await new_session(ada), ada)
+    for _ in range(6):
+        await viewer.send({"type": "cancel"})
+    outputs = [await viewer.communicator.receive_output(timeout=5) for _ in range(6)]
+    assert outputs[-1] == {"type": "websocket.close", "code": live.CLOSE_FLOOD}
+    assert all(json.loads(o["text"])["code"] == "no_active_run" for o in outputs[:5])
+
+
+async def test_a_run_outlives_the_socket_that_started_it(ada: User) -> None:
+    agent = await sync_to_async(slow_agent)(ada, words=30)
+    session = await new_session(ada, agent.name)
+    viewer = await watch(application, session, ada)
+    await viewer.send({"type": "user_message", "text": "go"})
+    await viewer.until(lambda v: bool(v.partials))
+    await viewer.close()
+
+    async def ended() -> Run | None:
+        run = await latest_run(session)
+        return run if run is not None and run.status in ENDED else None
+
+    run = await eventually(ended)
+    assert run.status == RunStatus.SUCCEEDED
+    later = await watch(application, session, ada)
+    assert later.events == await stored(session)
+    assert later.events[-1]["type"] == "agent_end"
+    assert later.run_status == "succeeded"
+
+
+async def test_a_second_message_while_a_run_is_active_is_refused(ada: User) -> None:
+    agent = await sync_to_async(slow_agent)(ada)
+    session = await new_session(ada, agent.name)
+    viewer = await watch(application, session, ada)
+    await viewer.send({"type": "user_message", "text": "one"})
+    await viewer.until(lambda v: bool(v.partials))
+    await viewer.send({"type": "user_message", "text": "two"})
+    await viewer.until(lambda v: bool(v.errors))
+    assert viewer.errors[0]["code"] == "run_in_progress"
+    await viewer.send({"type": "cancel"})
+    await viewer.until_ended()
+    assert viewer.run_status == "cancelled"
+
+
+async def test_cancel_over_the_socket_ends_the_run_promptly_with_a_cancelled_event(
+    ada: User,
+) -> None:
+    agent = await sync_to_async(slow_agent)(ada, words=2000)
+    session = await new_session(ada, agent.name)
+    viewer = await watch(application, session, ada)
+    await viewer.send({"type": "user_message", "text": "go"})
+    await viewer.until(lambda v: len(v.partials) >= 2)
+    await viewer.send({"type": "cancel"})
+    await viewer.until(lambda v: v.run_status == "cancelled", timeout=5)
+    errors = viewer.events_of_type("error")
+    assert [e["error"]["code"] for e in errors] == ["cancelled"]
+    assert viewer.events == await stored(session)
+    run = await latest_run(session)
+    assert run is not None
+    assert (run.status, run.owner_process, run.lease_expires_at) == ("cancelled", "", None)

@@ -1,0 +1,172 @@
+"""Helpers for the live-run tests: websocket viewers on the real ASGI application,
+scripted agents, and waiting on observable state with a bound."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import User
+from django.test import Client
+
+from studio import services
+from studio.models import Agent, ModelConfig, Run, Session
+
+TIMEOUT_S = 10.0
+ORIGIN = b"http://localhost"
+ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
+
+
+@sync_to_async
+def session_cookie(user: User) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"sessionid={client.cookies['sessionid'].value}".encode()
+
+
+@dataclass
+class Viewer:
+    """A websocket client of ``/ws/sessions/<id>/`` that sorts the frames it gets."""
+
+    communicator: WebsocketCommunicator
+    events: list[dict[str, Any]] = field(default_factory=list)
+    partials: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    frames: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def seqs(self) -> list[int]:
+        return [event["seq"] for event in self.events]
+
+    @property
+    def status(self) -> dict[str, Any] | None:
+        return self.statuses[-1] if self.statuses else None
+
+    @property
+    def run_status(self) -> str | None:
+        status = self.status
+        return None if status is None or status["run"] is None else status["run"]["status"]
+
+    def events_of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["type"] == kind]
+
+    async def receive(self, timeout: float = TIMEOUT_S) -> dict[str, Any]:
+        frame: dict[str, Any] = json.loads(await self.communicator.receive_from(timeout))
+        self.frames.append(frame)
+        match frame["type"]:
+            case "event" if frame["event"]["partial"]:
+                self.partials.append(frame)
+            case "event":
+                self.events.append(frame["event"])
+            case "status":
+                self.statuses.append(frame)
+            case "error":
+                self.errors.append(frame)
+        return frame
+
+    async def until(
+        self, done: Callable[[Viewer], bool], *, timeout: float = TIMEOUT_S
+    ) -> Viewer:
+        """Receive frames until ``done(self)``; fails after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not done(self):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out; last frames: {self.frames[-5:]}")
+            await self.receive(timeout=left)
+        return self
+
+    async def until_ended(self, *, timeout: float = TIMEOUT_S) -> Viewer:
+        return await self.until(lambda v: v.run_status in ENDED, timeout=timeout)
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self.communicator.send_to(text_data=json.dumps(frame))
+
+    async def close(self) -> None:
+        await self.communicator.disconnect()
+
+
+async def open_socket(
+    application: Any,
+    session_id: object,
+    user: User | None,
+    *,
+    after: int | str | None = None,
+    origin: bytes = ORIGIN,
+) -> tuple[WebsocketCommunicator, bool]:
+    path = f"/ws/sessions/{session_id}/"
+    if after is not None:
+        path += f"?after={after}"
+    headers = [(b"origin", origin)]
+    if user is not None:
+        headers.append((b"cookie", await session_cookie(user)))
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await communicator.connect(timeout=TIMEOUT_S)
+    return communicator, connected
+
+
+async def watch(
+    application: Any, session: Session, user: User, *, after: int | None = None
+) -> Viewer:
+    """A connected viewer that has received its first status frame (the backlog, if
+    any, comes before it)."""
+    communicator, connected = await open_socket(application, session.pk, user, after=after)
+    assert connected
+    viewer = Viewer(communicator)
+    return await viewer.until(lambda v: bool(v.statuses))
+
+
+async def eventually[T](
+    check: Callable[[], Awaitable[T]], *, timeout: float = TIMEOUT_S, interval: float = 0.02
+) -> T:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
+        await asyncio.sleep(interval)
+
+
+def script_model(
+    owner: User, name: str, script: list[dict[str, Any]], *, token_delay_s: float = 0.0
+) -> ModelConfig:
+    return ModelConfig.objects.create(
+        owner=owner,
+        name=name,
+        provider="scripted",
+        options={"script": script, "loop": False, "token_delay_s": token_delay_s},
+    )
+
+
+def scripted_agent(
+    owner: User,
+    name: str,
+    script: list[dict[str, Any]],
+    *,
+    token_delay_s: float = 0.0,
+    **spec: Any,
+) -> Agent:
+    """An agent on its own scripted model (named after it)."""
+    script_model(owner, f"{name}_model", script, token_delay_s=token_delay_s)
+    full = {"name": name, "model": f"{name}_model", "instruction": "Follow the script.", **spec}
+    return services.create_agent(owner, name=name, spec=full)
+
+
+def slow_agent(owner: User, name: str = "slow", *, words: int = 400) -> Agent:
+    """An agent whose one answer streams ``words`` tokens, 20 ms apart."""
+    text = " ".join(f"w{i}" for i in range(words))
+    return scripted_agent(owner, name, [{"text": text}], token_delay_s=0.02)
+
+
+async def latest_run(session: Session) -> Run | None:
+    return await Run.objects.filter(session=session).order_by("-created_at").afirst()
