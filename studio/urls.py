@@ -1,13 +1,33 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from studio import views
 
+login_view = auth_views.LoginView.as_view(
+    # The documented local demo account gets a one-click sign-in in development.
+    extra_context={"demo_login": settings.DEBUG}
+)
+
 urlpatterns = [
     path("", views.home, name="home"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", login_view, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("agents/", views.agent_list, name="agents"),
+    path("agents/new/", views.agent_builder, name="agent-new"),
+    path("agents/validate/", views.agent_validate, name="agent-validate"),
+    path("agents/<uuid:pk>/", views.agent_builder, name="agent-edit"),
+    path("agents/<uuid:pk>/duplicate/", views.agent_duplicate, name="agent-duplicate"),
+    path("agents/<uuid:pk>/delete/", views.agent_delete, name="agent-delete"),
+    path("models/", views.model_list, name="models"),
+    path("models/new/", views.model_edit, name="model-new"),
+    path("models/<uuid:pk>/", views.model_edit, name="model-edit"),
+    path("models/<uuid:pk>/delete/", views.model_delete, name="model-delete"),
+    path("playground/", views.playground, name="playground"),
+    path("sessions/", views.session_list, name="sessions"),
+    path("sessions/<uuid:pk>/", views.session_timeline, name="session-timeline"),
+    path("sessions/<uuid:pk>/delete/", views.session_delete, name="session-delete"),
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include("studio.api.urls")),

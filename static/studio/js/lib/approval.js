@@ -1,0 +1,97 @@
+// An approval request card: approve, approve with edited arguments, or deny with a
+// reason. The decision goes to POST /api/sessions/<id>/approvals/ and is bound to the
+// call id and the hash of the arguments the request showed.
+
+import { api } from "./api.js";
+import { h, pretty } from "./dom.js";
+
+export class ApprovalCard {
+  /** @param {object} event an approval_request event  @param {string} sessionsUrl */
+  constructor(event, sessionsUrl) {
+    this.event = event;
+    this.approval = event.approval;
+    this.url = `${sessionsUrl}${encodeURIComponent(event.session_id)}/approvals/`;
+    this.status = h("p", { class: "hint", role: "status" });
+    this.editor = h("textarea", { class: "code", spellcheck: "false", "aria-label": "Edited arguments (JSON)", hidden: true });
+    this.reason = h("input", { type: "text", placeholder: "Reason (optional, shown to the model on deny)", "aria-label": "Reason" });
+    this.buttons = h("div", { class: "row" },
+      h("button", { type: "button", class: "btn small primary", dataset: { action: "approve" }, onclick: () => this.approve() }, "Approve"),
+      h("button", { type: "button", class: "btn small", dataset: { action: "edit" }, onclick: () => this.toggleEdit() }, "Edit arguments"),
+      h("button", { type: "button", class: "btn small danger", dataset: { action: "deny" }, onclick: () => this.decide("deny") }, "Deny"));
+    this.el = h("div", { class: "approval", dataset: { callId: this.approval.call_id } },
+      h("h4", {}, "Approval needed: ", h("code", {}, this.approval.tool)),
+      h("pre", { class: "args" }, pretty(this.approval.args)),
+      this.editor,
+      h("div", { class: "row" }, this.reason),
+      this.buttons,
+      this.status);
+  }
+
+  toggleEdit() {
+    const editing = this.editor.hidden;
+    this.editor.hidden = !editing;
+    if (editing) {
+      this.editor.value = pretty(this.approval.args);
+      this.editor.focus();
+    }
+    this.buttons.querySelector('[data-action="approve"]').textContent = editing ? "Approve with edits" : "Approve";
+  }
+
+  approve() {
+    if (this.editor.hidden) return this.decide("approve");
+    let edited;
+    try {
+      edited = JSON.parse(this.editor.value);
+    } catch (error) {
+      this.status.textContent = `The arguments are not valid JSON: ${error.message}`;
+      return undefined;
+    }
+    if (edited === null || typeof edited !== "object" || Array.isArray(edited)) {
+      this.status.textContent = "The arguments must be a JSON object.";
+      return undefined;
+    }
+    return this.decide("approve", edited);
+  }
+
+  async decide(decision, editedArgs) {
+    const body = { call_id: this.approval.call_id, args_hash: this.approval.args_hash, decision };
+    if (editedArgs) body.edited_args = editedArgs;
+    if (this.reason.value.trim()) body.reason = this.reason.value.trim();
+    this.setBusy(true);
+    this.status.textContent = "Sending…";
+    try {
+      await api(this.url, { method: "POST", body });
+      this.status.textContent = decision === "approve" ? "Approved; the tool runs now." : "Denied.";
+    } catch (error) {
+      this.status.textContent = error.message;
+      this.setBusy(false);
+    }
+  }
+
+  setBusy(busy) {
+    for (const button of this.buttons.querySelectorAll("button")) button.disabled = busy;
+    this.reason.disabled = busy;
+    this.editor.disabled = busy;
+  }
+
+  /** The approval_decision event arrived. */
+  decided(event) {
+    const a = event.approval || {};
+    const verdict = a.decision === "approve" ? (a.edited_args ? "Approved with edits" : "Approved") : "Denied";
+    const who = a.decided_by ? ` by ${a.decided_by}` : "";
+    this.el.classList.add("decided");
+    this.el.dataset.decision = a.decision || "";
+    this.buttons.remove();
+    this.reason.parentElement?.remove();
+    this.editor.remove();
+    this.status.textContent = `${verdict}${who}${a.reason ? `: ${a.reason}` : ""}`;
+    if (a.edited_args) this.el.append(h("pre", { class: "args" }, pretty(a.edited_args)));
+  }
+
+  /** The run ended without a decision. */
+  expired() {
+    if (this.el.classList.contains("decided")) return;
+    this.setBusy(true);
+    this.status.textContent = "No decision was made before the run ended.";
+  }
+}

@@ -1,0 +1,58 @@
+// Small shared widgets: toasts and a confirmation dialog (a <dialog>, never window.confirm).
+
+import { h } from "./dom.js";
+
+let toastTimer = null;
+
+export function toast(message, { error = false, ms = 3500 } = {}) {
+  document.querySelector(".toast")?.remove();
+  const el = h("div", { class: error ? "toast error" : "toast", role: error ? "alert" : "status" }, message);
+  document.body.append(el);
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => el.remove(), ms);
+}
+
+/** Resolves true when the person confirms. */
+export function confirmDialog(message, { action = "Confirm", danger = true } = {}) {
+  return new Promise((resolve) => {
+    const dialog = h("dialog", { "aria-label": action },
+      h("p", {}, message),
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "btn", value: "cancel", onclick: () => dialog.close("cancel") }, "Cancel"),
+        h("button", { type: "button", class: danger ? "btn danger solid" : "btn primary", onclick: () => dialog.close("ok") }, action)));
+    dialog.addEventListener("close", () => {
+      resolve(dialog.returnValue === "ok");
+      dialog.remove();
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    dialog.querySelector(".actions button:last-child").focus();
+  });
+}
+
+export function formatDuration(ms) {
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return "";
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  const m = Math.floor(s / 60);
+  return `${m}:${String(Math.floor(s % 60)).padStart(2, "0")} min`;
+}
+
+export function formatClock(ms) {
+  const total = Math.max(0, Math.floor(ms / 100));
+  const tenths = total % 10;
+  const secs = Math.floor(total / 10);
+  return `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, "0")}.${tenths}`;
+}
+
+export function formatTime(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+export function formatTokens(usage) {
+  if (!usage) return "";
+  return `${usage.input_tokens ?? 0} in · ${usage.output_tokens ?? 0} out`;
+}

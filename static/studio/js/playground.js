@@ -1,0 +1,191 @@
+// The playground: pick an agent, start or continue a session, chat. Messages go to the
+// REST API (which queues a run); the answer streams back over the session websocket.
+
+import { api, ApiError } from "./lib/api.js";
+import { h, readJsonScript } from "./lib/dom.js";
+import { ChatView } from "./lib/chat_view.js";
+import { isActiveRun, SessionSocket, showConnection } from "./lib/live.js";
+import { toast } from "./lib/ui.js";
+
+const HISTORY_EVENTS = 400; // a continued session shows this many of its latest events
+const RECENT_SESSIONS = 15;
+const WAITING = { model: "Thinking…", tool: "Running a tool…", approval: "Waiting for your approval" };
+
+const data = readJsonScript("playground-data");
+const $ = (id) => document.getElementById(id);
+const picker = $("agent-picker");
+const input = $("message");
+const transcript = $("transcript");
+const chat = new ChatView(transcript, { sessionsUrl: data.urls.sessions, onChange: afterChange });
+
+let agent = data.agents.find((a) => a.id === data.agent_id) || null;
+let session = data.session;
+let socket = null;
+let run = null;
+let sending = false;
+
+// Agents and sessions
+
+for (const a of data.agents) picker.append(h("option", { value: a.id, selected: a === agent }, a.name));
+picker.disabled = !data.agents.length;
+picker.addEventListener("change", () => {
+  agent = data.agents.find((a) => a.id === picker.value);
+  openSession(null);
+});
+$("new-session").addEventListener("click", () => {
+  openSession(null);
+  input.focus();
+});
+
+function showAgent() {
+  $("agent-description").textContent = agent ? agent.description || "No description." : "Create an agent first.";
+  $("edit-agent").href = agent ? `${data.urls.builder}${agent.id}/` : data.urls.builder;
+  $("empty-agent").textContent = agent ? agent.name : "your agent";
+  const suggestion = $("suggestion");
+  suggestion.replaceChildren();
+  if (agent?.suggestion) {
+    suggestion.append(h("button", { type: "button", class: "btn", onclick: () => send(agent.suggestion) }, `Try: ${agent.suggestion}`));
+  }
+}
+
+async function loadSessions() {
+  const list = $("session-list");
+  if (!agent) return list.replaceChildren(h("li", { class: "hint" }, "No agent selected."));
+  try {
+    const page = await api(`${data.urls.sessions}?agent=${encodeURIComponent(agent.id)}`);
+    const items = page.results.slice(0, RECENT_SESSIONS).map((s) => h("li", {},
+      h("a", {
+        href: `${data.urls.playground}?session=${s.id}`,
+        "aria-current": session?.id === s.id ? "true" : "false",
+        title: s.title,
+        onclick: (event) => {
+          event.preventDefault();
+          openSession(s);
+        },
+      }, s.title || "Untitled session")));
+    list.replaceChildren(...(items.length ? items : [h("li", { class: "hint" }, "No sessions yet.")]));
+  } catch (error) {
+    list.replaceChildren(h("li", { class: "error" }, error.message));
+  }
+}
+
+/** Show ``next`` (a Session JSON) or, with null, an empty new session. */
+function openSession(next) {
+  socket?.stop();
+  socket = null;
+  run = null;
+  session = next;
+  chat.reset();
+  const query = session ? `?session=${session.id}` : agent ? `?agent=${agent.id}` : "";
+  window.history.replaceState(null, "", `${data.urls.playground}${query}`);
+  showSession();
+  showAgent();
+  loadSessions();
+  if (session) connect(Math.max(0, session.last_seq - HISTORY_EVENTS));
+  afterChange();
+}
+
+function showSession() {
+  $("chat-title").textContent = session ? session.title || "Untitled session" : "New session";
+  $("chat-meta").textContent = session ? `${session.agent_name} v${session.agent_version}` : agent ? `${agent.name} · a new session starts with your first message` : "";
+  const link = $("open-timeline");
+  link.hidden = !session;
+  if (session) link.href = `${data.urls.timeline}${session.id}/`;
+  $("conn").hidden = !session;
+}
+
+function connect(after) {
+  socket = new SessionSocket(session.id, {
+    after,
+    onEvent: (event) => chat.add(event),
+    onPartial: (event) => chat.addPartial(event),
+    onStatus: (frame) => {
+      const wasActive = isActiveRun(run);
+      run = frame.run;
+      if (wasActive && !isActiveRun(run)) {
+        chat.settle();
+        loadSessions();
+      }
+      $("chat-waiting").textContent = isActiveRun(run) ? WAITING[frame.waiting_for] || "Working…" : "";
+      afterChange();
+    },
+    onState: (state, detail) => showConnection($("conn"), state, detail),
+    onError: (frame) => toast(frame.detail || frame.code, { error: true }),
+  }).start();
+}
+
+// Sending
+
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  send(input.value);
+});
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    send(input.value);
+  }
+});
+input.addEventListener("input", autosize);
+
+async function send(raw) {
+  const text = raw.trim();
+  if (!text || !agent || sending || isActiveRun(run)) return;
+  sending = true;
+  afterChange();
+  try {
+    if (!session) {
+      session = await api(data.urls.sessions, { method: "POST", body: { agent: agent.id } });
+      window.history.replaceState(null, "", `${data.urls.playground}?session=${session.id}`);
+      showSession();
+      connect(0);
+    }
+    chat.addPending(text);
+    input.value = "";
+    autosize();
+    const queued = await api(`${data.urls.sessions}${session.id}/messages/`, { method: "POST", body: { text } });
+    // The socket may already have reported this run (even its end): keep the newer news.
+    if (run?.id !== queued.id) run = queued;
+    if (!session.title) {
+      session.title = text.split("\n")[0].slice(0, 80);
+      showSession();
+      loadSessions();
+    }
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    chat.pending.shift()?.remove();
+    input.value = text;
+    toast(error.message, { error: true });
+  } finally {
+    sending = false;
+    afterChange();
+  }
+}
+
+$("stop").addEventListener("click", async () => {
+  if (!isActiveRun(run)) return;
+  $("stop").disabled = true;
+  try {
+    await api(`${data.urls.runs}${run.id}/cancel/`, { method: "POST" });
+  } catch (error) {
+    toast(error.message, { error: true });
+  }
+});
+
+function afterChange() {
+  const active = isActiveRun(run);
+  $("chat-empty").hidden = chat.messages > 0 || chat.pending.length > 0;
+  $("send").disabled = sending || active || !agent;
+  $("stop").hidden = !active;
+  $("stop").disabled = false;
+  transcript.scrollTop = transcript.scrollHeight;
+}
+
+function autosize() {
+  input.style.height = "auto";
+  input.style.height = `${Math.min(input.scrollHeight, 192)}px`;
+}
+
+openSession(session);
+input.focus();
+document.body.dataset.ready = "playground";

@@ -1,0 +1,181 @@
+// The live timeline of one session. Loads the newest page of events over the websocket
+// (which then streams live ones), pages older ones in over the REST API, and keeps the
+// run bar, totals and session state current.
+
+import { api } from "./lib/api.js";
+import { h, pretty, readJsonScript } from "./lib/dom.js";
+import { isActiveRun, SessionSocket, showConnection, WAITING_LABELS } from "./lib/live.js";
+import { TimelineView } from "./lib/timeline_view.js";
+import { formatClock, formatDuration, toast } from "./lib/ui.js";
+
+const MAX_LOADED_EVENTS = 3000; // beyond this the oldest invocations are unloaded again
+
+const data = readJsonScript("timeline-data");
+const session = data.session;
+const $ = (id) => document.getElementById(id);
+const timelineEl = $("timeline");
+const loadEarlier = $("load-earlier");
+const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions });
+
+let events = []; // stored events loaded, ascending seq
+let firstSeq = Math.max(0, session.last_seq - data.page_size) + 1;
+let currentRun = null;
+let waitingFor = null;
+const runs = new Map(data.runs.map((run) => [run.id, run]));
+const state = structuredClone(session.state || {});
+for (const run of data.runs) view.setRun(run);
+
+const socket = new SessionSocket(session.id, {
+  after: firstSeq - 1,
+  onEvent: (event) => {
+    const follow = nearBottom();
+    events.push(event);
+    view.add(event);
+    if (event.seq > session.last_seq) Object.assign(state, event.actions?.state_delta || {});
+    if (events.length > MAX_LOADED_EVENTS) unloadOldest();
+    scheduleRefresh(follow);
+  },
+  onPartial: (event) => {
+    const follow = nearBottom();
+    view.addPartial(event);
+    if (follow) scrollToEnd();
+  },
+  onStatus: (frame) => {
+    currentRun = frame.run;
+    waitingFor = frame.waiting_for;
+    if (currentRun) {
+      runs.set(currentRun.id, currentRun);
+      view.setRun(currentRun);
+    }
+    view.setActive(isActiveRun(currentRun) ? currentRun.invocation_id : null, waitingFor);
+    showRun();
+    scheduleRefresh(false);
+  },
+  onState: (connection, detail) => showConnection($("conn"), connection, detail),
+  onError: (frame) => toast(frame.detail || frame.code, { error: true }),
+}).start();
+
+// Older pages
+
+loadEarlier.addEventListener("click", async () => {
+  const after = Math.max(0, firstSeq - 1 - data.page_size);
+  const limit = firstSeq - 1 - after;
+  loadEarlier.disabled = true;
+  try {
+    const page = await api(`${data.urls.sessions}${session.id}/events/?after=${after}&limit=${limit}`);
+    const older = page.results.filter((event) => event.seq < firstSeq);
+    const before = document.documentElement.scrollHeight;
+    events = [...older, ...events];
+    firstSeq = after + 1;
+    rebuild();
+    window.scrollBy(0, document.documentElement.scrollHeight - before);
+  } catch (error) {
+    toast(error.message, { error: true });
+  } finally {
+    loadEarlier.disabled = false;
+  }
+});
+
+function unloadOldest() {
+  const excess = events.length - MAX_LOADED_EVENTS;
+  let cut = excess;
+  while (cut < events.length - 1 && events[cut].invocation_id === events[cut - 1]?.invocation_id) cut += 1;
+  events = events.slice(cut);
+  firstSeq = events[0].seq;
+  rebuild();
+}
+
+function rebuild() {
+  view.reset();
+  for (const event of events) view.add(event);
+  view.setActive(isActiveRun(currentRun) ? currentRun.invocation_id : null, waitingFor);
+  scheduleRefresh(false);
+}
+
+// The run bar: what runs now, for how long, on what it waits; cancel.
+
+const cancelButton = $("cancel-run");
+cancelButton.addEventListener("click", async () => {
+  if (!currentRun) return;
+  cancelButton.disabled = true;
+  try {
+    await api(`${data.urls.runs}${currentRun.id}/cancel/`, { method: "POST" });
+    toast("Cancelling the run…");
+  } catch (error) {
+    toast(error.message, { error: true });
+    cancelButton.disabled = false;
+  }
+});
+
+function showRun() {
+  const active = isActiveRun(currentRun);
+  $("runbar").hidden = !active;
+  const status = currentRun ? currentRun.status : session.status;
+  const badge = $("session-status");
+  badge.className = `badge ${status}`;
+  badge.textContent = status;
+  if (!active) return;
+  cancelButton.disabled = false;
+  $("run-state").textContent = currentRun.status;
+  $("run-waiting").textContent = waitingFor ? WAITING_LABELS[waitingFor] || `waiting for ${waitingFor}` : "";
+}
+
+setInterval(() => {
+  if (!isActiveRun(currentRun)) return;
+  const now = Date.now();
+  const since = Date.parse(currentRun.started_at || currentRun.created_at);
+  $("run-timer").textContent = formatClock(now - since);
+  view.tick(now);
+}, 100);
+
+// Totals, state, emptiness: refreshed at most once a frame.
+
+let refreshPending = false;
+let followPending = false;
+
+function scheduleRefresh(follow) {
+  followPending ||= follow;
+  if (refreshPending) return;
+  refreshPending = true;
+  requestAnimationFrame(() => {
+    refreshPending = false;
+    refreshSide();
+    if (followPending) scrollToEnd();
+    followPending = false;
+  });
+}
+
+function refreshSide() {
+  $("timeline-empty").hidden = events.length > 0 || socket.state !== "live";
+  loadEarlier.hidden = firstSeq <= 1;
+  loadEarlier.textContent = `Load earlier events (${firstSeq - 1} more)`;
+  let input = 0;
+  let output = 0;
+  for (const run of runs.values()) {
+    input += run.input_tokens;
+    output += run.output_tokens;
+  }
+  const c = view.counts;
+  const rows = [
+    ["Events", String(socket.lastSeq || session.last_seq)],
+    ["Runs", String(runs.size)],
+    ["Tokens", `${input} in · ${output} out`],
+    ["Model calls", `${c.modelCalls}${c.modelCalls ? ` · avg ${formatDuration(c.latencyMs / c.modelCalls)}` : ""}`],
+    ["Tool calls", String(c.toolCalls)],
+    ["Errors", String(c.errors)],
+  ];
+  if (firstSeq > 1) rows.push(["Loaded", `#${firstSeq}–#${socket.lastSeq}`]);
+  $("totals").replaceChildren(...rows.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
+  $("session-state").textContent = Object.keys(state).length ? pretty(state) : "{}";
+}
+
+function nearBottom() {
+  return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
+}
+
+function scrollToEnd() {
+  window.scrollTo({ top: document.documentElement.scrollHeight });
+}
+
+scheduleRefresh(false);
+document.body.dataset.ready = "timeline";
