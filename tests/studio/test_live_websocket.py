@@ -5,59 +5,30 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
-from studio import live, runs
+from studio import live
 from studio.asgi import application
-from studio.models import Event, Run, RunStatus, Session
-from tests.studio.conftest import make_agent, make_session
+from studio.models import Run, RunStatus
 from tests.support.live import (
     ENDED,
-    Viewer,
     eventually,
     latest_run,
+    new_session,
     open_socket,
-    scripted_agent,
+    run_manager,
+    run_to_end,
     slow_agent,
+    stored,
     watch,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-async def run_manager() -> AsyncIterator[runs.RunManager]:
-    yield runs.manager
-    await runs.manager.aclose()
-    await get_channel_layer().flush()
-
-
-@sync_to_async
-def new_session(owner: User, agent_name: str | None = None) -> Session:
-    if agent_name is None:
-        return make_session(owner)
-    from studio.models import Agent
-
-    return make_session(owner, Agent.objects.get(owner=owner, name=agent_name))
-
-
-@sync_to_async
-def stored(session: Session) -> list[dict[str, Any]]:
-    return list(Event.objects.filter(session=session).order_by("seq").values_list("payload", flat=True))
-
-
-async def run_to_end(viewer: Viewer, text: str) -> Viewer:
-    before = len(viewer.statuses)
-    await viewer.send({"type": "user_message", "text": text})
-    return await viewer.until(
-        lambda v: len(v.statuses) > before and v.run_status in ENDED and bool(v.events)
-    )
+__all__ = ["run_manager"]
 
 
 async def test_a_viewer_gets_the_stored_backlog_then_the_live_events_in_seq_order(
@@ -126,9 +97,7 @@ async def test_refused_sockets_close_with_a_code_before_any_frame(
 
 async def test_a_socket_from_another_origin_is_refused(ada: User) -> None:
     session = await new_session(ada)
-    _, connected = await open_socket(
-        application, session.pk, ada, origin=b"http://evil.example"
-    )
+    _, connected = await open_socket(application, session.pk, ada, origin=b"http://evil.example")
     assert not connected
 
 
@@ -226,7 +195,7 @@ async def test_cancel_over_the_socket_ends_the_run_promptly_with_a_cancelled_eve
     await viewer.send({"type": "user_message", "text": "go"})
     await viewer.until(lambda v: len(v.partials) >= 2)
     await viewer.send({"type": "cancel"})
-    await viewer.until(lambda v: v.run_status == "cancelled", timeout=5)
+    await viewer.until(lambda v: v.run_status == "cancelled", within=5)
     errors = viewer.events_of_type("error")
     assert [e["error"]["code"] for e in errors] == ["cancelled"]
     assert viewer.events == await stored(session)

@@ -6,21 +6,40 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 from django.test import Client
 
-from studio import services
-from studio.models import Agent, ModelConfig, Run, Session
+from studio import runs, services
+from studio.models import Agent, Event, ModelConfig, Run, Session
+from tests.studio.conftest import make_session
 
 TIMEOUT_S = 10.0
 ORIGIN = b"http://localhost"
 ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
+
+
+@pytest.fixture(autouse=True)
+async def run_manager() -> AsyncIterator[runs.RunManager]:
+    """The process's run manager, stopped (its runs interrupted) after each test, with
+    the in-memory channel layer emptied: both belong to one test's event loop."""
+    yield runs.manager
+    await runs.manager.aclose()
+    await get_channel_layer().flush()
+
+
+@sync_to_async
+def stored(session: Session) -> list[dict[str, Any]]:
+    """The session's stored events, as wire JSON, in seq order."""
+    rows = Event.objects.filter(session=session).order_by("seq")
+    return list(rows.values_list("payload", flat=True))
 
 
 @sync_to_async
@@ -57,8 +76,8 @@ class Viewer:
     def events_of_type(self, kind: str) -> list[dict[str, Any]]:
         return [event for event in self.events if event["type"] == kind]
 
-    async def receive(self, timeout: float = TIMEOUT_S) -> dict[str, Any]:
-        frame: dict[str, Any] = json.loads(await self.communicator.receive_from(timeout))
+    async def receive(self, within: float = TIMEOUT_S) -> dict[str, Any]:
+        frame: dict[str, Any] = json.loads(await self.communicator.receive_from(within))
         self.frames.append(frame)
         match frame["type"]:
             case "event" if frame["event"]["partial"]:
@@ -71,20 +90,18 @@ class Viewer:
                 self.errors.append(frame)
         return frame
 
-    async def until(
-        self, done: Callable[[Viewer], bool], *, timeout: float = TIMEOUT_S
-    ) -> Viewer:
-        """Receive frames until ``done(self)``; fails after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
+    async def until(self, done: Callable[[Viewer], bool], *, within: float = TIMEOUT_S) -> Viewer:
+        """Receive frames until ``done(self)``; fails after ``within`` seconds."""
+        deadline = time.monotonic() + within
         while not done(self):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise AssertionError(f"timed out; last frames: {self.frames[-5:]}")
-            await self.receive(timeout=left)
+            await self.receive(within=left)
         return self
 
-    async def until_ended(self, *, timeout: float = TIMEOUT_S) -> Viewer:
-        return await self.until(lambda v: v.run_status in ENDED, timeout=timeout)
+    async def until_ended(self, *, within: float = TIMEOUT_S) -> Viewer:
+        return await self.until(lambda v: v.run_status in ENDED, within=within)
 
     async def send(self, frame: dict[str, Any]) -> None:
         await self.communicator.send_to(text_data=json.dumps(frame))
@@ -124,16 +141,16 @@ async def watch(
 
 
 async def eventually[T](
-    check: Callable[[], Awaitable[T]], *, timeout: float = TIMEOUT_S, interval: float = 0.02
+    check: Callable[[], Awaitable[T]], *, within: float = TIMEOUT_S, interval: float = 0.02
 ) -> T:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
+    """Poll ``check`` until it returns something truthy; fail after ``within`` seconds."""
+    deadline = time.monotonic() + within
     while True:
         value = await check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last: {value!r})")
+            raise AssertionError(f"condition not met within {within}s (last: {value!r})")
         await asyncio.sleep(interval)
 
 
@@ -170,3 +187,17 @@ def slow_agent(owner: User, name: str = "slow", *, words: int = 400) -> Agent:
 
 async def latest_run(session: Session) -> Run | None:
     return await Run.objects.filter(session=session).order_by("-created_at").afirst()
+
+
+@sync_to_async
+def new_session(owner: User, agent_name: str | None = None) -> Session:
+    """A session of ``owner``'s agent ``agent_name`` (default: the conftest helper)."""
+    agent = None if agent_name is None else Agent.objects.get(owner=owner, name=agent_name)
+    return make_session(owner, agent)
+
+
+async def run_to_end(viewer: Viewer, text: str) -> Viewer:
+    """Start a run over ``viewer``'s socket and receive frames until it has ended."""
+    before = len(viewer.statuses)
+    await viewer.send({"type": "user_message", "text": text})
+    return await viewer.until(lambda v: len(v.statuses) > before and v.run_status in ENDED)

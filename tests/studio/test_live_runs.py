@@ -1,0 +1,253 @@
+"""Live runs through the run manager: approvals over the socket and the API, cancel
+through the API, the one-run-per-session and per-user limits, what a status says the
+run waits for, and viewers that never see a gap or a duplicate whatever the channel
+layer does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.contrib.auth.models import User
+
+from agents_core import events as core_events
+from studio import live
+from studio.asgi import application
+from studio.models import Session
+from studio.session_service import append_event_sync
+from tests.studio.conftest import client_for, make_agent, make_session
+from tests.support.live import (
+    Viewer,
+    latest_run,
+    new_session,
+    run_manager,
+    run_to_end,
+    slow_agent,
+    stored,
+    watch,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+__all__ = ["run_manager"]
+
+CALCULATOR = (
+    "Work out arithmetic with the calculator tool.\nResult: The answer is {last_tool_result}."
+)
+
+
+@sync_to_async
+def approval_session(owner: User) -> Session:
+    tools = [{"name": "calculator", "requires_approval": True}]
+    return make_session(owner, make_agent(owner, "careful", instruction=CALCULATOR, tools=tools))
+
+
+async def start_and_await_approval(viewer: Viewer) -> dict[str, Any]:
+    await viewer.send({"type": "user_message", "text": "what is 2 + 3?"})
+    await viewer.until(lambda v: bool(v.events_of_type("approval_request")))
+    await viewer.until(lambda v: v.status is not None and v.status["waiting_for"] == "approval")
+    approval: dict[str, Any] = viewer.events_of_type("approval_request")[0]["approval"]
+    return approval
+
+
+def decision(approval: dict[str, Any], verdict: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "call_id": approval["call_id"],
+        "args_hash": approval["args_hash"],
+        "decision": verdict,
+        **extra,
+    }
+
+
+async def test_an_approval_decided_over_the_socket_resumes_the_run(ada: User) -> None:
+    session = await approval_session(ada)
+    viewer = await watch(application, session, ada)
+    approval = await start_and_await_approval(viewer)
+    assert approval["tool"] == "calculator"
+    await viewer.send({"type": "approval", **decision(approval, "approve")})
+    await viewer.until_ended()
+    assert viewer.run_status == "succeeded"
+    [decided] = viewer.events_of_type("approval_decision")
+    assert (decided["approval"]["decision"], decided["approval"]["decided_by"]) == (
+        "approve",
+        "ada",
+    )
+    [response] = viewer.events_of_type("tool_response")
+    assert response["parts"][0]["result"] == "5"
+    assert viewer.events[-2]["parts"][0]["text"] == "The answer is 5."
+    waits = [s["waiting_for"] for s in viewer.statuses]
+    assert {"model", "tool", "approval"} <= set(waits)
+    assert viewer.events == await stored(session)
+
+
+async def test_an_approval_decided_over_the_api_resumes_the_run(ada: User, bob: User) -> None:
+    session = await approval_session(ada)
+    viewer = await watch(application, session, ada)
+    approval = await start_and_await_approval(viewer)
+    url = f"/api/sessions/{session.pk}/approvals/"
+    foreign = await sync_to_async(client_for(bob).post)(url, decision(approval, "approve"))
+    assert foreign.status_code == 404
+    wrong = dict(decision(approval, "approve"), args_hash="0" * 64)
+    conflict = await sync_to_async(client_for(ada).post)(url, wrong, format="json")
+    assert (conflict.status_code, conflict.json()["code"]) == (409, "approval_not_pending")
+    edited = decision(approval, "approve", edited_args={"expression": "20 + 22"})
+    response = await sync_to_async(client_for(ada).post)(url, edited, format="json")
+    assert response.status_code == 204, response.content
+    await viewer.until_ended()
+    assert viewer.events_of_type("tool_response")[0]["parts"][0]["result"] == "42"
+    again = await sync_to_async(client_for(ada).post)(url, edited, format="json")
+    assert (again.status_code, again.json()["code"]) == (409, "approval_not_pending")
+
+
+async def test_a_denied_call_does_not_run_and_the_model_reads_the_refusal(ada: User) -> None:
+    session = await approval_session(ada)
+    viewer = await watch(application, session, ada)
+    approval = await start_and_await_approval(viewer)
+    await viewer.send({"type": "approval", **decision(approval, "deny", reason="no maths")})
+    await viewer.until_ended()
+    [response] = viewer.events_of_type("tool_response")
+    assert response["parts"][0]["is_error"]
+    assert "no maths" in response["parts"][0]["result"]
+
+
+async def test_a_decision_for_no_pending_call_is_an_error_frame(ada: User) -> None:
+    viewer = await watch(application, await new_session(ada), ada)
+    frame = {"type": "approval", "call_id": "nope", "args_hash": "a" * 64, "decision": "deny"}
+    await viewer.send(frame)
+    await viewer.until(lambda v: bool(v.errors))
+    assert viewer.errors[0]["code"] == "approval_not_pending"
+
+
+async def test_an_approval_body_is_validated_by_the_api(ada: User) -> None:
+    session = await new_session(ada)
+    url = f"/api/sessions/{session.pk}/approvals/"
+    response = await sync_to_async(client_for(ada).post)(
+        url, {"call_id": "c", "args_hash": "short", "decision": "maybe", "extra": 1}, format="json"
+    )
+    assert response.status_code == 400
+    assert {e["path"] for e in response.json()["errors"]} == {"args_hash", "decision", "extra"}
+
+
+async def test_cancel_through_the_api_stops_the_run_its_viewers_watch(ada: User) -> None:
+    agent = await sync_to_async(slow_agent)(ada, words=2000)
+    session = await new_session(ada, agent.name)
+    viewer = await watch(application, session, ada)
+    await viewer.send({"type": "user_message", "text": "go"})
+    await viewer.until(lambda v: bool(v.partials))
+    run = await latest_run(session)
+    assert run is not None
+    response = await sync_to_async(client_for(ada).post)(f"/api/runs/{run.pk}/cancel/")
+    assert (response.status_code, response.json()["status"]) == (200, "cancelled")
+    await viewer.until(lambda v: bool(v.events_of_type("error")), within=5)
+    await viewer.until_ended()
+    assert viewer.events_of_type("error")[0]["error"]["code"] == "cancelled"
+    assert viewer.run_status == "cancelled"
+
+
+async def test_a_message_to_a_busy_session_is_409_through_the_api(ada: User) -> None:
+    agent = await sync_to_async(slow_agent)(ada)
+    session = await new_session(ada, agent.name)
+    viewer = await watch(application, session, ada)
+    await viewer.send({"type": "user_message", "text": "one"})
+    await viewer.until(lambda v: bool(v.partials))
+    url = f"/api/sessions/{session.pk}/messages/"
+    response = await sync_to_async(client_for(ada).post)(url, {"text": "two"})
+    assert (response.status_code, response.json()["code"]) == (409, "run_in_progress")
+
+
+async def test_the_per_user_cap_on_active_runs_answers_too_many_runs(
+    ada: User, settings: Any
+) -> None:
+    settings.STUDIO_MAX_CONCURRENT_RUNS_PER_USER = 1
+    agent = await sync_to_async(slow_agent)(ada)
+    busy, other = await new_session(ada, agent.name), await new_session(ada)
+    viewer = await watch(application, busy, ada)
+    await viewer.send({"type": "user_message", "text": "one"})
+    await viewer.until(lambda v: bool(v.partials))
+    second = await watch(application, other, ada)
+    await second.send({"type": "user_message", "text": "two"})
+    await second.until(lambda v: bool(v.errors))
+    assert second.errors[0]["code"] == "too_many_runs"
+    url = f"/api/sessions/{other.pk}/messages/"
+    response = await sync_to_async(client_for(ada).post)(url, {"text": "two"})
+    assert (response.status_code, response.json()["code"]) == (429, "too_many_runs")
+    await viewer.send({"type": "cancel"})
+    await viewer.until_ended()
+    await run_to_end(second, "now there is room")
+    assert second.run_status == "succeeded"
+
+
+# What the channel layer may do to a viewer
+
+
+def event(session: Session, text: str) -> core_events.Event:
+    return core_events.Event(
+        type=core_events.EventType.AGENT_MESSAGE,
+        invocation_id="inv",
+        session_id=session.key,
+        author="helper",
+        parts=[core_events.TextPart(text=text)],
+    )
+
+
+@sync_to_async
+def store(session: Session, text: str) -> core_events.Event:
+    return append_event_sync(session.key, event(session, text))
+
+
+async def publish(session: Session, stored_event: core_events.Event, after: int) -> None:
+    await live.publish_event(session.pk, stored_event, after_seq=after)
+
+
+async def test_a_dropped_group_message_is_filled_from_the_database(ada: User) -> None:
+    session = await new_session(ada)
+    viewer = await watch(application, session, ada)
+    first, _, third = [await store(session, t) for t in ("one", "two", "three")]
+    await publish(session, third, 2)  # one and two were "dropped" by the layer
+    await viewer.until(lambda v: len(v.events) == 3)
+    assert viewer.seqs == [1, 2, 3]
+    await publish(session, first, 0)  # late duplicates are dropped
+    await publish(session, third, 2)
+    fourth = await store(session, "four")
+    await publish(session, fourth, 3)
+    await viewer.until(lambda v: len(v.events) >= 4)
+    assert viewer.seqs == [1, 2, 3, 4]
+
+
+async def test_a_partial_is_sent_only_where_it_belongs(ada: User) -> None:
+    session = await new_session(ada)
+    viewer = await watch(application, session, ada)
+    first = await store(session, "one")
+    await publish(session, first, 0)
+    token = event(session, "tok").model_copy(update={"partial": True})
+    await live.publish_event(session.pk, token, after_seq=0)  # stale: before seq 1
+    second = await store(session, "two")
+    await live.publish_event(session.pk, token, after_seq=2)  # ahead: seq 2 comes first
+    await viewer.until(lambda v: bool(v.partials))
+    assert viewer.seqs == [1, 2]
+    assert [f["after_seq"] for f in viewer.partials] == [2]
+    assert viewer.frames[-1] == viewer.partials[0]
+    await publish(session, second, 1)
+    await viewer.send({"type": "cancel"})
+    await viewer.until(lambda v: bool(v.errors))
+    assert viewer.seqs == [1, 2]
+
+
+async def test_a_run_goes_on_when_publishing_fails_and_viewers_resync(
+    ada: User, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.STUDIO_LIVE_RESYNC_S = 0.05
+    session = await new_session(ada)
+    viewer = await watch(application, session, ada)
+    layer = get_channel_layer()
+
+    async def broken(group: str, message: dict[str, Any]) -> None:
+        raise ConnectionError("the layer is down")
+
+    monkeypatch.setattr(layer, "group_send", broken)
+    await viewer.send({"type": "user_message", "text": "hello"})
+    await viewer.until_ended()
+    assert viewer.run_status == "succeeded"
+    assert viewer.events == await stored(session)
+    assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))

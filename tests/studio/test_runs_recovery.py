@@ -1,0 +1,183 @@
+"""Crash recovery: leases, abandoned runs marked interrupted, tool calls in doubt."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from agents_core import events as core_events
+from agents_core.approvals import args_hash
+from studio import recovery, runs, services
+from studio.asgi import application
+from studio.models import Event, Run, RunStatus, Session
+from studio.session_service import append_event_sync
+from tests.studio.conftest import make_session
+from tests.support.live import eventually, latest_run, new_session, run_manager, slow_agent, watch
+
+pytestmark = pytest.mark.django_db(transaction=True)
+__all__ = ["run_manager"]
+
+
+def _event(session: Session, kind: core_events.EventType, **fields: Any) -> core_events.Event:
+    fields = {"author": "helper", **fields}
+    return core_events.Event(type=kind, invocation_id="inv-1", session_id=session.key, **fields)
+
+
+def _call(call_id: str, expression: str = "1 + 1") -> core_events.ToolCallPart:
+    return core_events.ToolCallPart(
+        call_id=call_id, name="calculator", args={"expression": expression}
+    )
+
+
+def crashed_run(owner: User, *, expired: bool = True) -> Run:
+    """A run whose server stopped after it asked for three tool calls: one answered, one
+    running, one waiting for approval."""
+    session = make_session(owner)
+    run = services.start_run(session, "what is 1 + 1?")
+    assert services.claim_run(run, owner="dead-host:1:abc", lease_s=30)
+    E = core_events.EventType
+    approval = core_events.ApprovalInfo(
+        call_id="c3",
+        tool="calculator",
+        args={"expression": "1 + 1"},
+        args_hash=args_hash("calculator", {"expression": "1 + 1"}),
+    )
+    for event in [
+        _event(session, E.USER_MESSAGE, author="user", parts=[core_events.TextPart(text="hi")]),
+        _event(session, E.AGENT_START),
+        _event(session, E.AGENT_MESSAGE, parts=[_call("c1"), _call("c2"), _call("c3")]),
+        _event(
+            session,
+            E.TOOL_RESPONSE,
+            parts=[core_events.ToolResponsePart(call_id="c1", name="calculator", result="2")],
+        ),
+        _event(session, E.APPROVAL_REQUEST, approval=approval),
+    ]:
+        append_event_sync(session.key, event)
+    Run.objects.filter(pk=run.pk).update(invocation_id="inv-1")
+    if expired:
+        Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    return Run.objects.get(pk=run.pk)
+
+
+def payloads(session_id: object) -> list[dict[str, Any]]:
+    rows = Event.objects.filter(session_id=session_id).order_by("seq")
+    return list(rows.values_list("payload", flat=True))
+
+
+def test_an_abandoned_run_is_interrupted_with_its_unanswered_calls_marked(ada: User) -> None:
+    run = crashed_run(ada)
+    assert recovery.abandoned_runs() == [run.pk]
+    result = recovery.interrupt(run.pk)
+    assert result is not None
+    run.refresh_from_db()
+    assert (run.status, run.error_code, run.owner_process, run.lease_expires_at) == (
+        "interrupted",
+        "interrupted",
+        "",
+        None,
+    )
+    assert run.session.status == "interrupted"
+    events = payloads(run.session_id)
+    assert [e["seq"] for e in events] == list(range(1, 9))
+    c2, c3, error = events[-3:]
+    assert (c2["type"], c2["parts"][0]["call_id"], c2["parts"][0]["is_error"]) == (
+        "tool_response",
+        "c2",
+        True,
+    )
+    assert c2["parts"][0]["result"].startswith("in_doubt:")
+    assert (c2["author"], c2["invocation_id"]) == ("helper", "inv-1")
+    assert c3["parts"][0]["call_id"] == "c3"
+    assert "did not run" in c3["parts"][0]["result"]
+    assert error["type"] == "error"
+    assert error["error"]["code"] == "interrupted"
+    assert error["error"]["failure"] == "terminal"
+    assert "calculator (c2)" in error["error"]["message"]
+    assert [e.seq for e in result.events] == [6, 7, 8]
+    assert recovery.abandoned_runs() == []
+    assert recovery.interrupt(run.pk) is None
+
+
+def test_a_run_whose_lease_is_current_is_left_alone(ada: User) -> None:
+    run = crashed_run(ada, expired=False)
+    assert recovery.abandoned_runs() == []
+    assert recovery.interrupt(run.pk) is None
+    run.refresh_from_db()
+    assert run.status == "running"
+
+
+def test_a_queued_run_nobody_claimed_within_a_lease_is_interrupted(ada: User) -> None:
+    stale = services.start_run(make_session(ada), "hi")
+    fresh = services.start_run(make_session(ada), "hi")
+    Run.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert recovery.abandoned_runs() == [stale.pk]
+    assert recovery.interrupt(stale.pk) is not None
+    [error] = payloads(stale.session_id)
+    assert error["error"]["code"] == "interrupted"
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (stale.status, fresh.status) == ("interrupted", "queued")
+
+
+def test_a_cancelled_run_whose_server_died_gets_its_markers_and_keeps_its_status(
+    ada: User,
+) -> None:
+    run = crashed_run(ada)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED)
+    assert recovery.interrupt(run.pk) is not None
+    run.refresh_from_db()
+    assert (run.status, run.lease_expires_at) == ("cancelled", None)
+    assert [e["type"] for e in payloads(run.session_id)][-2:] == ["tool_response", "tool_response"]
+
+
+async def test_the_manager_interrupts_abandoned_runs_at_start_up_and_tells_viewers(
+    ada: User,
+) -> None:
+    run = await sync_to_async(crashed_run)(ada)
+    session = await Session.objects.aget(pk=run.session_id)
+    viewer = await watch(application, session, ada)
+    await viewer.until(lambda v: v.run_status == "interrupted")
+    assert viewer.events == await sync_to_async(payloads)(session.pk)
+    assert viewer.events[-1]["error"]["code"] == "interrupted"
+    assert viewer.status is not None and viewer.status["waiting_for"] is None
+
+
+async def test_a_run_that_loses_its_lease_stops(ada: User, settings: Any) -> None:
+    settings.STUDIO_RUN_LEASE_S = 0.6
+    agent = await sync_to_async(slow_agent)(ada, words=2000)
+    session = await new_session(ada, agent.name)
+    viewer = await watch(application, session, ada)
+    await viewer.send({"type": "user_message", "text": "go"})
+    await viewer.until(lambda v: bool(v.partials))
+    run = await latest_run(session)
+    assert run is not None
+    # Cancelled by another server: no signal reaches this process, the lease tells.
+    await Run.objects.filter(pk=run.pk).aupdate(status=RunStatus.CANCELLED)
+    await viewer.until(lambda v: bool(v.events_of_type("error")), within=5)
+    assert viewer.events_of_type("error")[0]["error"]["code"] == "cancelled"
+
+    async def released() -> bool:
+        fresh = await Run.objects.aget(pk=run.pk)
+        return fresh.lease_expires_at is None and fresh.status == "cancelled"
+
+    await eventually(released)
+
+
+async def test_stopping_the_manager_interrupts_the_runs_it_executes(ada: User) -> None:
+    agent = await sync_to_async(slow_agent)(ada, words=2000)
+    session = await new_session(ada, agent.name)
+    viewer = await watch(application, session, ada)
+    await viewer.send({"type": "user_message", "text": "go"})
+    await viewer.until(lambda v: bool(v.partials))
+    await runs.manager.aclose()
+    run = await latest_run(session)
+    assert run is not None
+    assert (run.status, run.owner_process) == ("interrupted", "")
+    last = await Event.objects.filter(session=session).order_by("-seq").afirst()
+    assert last is not None and last.payload["error"]["code"] == "interrupted"
