@@ -1,10 +1,16 @@
-"""Rebuilds the conversation a model sees from a session's stored events."""
+"""Rebuilds the conversation a model sees from a session's stored events.
+
+``HistoryBuilder`` is incremental: it consumes each stored event once and keeps the
+conversation so far, so a long session costs the same per model call as a short one.
+``build_history`` is the one-shot form.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
-from agents_core.event_filters import should_include_event
+from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import Event, EventType
 from agents_core.llm.contracts import ChatMessage
 
@@ -19,6 +25,120 @@ def truncate(text: str, max_chars: int) -> str:
     return f"{text[:max_chars]}\n[... truncated {len(text) - max_chars} characters]"
 
 
+@dataclass(slots=True)
+class HistoryBuilder:
+    """The model messages for agent ``agent_name`` on ``branch``.
+
+    The agent's own turns are assistant messages with their tool calls and ids; its tool
+    results follow as tool messages (long ones truncated with a marker). Other agents'
+    text arrives as user-side context, since this model did not say it; context that
+    arrives while the agent's calls are open waits until they are answered. Every tool
+    call is answered exactly once: one still open when ``messages`` is asked for (a
+    cancelled run) gets a marker. Compaction summaries replace what they cover.
+    """
+
+    agent_name: str
+    branch: str | None
+    tool_result_max_chars: int
+    _messages: list[ChatMessage] = field(default_factory=list)
+    _pending: dict[str, str] = field(default_factory=dict)  # own open call id -> tool
+    _held: list[ChatMessage] = field(default_factory=list)
+    _first_own: dict[str, int] = field(default_factory=dict)  # invocation -> message index
+    _seen_texts: dict[str, set[str]] = field(default_factory=dict)  # invocation -> texts
+    _consumed: int = 0
+    _last_id: str | None = None
+
+    def continues(self, events: Sequence[Event]) -> bool:
+        """Whether ``events`` extends what this builder has consumed."""
+        if len(events) < self._consumed:
+            return False
+        return self._consumed == 0 or events[self._consumed - 1].id == self._last_id
+
+    def update(self, events: Sequence[Event]) -> HistoryBuilder:
+        """Consume the events after those already seen (``events`` must continue them);
+        a new compaction event makes the builder start over from the summary."""
+        new = events[self._consumed :]
+        if any(e.type is EventType.COMPACTION for e in new):
+            self._reset()
+            new = apply_compaction(events)
+        for event in new:
+            self._feed(event)
+        self._consumed = len(events)
+        self._last_id = events[-1].id if events else None
+        return self
+
+    def messages(
+        self, invocation_id: str | None = None, turn_input: str | None = None
+    ) -> list[ChatMessage]:
+        """The conversation so far. ``turn_input`` is what the agent was asked to handle
+        in ``invocation_id`` (an agent tool's request, a pipeline step's input): unless
+        that text is already visible in the invocation, it is placed as a user message
+        just before the agent's first turn of the invocation."""
+        out = list(self._messages)
+        out.extend(_marker(call_id, name) for call_id, name in self._pending.items())
+        out.extend(self._held)
+        if turn_input and turn_input not in self._seen_texts.get(invocation_id or "", ()):
+            at = self._first_own.get(invocation_id or "", len(out))
+            out.insert(at, ChatMessage(role="user", text=turn_input))
+        return out
+
+    def _reset(self) -> None:
+        self._messages, self._pending, self._held = [], {}, []
+        self._first_own, self._seen_texts = {}, {}
+
+    def _feed(self, event: Event) -> None:
+        if not should_include_event(event, self.branch):
+            return
+        own = event.author == self.agent_name
+        if event.type is EventType.TOOL_RESPONSE:
+            if own:
+                self._answer(event)
+            return
+        if event.type is EventType.COMPACTION:
+            self._close_pending()
+            self._messages.append(ChatMessage(role="user", text=f"{SUMMARY_PREFIX}\n{event.text}"))
+            return
+        text = event.text
+        if not own:
+            self._seen_texts.setdefault(event.invocation_id, set()).add(text)
+        if event.type is EventType.AGENT_MESSAGE and not own:
+            if text:
+                context = ChatMessage(role="user", text=f"[{event.author} said] {text}")
+                (self._held if self._pending else self._messages).append(context)
+            return
+        self._close_pending()
+        if event.type is EventType.USER_MESSAGE:
+            self._messages.append(ChatMessage(role="user", text=text))
+            return
+        self._first_own.setdefault(event.invocation_id, len(self._messages))
+        calls = event.tool_calls
+        self._messages.append(ChatMessage(role="assistant", text=text, tool_calls=calls))
+        self._pending.update((c.id, c.name) for c in calls)
+
+    def _answer(self, event: Event) -> None:
+        for result in event.tool_results:
+            if self._pending.pop(result.call_id, None) is not None:
+                output = truncate(result.output, self.tool_result_max_chars)
+                self._messages.append(
+                    ChatMessage(
+                        role="tool", text=output, tool_call_id=result.call_id, name=result.name
+                    )
+                )
+        if not self._pending:
+            self._messages.extend(self._held)
+            self._held.clear()
+
+    def _close_pending(self) -> None:
+        self._messages.extend(_marker(call_id, name) for call_id, name in self._pending.items())
+        self._pending.clear()
+        self._messages.extend(self._held)
+        self._held.clear()
+
+
+def _marker(call_id: str, name: str) -> ChatMessage:
+    return ChatMessage(role="tool", text=INTERRUPTED_RESULT, tool_call_id=call_id, name=name)
+
+
 def build_history(
     events: Iterable[Event],
     *,
@@ -28,73 +148,6 @@ def build_history(
     invocation_id: str | None = None,
     turn_input: str | None = None,
 ) -> list[ChatMessage]:
-    """The model messages for agent ``agent_name``.
-
-    The agent's own turns are assistant messages with their tool calls and ids; its tool
-    results follow as tool messages (long ones truncated with a marker). Other agents'
-    text arrives as user-side context, since this model did not say it. Every tool call
-    is answered exactly once: a call left unanswered (a cancelled run) gets a marker.
-
-    ``turn_input`` is what this agent was asked to handle in invocation
-    ``invocation_id`` (an agent tool's request, a pipeline step's input). Unless the
-    same text is already visible in that invocation, it is placed as a user message
-    just before the agent's first turn of the invocation.
-    """
-    messages: list[ChatMessage] = []
-    pending: dict[str, str] = {}  # own call id -> tool name, not yet answered
-    held: list[ChatMessage] = []  # others' words that arrived while own calls were open
-    needs_input = bool(turn_input)
-    for event in events:
-        if not should_include_event(event, branch):
-            continue
-        own = event.author == agent_name
-        current = event.invocation_id == invocation_id
-        if needs_input and current:
-            if own:
-                messages.append(ChatMessage(role="user", text=turn_input or ""))
-                needs_input = False
-            elif event.text == turn_input:
-                needs_input = False
-        if event.type is EventType.TOOL_RESPONSE:
-            if own:
-                for result in event.tool_results:
-                    if pending.pop(result.call_id, None) is not None:
-                        output = truncate(result.output, tool_result_max_chars)
-                        messages.append(_tool_message(result.call_id, result.name, output))
-            if not pending:
-                messages.extend(held)
-                held.clear()
-            continue
-        if event.type is EventType.COMPACTION:
-            _close_pending(messages, pending)
-            messages.append(ChatMessage(role="user", text=f"{SUMMARY_PREFIX}\n{event.text}"))
-            continue
-        if not own and event.type is EventType.AGENT_MESSAGE:
-            if event.text:
-                context = ChatMessage(role="user", text=f"[{event.author} said] {event.text}")
-                (held if pending else messages).append(context)
-            continue
-        _close_pending(messages, pending)
-        messages.extend(held)
-        held.clear()
-        if event.type is EventType.USER_MESSAGE:
-            messages.append(ChatMessage(role="user", text=event.text))
-        else:
-            calls = event.tool_calls
-            messages.append(ChatMessage(role="assistant", text=event.text, tool_calls=calls))
-            pending.update((c.id, c.name) for c in calls)
-    _close_pending(messages, pending)
-    messages.extend(held)
-    if needs_input:
-        messages.append(ChatMessage(role="user", text=turn_input or ""))
-    return messages
-
-
-def _tool_message(call_id: str, name: str, text: str) -> ChatMessage:
-    return ChatMessage(role="tool", text=text, tool_call_id=call_id, name=name)
-
-
-def _close_pending(messages: list[ChatMessage], pending: dict[str, str]) -> None:
-    for call_id, name in pending.items():
-        messages.append(_tool_message(call_id, name, INTERRUPTED_RESULT))
-    pending.clear()
+    """The model messages for ``agent_name`` from ``events`` (see ``HistoryBuilder``)."""
+    builder = HistoryBuilder(agent_name, branch, tool_result_max_chars)
+    return builder.update(list(events)).messages(invocation_id, turn_input)

@@ -15,10 +15,9 @@ from agents_core._step_loop import (
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalPolicy
 from agents_core.context import Context, ReadonlyContext, fill_instruction
-from agents_core.event_filters import apply_compaction
 from agents_core.events import Event, EventActions
 from agents_core.exceptions import ConfigurationError, LimitExceededError
-from agents_core.history import build_history
+from agents_core.history import HistoryBuilder
 from agents_core.llm.contracts import BaseLlm, LlmRequest
 from agents_core.planners.base import BasePlanner
 from agents_core.tools.base import BaseTool
@@ -26,6 +25,8 @@ from agents_core.tools.control import TransferTool
 from agents_core.tools.function import FunctionTool
 
 InstructionProvider = Callable[[ReadonlyContext], str]
+HISTORY_CACHE_SIZE = 256
+"""Sessions (and branches) whose history an agent keeps between model calls."""
 ToolLike = BaseTool | Callable[..., object]
 
 
@@ -63,6 +64,7 @@ class LlmAgent(BaseAgent):
         self.max_iterations = max_iterations
         self.planner = planner
         self.approval = approval
+        self._histories: dict[tuple[str, str | None], HistoryBuilder] = {}
         self.tools: dict[str, BaseTool] = {}
         for tool in [*tools, *(planner.tools() if planner else ())]:
             self.add_tool(tool)
@@ -145,16 +147,12 @@ class LlmAgent(BaseAgent):
     def build_request(self, ctx: Context) -> LlmRequest:
         """The request for the next model call: instruction, history and tool schemas,
         then whatever the planner adds for this turn."""
-        request = LlmRequest(
+        # Every part is already a validated contract (messages from the history builder,
+        # schemas from the tools); re-validating thousands of messages on every call
+        # would make long sessions quadratic.
+        request = LlmRequest.model_construct(
             system_instruction=self.render_instruction(ctx) or None,
-            messages=build_history(
-                apply_compaction(ctx.session.events),
-                agent_name=self.name,
-                branch=ctx.branch,
-                tool_result_max_chars=ctx.run_config.tool_result_max_chars,
-                invocation_id=ctx.invocation_id,
-                turn_input=ctx.user_input,
-            ),
+            messages=self._history(ctx).messages(ctx.invocation_id, ctx.user_input),
             tools=[tool.schema() for tool in self._tools_for().values()],
         )
         if self.planner is not None:
@@ -162,6 +160,20 @@ class LlmAgent(BaseAgent):
             if extra:
                 request = request.with_instruction(extra)
         return request
+
+    def _history(self, ctx: Context) -> HistoryBuilder:
+        """This session's history builder, brought up to date: kept between model calls
+        and turns, so each call only converts the events that are new."""
+        key = (ctx.session_id, ctx.branch)
+        events = ctx.session.events
+        builder = self._histories.pop(key, None)
+        if builder is None or not builder.continues(events):
+            limit = ctx.run_config.tool_result_max_chars
+            builder = HistoryBuilder(self.name, ctx.branch, limit)
+        self._histories[key] = builder  # most recently used last
+        while len(self._histories) > HISTORY_CACHE_SIZE:
+            self._histories.pop(next(iter(self._histories)))
+        return builder.update(events)
 
     def render_instruction(self, ctx: Context) -> str:
         if callable(self.instruction):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,8 +14,9 @@ from pydantic import Field
 
 from agents_core.contracts import Contract, ToolCall, Usage
 from agents_core.exceptions import ModelError
-from agents_core.llm.contracts import BaseLlm, LlmRequest, LlmResponse
+from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse
 
+REQUESTS_KEPT = 100
 _TOKEN = re.compile(r"\S+\s*|\s+")
 
 
@@ -47,16 +49,19 @@ class ScriptedModel(BaseLlm):
 
     Text streams as one partial chunk per word. With ``loop=True`` the script starts
     over when it runs out; otherwise running out is a terminal ``ModelError``.
-    ``requests`` records every request received, for assertions.
+    ``requests`` keeps the last ``REQUESTS_KEPT`` requests received, for assertions;
+    bounded, because each request holds the whole conversation and a long-running
+    demo would otherwise keep every one of them.
     """
 
     script: Sequence[ScriptStep]
     name: str = "scripted"
     loop: bool = False
     token_delay_s: float = 0.0
-    requests: list[LlmRequest] = field(default_factory=list)
+    requests: deque[LlmRequest] = field(default_factory=lambda: deque(maxlen=REQUESTS_KEPT))
     _position: int = 0
     _call_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _counted: tuple[int, ChatMessage | None, int] = (0, None, 0)
 
     @property
     def provider_key(self) -> str:
@@ -77,7 +82,7 @@ class ScriptedModel(BaseLlm):
             text=text,
             thinking=scripted.thinking,
             tool_calls=[self._call(c) for c in scripted.tool_calls],
-            usage=scripted.usage or _estimate_usage(request, text),
+            usage=scripted.usage or self._estimate_usage(request, text),
             model_name=self.name,
             finish_reason="tool_calls" if scripted.tool_calls else "stop",
         )
@@ -91,6 +96,19 @@ class ScriptedModel(BaseLlm):
         self._position += 1
         return step
 
+    def _estimate_usage(self, request: LlmRequest, text: str) -> Usage:
+        """Rough token counts (four characters a token), so offline runs show plausible
+        figures. Conversations grow by appending, so the size of the prefix counted last
+        time is reused (checked by identity at its end) and only new messages are read."""
+        messages = request.messages
+        known, last, chars = self._counted
+        if not (0 < known <= len(messages) and messages[known - 1] is last):
+            known, chars = 0, 0
+        chars += sum(len(m.text) for m in messages[known:])
+        self._counted = (len(messages), messages[-1] if messages else None, chars)
+        prompt = chars + len(request.system_instruction or "")
+        return Usage(input_tokens=prompt // 4, output_tokens=len(text) // 4)
+
     def _call(self, call: ScriptedToolCall) -> ToolCall:
         return ToolCall(
             id=call.id or f"call_{next(self._call_ids)}", name=call.name, args=call.args
@@ -103,10 +121,3 @@ def _fill(text: str, request: LlmRequest) -> str:
     last_user = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
     last_tool = next((m.text for m in reversed(request.messages) if m.role == "tool"), "")
     return text.replace("{last_user_message}", last_user).replace("{last_tool_result}", last_tool)
-
-
-def _estimate_usage(request: LlmRequest, text: str) -> Usage:
-    """Rough word counts, so offline runs still show plausible token figures."""
-    prompt = sum(len(m.text.split()) for m in request.messages)
-    prompt += len((request.system_instruction or "").split())
-    return Usage(input_tokens=prompt, output_tokens=len(text.split()))

@@ -12,7 +12,8 @@ from agents_core.sessions.base import BaseSessionService, Session, apply_state_d
 
 
 class InMemorySessionService(BaseSessionService):
-    """Stores deep copies, so callers never share mutable state with the store."""
+    """Callers never share mutable state with the store: state is copied deeply, the
+    event list is copied, and the events themselves (frozen) are shared."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
@@ -34,20 +35,20 @@ class InMemorySessionService(BaseSessionService):
                 fields["id"] = session_id
             session = Session(**fields, state=copy.deepcopy(state or {}))
             self._sessions[session.id] = session
-            return session.model_copy(deep=True)
+            return _copy(session)
 
     async def get_session(self, *, app_name: str, user_id: str, session_id: str) -> Session | None:
         stored = self._sessions.get(session_id)
         if stored is None or stored.app_name != app_name or stored.user_id != user_id:
             return None
-        return stored.model_copy(deep=True)
+        return _copy(stored)
 
     async def update_session(self, session_id: str, *, state: dict[str, Any]) -> Session:
         async with self._lock:
             stored = self._require(session_id)
             stored.state = copy.deepcopy(state)
             touch(stored)
-            return stored.model_copy(deep=True)
+            return _copy(stored)
 
     async def delete_session(self, session_id: str) -> None:
         async with self._lock:
@@ -55,7 +56,7 @@ class InMemorySessionService(BaseSessionService):
 
     async def list_sessions(self, *, app_name: str, user_id: str) -> list[Session]:
         found = [
-            s.model_copy(update={"events": []}, deep=True)
+            _copy(s, with_events=False)
             for s in self._sessions.values()
             if s.app_name == app_name and s.user_id == user_id
         ]
@@ -80,3 +81,13 @@ class InMemorySessionService(BaseSessionService):
             return self._sessions[session_id]
         except KeyError:
             raise SessionNotFoundError(f"no session {session_id!r}") from None
+
+
+def _copy(session: Session, *, with_events: bool = True) -> Session:
+    """A copy that shares nothing mutable with ``session`` (events are frozen)."""
+    return session.model_copy(
+        update={
+            "state": copy.deepcopy(session.state),
+            "events": list(session.events) if with_events else [],
+        }
+    )

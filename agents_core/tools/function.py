@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 from collections.abc import Callable
 from typing import Any, get_type_hints, overload
@@ -34,10 +35,11 @@ class FunctionTool(BaseTool):
         doc = docstring_parser.parse(inspect.getdoc(func) or "")
         self.description = description or _describe(doc)
         self._context_param, self._args_model = _args_model(func, self.name, doc)
+        self._schema = args_schema(self._args_model)
         self._is_async = inspect.iscoroutinefunction(func)
 
     def parameters_schema(self) -> dict[str, Any]:
-        return args_schema(self._args_model)
+        return copy.deepcopy(self._schema)
 
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         parsed = parse_args(self._args_model, args)
