@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,7 +57,7 @@ class ScriptedModel(BaseLlm):
     name: str = "scripted"
     loop: bool = False
     token_delay_s: float = 0.0
-    requests: deque[LlmRequest] = field(default_factory=lambda: deque(maxlen=REQUESTS_KEPT))
+    requests: list[LlmRequest] = field(default_factory=list)
     _position: int = 0
     _call_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _counted: tuple[int, ChatMessage | None, int] = (0, None, 0)
@@ -69,6 +68,8 @@ class ScriptedModel(BaseLlm):
 
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
         self.requests.append(request)
+        if len(self.requests) > REQUESTS_KEPT:
+            del self.requests[0]
         step = self._next_step()
         if isinstance(step, ModelError):
             raise step
