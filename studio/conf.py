@@ -104,3 +104,31 @@ def dev_fernet_key(path: Path) -> str:
     path.write_text(key)
     path.chmod(0o600)
     return key
+
+
+def env_database(name: str) -> dict[str, object] | None:
+    """The database a ``DATABASE_URL``-style variable names (PostgreSQL or SQLite), or
+    ``None`` when it is unset."""
+    import dj_database_url
+
+    raw = os.environ.get(name)
+    if not raw:
+        return None
+    try:
+        config = dict(dj_database_url.parse(raw, conn_max_age=60, conn_health_checks=True))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} is not a database URL: {exc}") from None
+    engine = str(config.get("ENGINE", ""))
+    if not engine.endswith(("postgresql", "sqlite3")):
+        raise ImproperlyConfigured(f"{name} must name a PostgreSQL or SQLite database")
+    return config
+
+
+def env_redis_url(name: str) -> str | None:
+    """A ``redis://`` or ``rediss://`` URL, or ``None`` when unset."""
+    raw = os.environ.get(name)
+    if not raw:
+        return None
+    if not raw.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured(f"{name} must be a redis:// or rediss:// URL, got {raw!r}")
+    return raw

@@ -14,10 +14,13 @@ from studio.conf import (
     dev_fernet_key,
     dev_secret,
     env_bool,
+    env_choice,
+    env_database,
     env_fernet_keys,
     env_float,
     env_int,
     env_list,
+    env_redis_url,
     env_str,
 )
 
@@ -108,7 +111,31 @@ DATABASES = {
     }
 }
 
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# Scaled out: DATABASE_URL selects PostgreSQL, REDIS_URL the Redis channel layer, so
+# viewers on any server see every run's events. Unset, Studio runs embedded.
+_database = env_database("DATABASE_URL")
+if _database is not None:
+    DATABASES = {"default": _database}
+
+REDIS_URL = env_redis_url("REDIS_URL")
+CHANNEL_LAYERS: dict[str, dict[str, object]]
+if REDIS_URL is None:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 5_000, "expiry": 30},
+        }
+    }
+
+# inline: runs execute as asyncio tasks in the server that started them;
+# worker: runs are enqueued and executed by `manage.py` worker processes.
+STUDIO_RUN_EXECUTION = env_choice("STUDIO_RUN_EXECUTION", "inline", {"inline", "worker"})
+if STUDIO_RUN_EXECUTION == "worker" and REDIS_URL is None:
+    raise ImproperlyConfigured(
+        "STUDIO_RUN_EXECUTION=worker needs REDIS_URL: workers publish events through Redis"
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
