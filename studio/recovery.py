@@ -64,7 +64,7 @@ def interrupt(
     now = now or timezone.now()
     with transaction.atomic():
         run = (
-            Run.objects.select_for_update()
+            Run.objects.select_for_update(of=("self",))  # PostgreSQL: not the nullable joins
             .select_related("session__agent_version__agent")
             .filter(pk=run_id)
             .first()
