@@ -13,15 +13,15 @@ for (const button of document.querySelectorAll("[data-test-url]")) {
 async function testConnection(button) {
   const out = button.closest("tr, form").querySelector("[data-test-result]");
   button.disabled = true;
-  out.className = "muted";
+  out.className = "check-result muted";
   out.textContent = "Testing…";
   try {
     const check = await api(button.dataset.testUrl, { method: "POST" });
-    out.className = check.ok ? "badge ok" : "badge failed";
+    out.className = `check-result ${check.ok ? "ok" : "failed"}`;
     const latency = check.latency_ms ? ` (${Math.round(check.latency_ms)} ms)` : "";
     out.textContent = `${check.ok ? "OK" : "Failed"}: ${check.detail}${latency}`;
   } catch (error) {
-    out.className = "badge failed";
+    out.className = "check-result failed";
     out.textContent = error.message;
   } finally {
     button.disabled = false;

@@ -172,13 +172,21 @@ $("stop").addEventListener("click", async () => {
   }
 });
 
+// Updates the controls and scrolls to the newest message, once a frame however many
+// events arrive in it.
+let framePending = false;
 function afterChange() {
-  const active = isActiveRun(run);
-  $("chat-empty").hidden = chat.messages > 0 || chat.pending.length > 0;
-  $("send").disabled = sending || active || !agent;
-  $("stop").hidden = !active;
-  $("stop").disabled = false;
-  transcript.scrollTop = transcript.scrollHeight;
+  if (framePending) return;
+  framePending = true;
+  requestAnimationFrame(() => {
+    framePending = false;
+    const active = isActiveRun(run);
+    $("chat-empty").hidden = chat.messages > 0 || chat.pending.length > 0;
+    $("send").disabled = sending || active || !agent;
+    $("stop").hidden = !active;
+    $("stop").disabled = false;
+    transcript.scrollTop = transcript.scrollHeight;
+  });
 }
 
 function autosize() {

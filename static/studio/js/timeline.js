@@ -28,7 +28,7 @@ for (const run of data.runs) view.setRun(run);
 const socket = new SessionSocket(session.id, {
   after: firstSeq - 1,
   onEvent: (event) => {
-    const follow = nearBottom();
+    const follow = following();
     events.push(event);
     view.add(event);
     if (event.seq > session.last_seq) Object.assign(state, event.actions?.state_delta || {});
@@ -36,9 +36,9 @@ const socket = new SessionSocket(session.id, {
     scheduleRefresh(follow);
   },
   onPartial: (event) => {
-    const follow = nearBottom();
+    const follow = following();
     view.addPartial(event);
-    if (follow) scrollToEnd();
+    scheduleRefresh(follow);
   },
   onStatus: (frame) => {
     currentRun = frame.run;
@@ -152,8 +152,9 @@ function refreshSide() {
   let input = 0;
   let output = 0;
   for (const run of runs.values()) {
-    input += run.input_tokens;
-    output += run.output_tokens;
+    const tokens = view.tokens(run.invocation_id, run);
+    input += tokens.input;
+    output += tokens.output;
   }
   const c = view.counts;
   const rows = [
@@ -169,7 +170,11 @@ function refreshSide() {
   $("session-state").textContent = Object.keys(state).length ? pretty(state) : "{}";
 }
 
-function nearBottom() {
+/** Whether the reader is at the end (so the page follows new events). Measured once a
+ * frame, before that frame's first change: reading layout after every event of a fast
+ * stream would force a layout per event. */
+function following() {
+  if (refreshPending) return followPending;
   return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
 }
 

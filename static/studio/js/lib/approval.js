@@ -61,8 +61,10 @@ export class ApprovalCard {
     this.status.textContent = "Sending…";
     try {
       await api(this.url, { method: "POST", body });
-      this.status.textContent = decision === "approve" ? "Approved; the tool runs now." : "Denied.";
+      // The decision event may have arrived first and said more (who, why): keep that.
+      if (!this.isDecided) this.status.textContent = decision === "approve" ? "Approved; the tool runs now." : "Denied.";
     } catch (error) {
+      if (this.isDecided) return;
       this.status.textContent = error.message;
       this.setBusy(false);
     }
@@ -72,6 +74,10 @@ export class ApprovalCard {
     for (const button of this.buttons.querySelectorAll("button")) button.disabled = busy;
     this.reason.disabled = busy;
     this.editor.disabled = busy;
+  }
+
+  get isDecided() {
+    return this.el.classList.contains("decided");
   }
 
   /** The approval_decision event arrived. */
@@ -90,7 +96,7 @@ export class ApprovalCard {
 
   /** The run ended without a decision. */
   expired() {
-    if (this.el.classList.contains("decided")) return;
+    if (this.isDecided) return;
     this.setBusy(true);
     this.status.textContent = "No decision was made before the run ended.";
   }

@@ -355,6 +355,16 @@ export class TimelineView {
 
   // Figures
 
+  /** Tokens of an invocation: the run's own figures, or what its loaded events say
+   * while the run (which totals them when it ends) is still going. */
+  tokens(invocationId, run) {
+    const stats = this.invocations.get(invocationId)?.stats;
+    return {
+      input: Math.max(run?.input_tokens ?? 0, stats?.input ?? 0),
+      output: Math.max(run?.output_tokens ?? 0, stats?.output ?? 0),
+    };
+  }
+
   count(inv, event) {
     const s = inv.stats;
     s.events += 1;
@@ -388,8 +398,7 @@ export class TimelineView {
     inv.statusEl.textContent = status;
     inv.statusEl.hidden = !status;
     const chips = [`${s.events} events`];
-    const input = run ? Math.max(run.input_tokens, s.input) : s.input;
-    const output = run ? Math.max(run.output_tokens, s.output) : s.output;
+    const { input, output } = this.tokens(inv.id, run);
     if (input || output) chips.push(`${input}↓ ${output}↑ tok`);
     if (s.toolCalls) chips.push(`${s.toolCalls} tool call${s.toolCalls === 1 ? "" : "s"}`);
     if (s.errors) chips.push(`${s.errors} error${s.errors === 1 ? "" : "s"}`);

@@ -1,0 +1,224 @@
+"""The live timeline in a real browser: running steps, cancel, approvals, going offline
+and coming back, a server restart, and a session of 10,000 events."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from playwright.sync_api import BrowserContext, Page, expect
+
+from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
+from tests.e2e.browser import Api, screenshot, timeline_rows
+from tests.support.daphne_server import DaphneServer
+
+ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
+WORDS = " ".join(f"word{n}" for n in range(40))
+
+
+def start(api: Api, agent: dict[str, Any], text: str) -> tuple[str, dict[str, Any]]:
+    session = api.post("/api/sessions/", {"agent": agent["id"]})
+    return session["id"], session
+
+
+def send(api: Api, session_id: str, text: str) -> dict[str, Any]:
+    return api.post(f"/api/sessions/{session_id}/messages/", {"text": text})  # type: ignore[no-any-return]
+
+
+def wait_for_run_end(api: Api, run_id: str, timeout_s: float = 30.0) -> dict[str, Any]:
+    """Polls the run (observable state, with a bound) until it has ended."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run = api.get(f"/api/runs/{run_id}/")
+        if run["status"] in ENDED:
+            return run  # type: ignore[no-any-return]
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} did not end within {timeout_s}s")
+
+
+def open_timeline(page: Page, session_id: str) -> None:
+    page.goto(f"/sessions/{session_id}/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+
+
+def test_a_running_step_ticks_and_cancelling_stops_the_run(page: Page, api: Api) -> None:
+    api.model("crawl", token_delay_s=0.25)
+    agent = api.agent({"name": "talker", "model": "crawl", "instruction": f"Reply: {WORDS}"})
+    session_id, _ = start(api, agent, "")
+    open_timeline(page, session_id)
+    send(api, session_id, "talk to me")
+
+    expect(page.locator("#runbar")).to_be_visible()
+    expect(page.locator("#run-waiting")).to_have_text("waiting for the model")
+    provisional = page.locator(".ev.provisional .text")
+    expect(provisional).to_contain_text("word1 ")
+    timer = page.locator(".step.running .step-head .chip").first
+    first = timer.inner_text()
+    expect(timer).not_to_have_text(first)  # the open step's clock ticks
+    screenshot(page, "timeline-running")
+
+    page.click("#cancel-run")
+    expect(page.locator("#session-status")).to_have_text("cancelled")
+    expect(page.locator("#runbar")).to_be_hidden()
+    expect(page.locator(".ev.provisional")).to_have_count(0)
+    expect(page.locator(".inv .badge.cancelled")).to_be_visible()
+    expect(page.locator(".step.running")).to_have_count(0)
+    stored = api.events(session_id)
+    assert any(e["type"] == "error" and e["error"]["code"] == "cancelled" for e in stored)
+    expect(page.locator(f"[data-seq='{stored[-1]['seq']}']")).to_be_attached()
+    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
+
+
+def test_a_tool_call_waits_for_approval_and_runs_with_the_edited_arguments(
+    page: Page, api: Api
+) -> None:
+    agent = api.agent(
+        {
+            "name": "careful",
+            "model": "scripted",
+            "instruction": "Use the calculator.\nResult: Approved answer: {last_tool_result}",
+            "tools": [{"name": "calculator", "requires_approval": True}],
+        }
+    )
+    session_id, _ = start(api, agent, "")
+    open_timeline(page, session_id)
+    send(api, session_id, "what is 6 * 7")
+
+    card = page.locator(".approval")
+    expect(card).to_contain_text('"expression": "6 * 7"')
+    expect(page.locator("#run-waiting")).to_have_text("waiting for your approval")
+    screenshot(page, "timeline-approval")
+    card.get_by_role("button", name="Edit arguments").click()
+    card.locator("textarea").fill('{"expression": "2 + 2"}')
+    card.get_by_role("button", name="Approve with edits").click()
+
+    expect(page.locator(".ev.agent_message .text").last).to_have_text("Approved answer: 4")
+    expect(card).to_have_class("approval decided")
+    expect(card).to_contain_text("Approved with edits by demo")
+    expect(page.locator(".tool[data-tool=calculator] .outcome")).to_have_text("→ 4")
+    expect(page.locator("#session-status")).to_have_text("succeeded")
+    stored = api.events(session_id)
+    decision = next(e for e in stored if e["type"] == "approval_decision")
+    assert decision["approval"]["edited_args"] == {"expression": "2 + 2"}
+    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
+
+
+def test_a_denied_call_in_the_playground_tells_the_model_why(page: Page, api: Api) -> None:
+    agent = api.agent(
+        {
+            "name": "careful_chat",
+            "model": "scripted",
+            "instruction": "Use the calculator.\nResult: Tool said: {last_tool_result}",
+            "tools": [{"name": "calculator", "requires_approval": True}],
+        }
+    )
+    page.goto(f"/playground/?agent={agent['id']}")
+    expect(page.locator("body")).to_have_attribute("data-ready", "playground")
+    page.fill("#message", "what is 9 * 9")
+    page.keyboard.press("Enter")
+    card = page.locator(".approval")
+    expect(page.locator("#chat-waiting")).to_have_text("Waiting for your approval")
+    card.get_by_label("Reason").fill("not today")
+    card.get_by_role("button", name="Deny").click()
+    expect(card).to_contain_text("Denied by demo: not today")
+    expect(page.locator(".msg.agent .bubble").last).to_contain_text("Tool said:")
+    expect(page.locator("#send")).to_be_enabled()
+
+
+def test_offline_mid_run_and_back_the_timeline_matches_the_database(
+    context: BrowserContext, page: Page, api: Api, pages_server: DaphneServer
+) -> None:
+    api.model("drip", token_delay_s=0.03)
+    steps = [
+        {"name": f"step{n}", "model": "drip", "instruction": f"Reply: part {n} {WORDS[:60]}"}
+        for n in range(6)
+    ]
+    agent = api.agent({"type": "sequential", "name": "relay", "sub_agents": steps})
+    session_id, _ = start(api, agent, "")
+    open_timeline(page, session_id)
+    run = send(api, session_id, "go")
+    expect(page.locator(".ev.agent_message[data-seq]").first).to_be_attached()
+
+    context.set_offline(True)
+    expect(page.locator("#conn")).to_have_attribute("data-state", "offline")
+    offline_rows = len(timeline_rows(page))
+    assert wait_for_run_end(api, run["id"])["status"] == "succeeded"
+    assert len(timeline_rows(page)) == offline_rows  # nothing arrives while offline
+    context.set_offline(False)
+
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    expect(page.locator("#session-status")).to_have_text("succeeded")
+    stored = api.events(session_id)
+    expect(page.locator(f"[data-seq='{stored[-1]['seq']}']")).to_be_attached()
+    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
+    texts = page.eval_on_selector_all(
+        ".ev.agent_message[data-seq]",
+        "els => els.map(e => [Number(e.dataset.seq), e.querySelector('.text').textContent])",
+    )
+    assert texts == [
+        [e["seq"], e["parts"][0]["text"]] for e in stored if e["type"] == "agent_message"
+    ]
+    expect(page.locator(".ev.provisional")).to_have_count(0)
+
+    # The server goes away without the browser noticing a network change: the socket
+    # closes, the page backs off and reconnects, and shows every event once.
+    pages_server.restart()
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live", timeout=30_000)
+    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
+
+
+SEED_10K = """
+import uuid
+from datetime import UTC, datetime, timedelta
+from agents_core import events as ev
+from studio.models import Agent, Event, Session
+agent = Agent.objects.get(name="calculator", owner__username="demo")
+session = Session.objects.create(owner=agent.owner, agent_version=agent.current_version,
+                                 title="ten thousand events", status="succeeded")
+start = datetime(2026, 1, 1, tzinfo=UTC)
+rows = []
+def add(kind, invocation, author, **fields):
+    seq = len(rows) + 1
+    event = ev.Event(type=kind, invocation_id=invocation, session_id=session.key, seq=seq,
+                     author=author, branch=None if author == "user" else "calculator",
+                     created_at=start + timedelta(milliseconds=seq), **fields)
+    rows.append(Event.from_core(session, event))
+for turn in range(1000):
+    inv = uuid.uuid4().hex
+    call = f"call_{turn}"
+    add("user_message", inv, "user", parts=[ev.TextPart(text=f"question {turn}")])
+    add("agent_start", inv, "calculator")
+    add("agent_message", inv, "calculator",
+        parts=[ev.ToolCallPart(call_id=call, name="calculator", args={"expression": "1 + 1"})])
+    add("tool_response", inv, "calculator",
+        parts=[ev.ToolResponsePart(call_id=call, name="calculator", result="2")])
+    for n in range(5):
+        add("agent_message", inv, "calculator", parts=[ev.TextPart(text=f"answer {turn}.{n}")])
+    add("agent_end", inv, "calculator")
+Event.objects.bulk_create(rows, batch_size=2000)
+session.last_seq = len(rows)
+session.save(update_fields=["last_seq"])
+print(session.pk)
+"""
+
+
+def test_a_session_of_ten_thousand_events_opens_on_its_newest_page(
+    page: Page, api: Api, pages_server: DaphneServer
+) -> None:
+    session_id = pages_server.manage("shell", "-c", SEED_10K).stdout.strip().splitlines()[-1]
+    open_timeline(page, session_id)
+    expect(page.locator("[data-seq='10000']")).to_be_attached()
+    assert len(timeline_rows(page)) == 250  # one page, not ten thousand rows
+    earlier = page.locator("#load-earlier")
+    expect(earlier).to_have_text("Load earlier events (9750 more)")
+    earlier.click()
+    expect(earlier).to_have_text("Load earlier events (9500 more)")
+    rows = timeline_rows(page)
+    assert rows == [(e["seq"], e["type"]) for e in api.events(session_id)][9500:]
+    last_tool = page.locator(".tool[data-tool=calculator] summary").last
+    last_tool.click()
+    expect(page.locator(".tool[data-tool=calculator]").last).to_have_attribute("open", "")
+    assert page.evaluate("document.querySelectorAll('*').length") < 15_000
+    assert json.loads(page.locator("#timeline-data").text_content() or "{}")["page_size"] == 250
