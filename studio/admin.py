@@ -18,7 +18,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from pydantic import ValidationError
 
-from studio import services
+from studio import security, services
 from studio.errors import ConflictError
 from studio.llms import parse_options
 from studio.models import Agent, AgentVersion, Event, ModelConfig, Run, Session
@@ -118,6 +118,12 @@ class ModelConfigForm(ModelConfigFormBase):
                 self.add_error(
                     "options", f"{exc.error_count()} problem(s): {exc.errors()[0]['msg']}"
                 )
+        base_url = cleaned.get("base_url")
+        if provider == ModelConfig.Provider.OPENAI_COMPATIBLE and base_url:
+            try:
+                security.check_outbound_url(base_url)
+            except security.OutboundURLError as exc:
+                self.add_error("base_url", exc.detail)
         return cleaned
 
     def save(self, commit: bool = True) -> ModelConfig:

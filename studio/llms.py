@@ -6,7 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
+from agents_core import exceptions as core_exceptions
 from agents_core.llm import BaseLlm, ScriptedModel, ScriptedResponse
+from studio import security
 from studio.demo_model import demo_model
 from studio.models import ModelConfig
 
@@ -49,6 +51,12 @@ def parse_options(provider: str, options: dict[str, Any]) -> BaseModel:
     return OPTIONS_MODELS[provider].model_validate(options)
 
 
+class OutboundRefusedError(core_exceptions.ConfigurationError):
+    """A model base URL Studio must not send requests to (``studio.security``)."""
+
+    code = "outbound_refused"
+
+
 def build_llm(config: ModelConfig, *, timeout_s: float | None = None) -> BaseLlm:
     """The model a run talks to. Decrypts the API key; the plaintext goes no further
     than the client that sends it."""
@@ -69,6 +77,12 @@ def _scripted(config: ModelConfig, options: ScriptedOptions) -> BaseLlm:
 
 
 def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None) -> BaseLlm:
+    if config.base_url:
+        # Again at each use: the name may resolve elsewhere now, or the allowlist changed.
+        try:
+            security.check_outbound_url(config.base_url)
+        except security.OutboundURLError as exc:
+            raise OutboundRefusedError(f"base_url refused: {exc.detail}") from None
     extra = options.model_dump(exclude_none=True, exclude={"timeout_s", "streaming"})
     # langchain-openai takes ~2 s to import: pay it only when a config needs it, so
     # servers, workers and commands that run scripted models start fast.

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from langchain_openai import ChatOpenAI
+from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
 from pydantic import SecretStr
 
 from agents_core.llm.langchain import LangChainModel
@@ -22,6 +24,8 @@ def openai_compatible(
     """A model served by any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, ...).
 
     Retries are off in the client: ``agents_core`` retries and counts attempts itself.
+    Redirects are not followed: a caller that vetted ``base_url`` (Studio refuses private
+    addresses) must not have the endpoint bounce the request, and its key, elsewhere.
     ``options`` go to ``ChatOpenAI`` (``temperature``, ``max_tokens``, ...).
     """
     chat = ChatOpenAI(
@@ -32,8 +36,18 @@ def openai_compatible(
         timeout=timeout_s,
         streaming=streaming,
         stream_usage=True,
-        **options,
+        **{**_no_redirect_clients(base_url), **options},
     )
     return LangChainModel(
         chat, provider=f"openai:{base_url or 'default'}:{model}", streaming=streaming
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _no_redirect_clients(base_url: str | None) -> dict[str, Any]:
+    """HTTP clients that never follow redirects, one pair per endpoint (as
+    langchain-openai caches its own): building one loads the CA bundle."""
+    return {
+        "http_client": DefaultHttpxClient(follow_redirects=False),
+        "http_async_client": DefaultAsyncHttpxClient(follow_redirects=False),
+    }

@@ -13,7 +13,7 @@ from pydantic import ValidationError as PydanticValidationError
 from rest_framework import serializers
 
 from agents_core import specs as core_specs
-from studio import agent_specs, services
+from studio import agent_specs, security, services
 from studio.api.exceptions import problems_detail
 from studio.api.permissions import request_owner
 from studio.errors import InvalidInputError, Problem
@@ -104,6 +104,14 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
             )
         if not isinstance(options, dict):
             raise serializers.ValidationError({"options": ["must be a JSON object"]})
+        base_url = attrs.get("base_url", getattr(self.instance, "base_url", ""))
+        if provider == ModelConfig.Provider.OPENAI_COMPATIBLE and base_url:
+            try:
+                security.check_outbound_url(base_url)
+            except security.OutboundURLError as exc:
+                raise serializers.ValidationError(
+                    {"base_url": [exc.detail]}, code=exc.code
+                ) from None
         try:
             parse_options(str(provider), options)
         except PydanticValidationError as exc:

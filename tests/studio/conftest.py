@@ -20,6 +20,13 @@ def _fast_password_hashing(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _allow_loopback_models(settings: Any) -> None:
+    """The tests' OpenAI-compatible servers listen on 127.0.0.1, which Studio refuses
+    unless the deployment allowlists it (studio.security)."""
+    settings.STUDIO_OUTBOUND_ALLOWLIST = ["127.0.0.0/8", "::1", "localhost"]
+
+
+@pytest.fixture(autouse=True)
 def _clear_cache() -> None:
     """Throttle counters live in the cache: one test's requests never throttle another's."""
     cache.clear()

@@ -48,6 +48,8 @@ class DaphneServer:
             "DJANGO_SETTINGS_MODULE": "studio.settings",
             "STUDIO_DATA_DIR": str(self.data_dir),
             "STUDIO_DEBUG": "1",
+            # The tests' model and MCP servers listen on loopback.
+            "STUDIO_OUTBOUND_ALLOWLIST": "127.0.0.0/8,::1,localhost",
             "PYTHONUNBUFFERED": "1",
             **self.env,
         }
