@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from agents_core import exceptions as core_exceptions
-from agents_core.llm import BaseLlm, ScriptedModel, ScriptedResponse
+from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
 from studio import security
 from studio.demo_model import demo_model
 from studio.models import ModelConfig
@@ -88,11 +89,39 @@ def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None
     # servers, workers and commands that run scripted models start fast.
     from agents_core.llm.openai import openai_compatible
 
-    return openai_compatible(
+    api_key = config.api_key()
+    llm = openai_compatible(
         model=config.model,
         base_url=config.base_url or None,
-        api_key=config.api_key() or None,
+        api_key=api_key or None,
         streaming=options.streaming,
         timeout_s=timeout_s or options.timeout_s,
         **extra,
     )
+    return RedactingLlm(llm, [api_key]) if api_key else llm
+
+
+class RedactingLlm(BaseLlm):
+    """Removes the API key from the model's errors before anything stores, logs or
+    sends them: providers quote the key they were sent in 401 bodies."""
+
+    def __init__(self, inner: BaseLlm, secrets: list[str]) -> None:
+        self._inner = inner
+        self._secrets = secrets
+
+    @property
+    def provider_key(self) -> str:
+        return self._inner.provider_key
+
+    async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
+        stream = self._inner.astream(request)
+        try:
+            async for response in stream:
+                yield response
+        except core_exceptions.AgentsCoreError as exc:
+            exc.message = security.redact(exc.message, self._secrets)
+            exc.args = (exc.message,)
+            # The cause (the SDK's error) quotes the key too: drop it from tracebacks.
+            raise exc from None
+        finally:
+            await stream.aclose()

@@ -19,11 +19,12 @@ cannot bounce a request to a refused address.
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from django.conf import settings
 
@@ -179,3 +180,31 @@ def is_public_address(address: IPAddress) -> bool:
     """Globally routable unicast: not loopback, private, link-local (metadata), CGNAT,
     unspecified, reserved, documentation or multicast."""
     return address.is_global and not address.is_multicast
+
+
+# Secrets in text that came from elsewhere (a provider's error body may quote the key)
+
+REDACTED = "[redacted]"
+_MIN_SECRET_CHARS = 8
+
+
+def secret_forms(secret: str) -> list[str]:
+    """The ways a secret can appear in text: raw, URL-encoded, and base64 (standard and
+    url-safe, of the secret alone or of an ``Authorization`` header value)."""
+    raw = secret.encode()
+    forms = {secret, quote(secret, safe=""), quote_plus(secret)}
+    for blob in (raw, b"Bearer " + raw, b":" + raw):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            forms.add(encode(blob).decode().rstrip("="))
+    # Longest first, so a form that contains another is replaced whole.
+    return sorted(forms, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every form of every secret (of at least 8 characters) replaced."""
+    for secret in secrets:
+        if len(secret) < _MIN_SECRET_CHARS:
+            continue
+        for form in secret_forms(secret):
+            text = text.replace(form, REDACTED)
+    return text
