@@ -7,5 +7,6 @@ class StudioConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The run manager listens to run_queued and run_cancelled.
-        from studio import runs  # noqa: F401
+        # Signal receivers: the run manager listens to run_queued and run_cancelled;
+        # logout, password change and deactivation close the user's websockets.
+        from studio import auth, runs  # noqa: F401

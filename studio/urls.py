@@ -4,8 +4,9 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from studio import views
+from studio.auth import RateLimitedLoginView
 
-login_view = auth_views.LoginView.as_view(
+login_view = RateLimitedLoginView.as_view(
     # The documented local demo account gets a one-click sign-in in development.
     extra_context={"demo_login": settings.DEBUG}
 )
