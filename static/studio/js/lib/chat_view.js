@@ -4,6 +4,7 @@
 
 import { ApprovalCard } from "./approval.js";
 import { h, richText } from "./dom.js";
+import { clip, partsOf, provisionalKey, textOf } from "./events.js";
 
 const ARGS_PREVIEW_CHARS = 80;
 
@@ -70,8 +71,7 @@ export class ChatView {
       el = this.bubble("agent provisional", event.author, "");
       this.provisional.set(key, el);
     }
-    const text = event.parts.filter((p) => p.kind === "text").map((p) => p.text).join("");
-    el.querySelector(".bubble").append(text);
+    el.querySelector(".bubble").append(textOf(event));
     this.onChange();
   }
 
@@ -89,24 +89,22 @@ export class ChatView {
   }
 
   agentMessage(event) {
-    const thinking = event.parts.filter((p) => p.kind === "thinking").map((p) => p.text).join("");
+    const thinking = textOf(event, "thinking");
     if (thinking) {
       this.append(h("div", { class: "msg agent" }, h("details", { class: "thinking" }, h("summary", {}, `${event.author} is thinking`), thinking)));
     }
     const text = textOf(event);
     if (text) this.bubble("agent", event.author, text, event);
-    for (const call of event.parts.filter((p) => p.kind === "tool_call")) {
-      const args = JSON.stringify(call.args ?? {});
+    for (const call of partsOf(event, "tool_call")) {
       const result = h("span", { class: "result" }, " …");
-      const bubble = h("div", { class: "bubble" }, "⚙ ", call.name, " ",
-        args.length > ARGS_PREVIEW_CHARS ? `${args.slice(0, ARGS_PREVIEW_CHARS - 1)}…` : args, result);
+      const bubble = h("div", { class: "bubble" }, "⚙ ", call.name, " ", clip(JSON.stringify(call.args ?? {}), ARGS_PREVIEW_CHARS), result);
       this.calls.set(`${event.invocation_id}|${call.call_id}`, { bubble, result });
       this.append(h("div", { class: "msg tool", dataset: { callId: call.call_id, tool: call.name } }, bubble));
     }
   }
 
   toolResponse(event) {
-    for (const part of event.parts.filter((p) => p.kind === "tool_response")) {
+    for (const part of partsOf(event, "tool_response")) {
       const call = this.calls.get(`${event.invocation_id}|${part.call_id}`);
       if (!call) continue;
       call.result.textContent = ` → ${part.result}`;
@@ -125,12 +123,4 @@ export class ChatView {
   append(el) {
     this.root.append(el);
   }
-}
-
-function textOf(event) {
-  return event.parts.filter((p) => p.kind === "text").map((p) => p.text).join("");
-}
-
-function provisionalKey(event) {
-  return `${event.invocation_id}|${event.branch || ""}|${event.author}`;
 }

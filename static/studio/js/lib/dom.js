@@ -59,11 +59,6 @@ export function richText(text) {
   return fragment;
 }
 
-export function clear(el) {
-  el.replaceChildren();
-  return el;
-}
-
 export function readJsonScript(id) {
   const el = document.getElementById(id);
   return el ? JSON.parse(el.textContent) : null;

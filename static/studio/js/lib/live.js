@@ -61,12 +61,6 @@ export class SessionSocket {
     this._connect();
   }
 
-  send(frame) {
-    if (this.ws?.readyState !== WebSocket.OPEN) return false;
-    this.ws.send(JSON.stringify(frame));
-    return true;
-  }
-
   _connect() {
     this._setState(this.attempts ? "reconnecting" : "connecting");
     const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";

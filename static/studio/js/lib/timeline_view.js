@@ -8,8 +8,9 @@
 
 import { ApprovalCard } from "./approval.js";
 import { h, pretty, richText } from "./dom.js";
-import { formatClock, formatDuration, formatTime } from "./ui.js";
+import { clip, figures, partsOf, provisionalKey, stateDelta, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
+import { formatClock, formatDuration, formatTime } from "./ui.js";
 
 const PREVIEW_CHARS = 90;
 
@@ -144,8 +145,7 @@ export class TimelineView {
       this.provisional.set(key, row);
       this.containerFor(inv, event).append(row);
     }
-    const text = event.parts.filter((p) => p.kind === "text").map((p) => p.text).join("");
-    row.querySelector(".text").append(text);
+    row.querySelector(".text").append(textOf(event));
   }
 
   dropProvisional(event) {
@@ -248,24 +248,17 @@ export class TimelineView {
   row(event, label, ...body) {
     return h("div", { class: `ev ${event.type}`, dataset: { seq: event.seq, type: event.type } },
       h("span", { class: "seq", title: formatTime(event.created_at) }, `#${event.seq}`),
-      h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), this.figures(event)), ...body));
+      h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), figures(event)), ...body));
   }
 
   textBlock(event) {
-    const text = event.parts.filter((p) => p.kind === "text").map((p) => p.text).join("");
+    const text = textOf(event);
     return text ? h("div", { class: "text" }, richText(text)) : null;
   }
 
-  figures(event) {
-    const chips = [];
-    if (event.usage) chips.push(h("span", { class: "chip", title: "tokens in / out" }, `${event.usage.input_tokens}↓ ${event.usage.output_tokens}↑ tok`));
-    if (event.latency_ms !== null && event.latency_ms !== undefined) chips.push(h("span", { class: "chip", title: "latency" }, formatDuration(event.latency_ms)));
-    return chips.length ? h("span", { class: "figures" }, chips) : null;
-  }
-
   messageRow(inv, event) {
-    const thinking = event.parts.filter((p) => p.kind === "thinking").map((p) => p.text).join("");
-    const calls = event.parts.filter((p) => p.kind === "tool_call");
+    const thinking = textOf(event, "thinking");
+    const calls = partsOf(event, "tool_call");
     const step = this.stepOf(inv, event);
     const kind = calls.length ? `calls ${calls.length === 1 ? "a tool" : `${calls.length} tools`}` : "reply";
     const label = step?.agent === event.author ? kind : `${event.author} · ${kind}`;
@@ -273,7 +266,7 @@ export class TimelineView {
       thinking ? h("details", { class: "thinking" }, h("summary", {}, "Thinking"), h("div", { class: "text" }, thinking)) : null,
       this.textBlock(event),
       calls.map((call) => this.toolCall(inv, call)),
-      this.delta(event));
+      stateDelta(event));
   }
 
   toolCall(inv, call) {
@@ -292,7 +285,7 @@ export class TimelineView {
 
   toolResponse(inv, event) {
     let anchored = false;
-    for (const part of event.parts.filter((p) => p.kind === "tool_response")) {
+    for (const part of partsOf(event, "tool_response")) {
       const call = inv.calls.get(part.call_id);
       if (!call) continue;
       const attrs = anchored ? {} : { seq: event.seq, type: event.type };
@@ -306,24 +299,17 @@ export class TimelineView {
       call.state.textContent = part.is_error ? "error" : (event.latency_ms !== null && event.latency_ms !== undefined ? formatDuration(event.latency_ms) : "done");
       const transfer = event.actions?.transfer_to_agent;
       if (transfer) call.el.querySelector("summary").append(h("span", { class: "chip" }, `→ ${transfer}`));
-      const delta = this.delta(event);
+      const delta = stateDelta(event);
       if (delta) call.el.querySelector(".tool-body").append(delta);
     }
     if (!anchored) {
-      const parts = event.parts.filter((p) => p.kind === "tool_response");
+      const parts = partsOf(event, "tool_response");
       this.place(inv, event, this.row(event, "Tool response",
         parts.map((p) => h("details", { class: p.is_error ? "tool is-error" : "tool", open: p.is_error },
           h("summary", {}, h("span", { class: "name" }, p.name), h("span", { class: "preview" }, p.result.slice(0, PREVIEW_CHARS))),
           h("div", { class: "tool-body" }, h("pre", {}, p.result)))),
-        this.delta(event)));
+        stateDelta(event)));
     }
-  }
-
-  delta(event) {
-    const delta = event.actions?.state_delta || {};
-    const keys = Object.keys(delta);
-    if (!keys.length) return null;
-    return h("details", { class: "delta" }, h("summary", {}, `state: ${keys.join(", ")}`), h("pre", {}, pretty(delta)));
   }
 
   approvalRow(inv, event) {
@@ -344,7 +330,7 @@ export class TimelineView {
   errorRow(inv, event) {
     const error = event.error || { code: "error", message: "" };
     const label = `Error · ${error.code}${error.failure && error.failure !== "terminal" ? ` (${error.failure})` : ""}`;
-    return this.row(event, label, h("div", { class: "text" }, error.message), this.delta(event));
+    return this.row(event, label, h("div", { class: "text" }, error.message), stateDelta(event));
   }
 
   compactionBlock(event) {
@@ -379,7 +365,7 @@ export class TimelineView {
       this.counts.modelCalls += 1;
       this.counts.latencyMs += event.latency_ms || 0;
     }
-    const calls = event.parts.filter((p) => p.kind === "tool_call").length;
+    const calls = partsOf(event, "tool_call").length;
     s.toolCalls += calls;
     this.counts.toolCalls += calls;
     if (event.type === "error") {
@@ -409,14 +395,6 @@ export class TimelineView {
   }
 }
 
-function provisionalKey(event) {
-  return `${event.invocation_id}|${event.branch || ""}|${event.author}`;
-}
-
 function preview(args) {
   return clip(JSON.stringify(args ?? {}), PREVIEW_CHARS);
-}
-
-function clip(text, chars) {
-  return text.length > chars ? `${text.slice(0, chars - 1)}…` : text;
 }

@@ -51,8 +51,3 @@ export function formatTime(iso) {
   const date = new Date(iso);
   return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 }
-
-export function formatTokens(usage) {
-  if (!usage) return "";
-  return `${usage.input_tokens ?? 0} in · ${usage.output_tokens ?? 0} out`;
-}
