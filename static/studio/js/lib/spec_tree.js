@@ -13,7 +13,7 @@ const MAX_REF_DEPTH = 6;
  * @param {{selected: Array, onSelect: Function, agents: object, invalid: Set<string>}} options
  */
 export function renderTree(spec, options) {
-  return h("ul", { class: "tree", role: "tree", "aria-label": "Agent composition" }, node(spec, [], options, 0, ""));
+  return h("ul", { class: "tree", "aria-label": "Agent composition" }, node(spec, [], options, 0, ""));
 }
 
 function node(spec, path, options, refDepth, role) {
@@ -26,7 +26,7 @@ function node(spec, path, options, refDepth, role) {
     options.invalid.has(key) && selectable ? h("span", { class: "invalid-mark", title: "has problems" }, "●") : null,
     h("span", { class: "kind" }, role || spec.type || "llm")];
   const head = selectable
-    ? h("button", { type: "button", class: "node", role: "treeitem", "aria-current": String(dotted(options.selected) === key),
+    ? h("button", { type: "button", class: "node", "aria-current": String(dotted(options.selected) === key),
       onclick: () => options.onSelect(path) }, label)
     : h("div", { class: "leaf" }, label);
   return h("li", {}, head, children(spec, path, options, refDepth));
@@ -34,7 +34,7 @@ function node(spec, path, options, refDepth, role) {
 
 function refNode(spec, path, options, refDepth) {
   const target = options.agents[spec.ref];
-  const head = h("button", { type: "button", class: "node", role: "treeitem", "aria-current": String(dotted(options.selected) === dotted(path)),
+  const head = h("button", { type: "button", class: "node", "aria-current": String(dotted(options.selected) === dotted(path)),
     onclick: () => options.onSelect(path), disabled: refDepth > 0 },
   h("span", { class: "icon", "aria-hidden": "true" }, "↗"), h("span", {}, spec.ref),
   target ? null : h("span", { class: "invalid-mark", title: "no agent with this name" }, "●"),
@@ -53,7 +53,7 @@ function children(spec, path, options, refDepth) {
   }
   (spec.agent_tools || []).forEach((child, i) => items.push(node(child, [...path, "agent_tools", i], options, refDepth, "as tool")));
   (spec.sub_agents || []).forEach((child, i) => items.push(node(child, [...path, "sub_agents", i], options, refDepth, "")));
-  return items.length ? h("ul", { role: "group" }, items) : null;
+  return items.length ? h("ul", {}, items) : null;
 }
 
 function leaf(icon, text, extra = null) {
