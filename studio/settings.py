@@ -27,7 +27,13 @@ from studio.conf import (
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("STUDIO_DATA_DIR", str(BASE_DIR / "var")))
 
-DEBUG = env_bool("STUDIO_DEBUG", True)
+# STUDIO_ENV=production: DEBUG off, HTTPS only, hosts named exactly (see the end of
+# this file); `manage.py check --deploy --fail-level WARNING` passes.
+STUDIO_ENV = env_choice("STUDIO_ENV", "development", {"development", "production"})
+PRODUCTION = STUDIO_ENV == "production"
+DEBUG = env_bool("STUDIO_DEBUG", not PRODUCTION)
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("STUDIO_DEBUG cannot be on when STUDIO_ENV=production")
 SECRET_KEY = env_str("STUDIO_SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
@@ -245,3 +251,38 @@ STUDIO_LIVE_RESYNC_S = env_float("STUDIO_LIVE_RESYNC_S", 2.0, minimum=0.05)
 STUDIO_WS_MAX_MESSAGE_BYTES = env_int("STUDIO_WS_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024)
 STUDIO_WS_RATE_PER_S = env_float("STUDIO_WS_RATE_PER_S", 5.0, minimum=0.1)
 STUDIO_WS_BURST = env_int("STUDIO_WS_BURST", 20, minimum=1)
+
+# Outbound requests (studio.security): model base URLs may reach only public addresses,
+# unless listed here: host names and addresses or CIDR networks, comma-separated, e.g.
+# "ollama.internal,10.0.5.0/24,127.0.0.1" for a model server on the private network.
+STUDIO_OUTBOUND_ALLOWLIST = env_list("STUDIO_OUTBOUND_ALLOWLIST", [])
+
+# Browser hardening, in every configuration. The pages read the CSRF token from a
+# <meta> tag, so no script needs either cookie.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+# Production: HTTPS only, and the hosts named exactly. Behind a proxy that terminates
+# TLS, set STUDIO_SECURE_PROXY_SSL_HEADER=1 and make sure the proxy sets
+# X-Forwarded-Proto itself (never passes the client's on).
+if PRODUCTION:
+    if not ALLOWED_HOSTS or any(host in {"*", ".*"} for host in ALLOWED_HOSTS):
+        raise ImproperlyConfigured("STUDIO_ALLOWED_HOSTS must name the site's hosts exactly")
+    if len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5:
+        raise ImproperlyConfigured("STUDIO_SECRET_KEY must be a random string of 50+ characters")
+    if any(not origin.startswith("https://") for origin in CSRF_TRUSTED_ORIGINS):
+        raise ImproperlyConfigured("STUDIO_CSRF_TRUSTED_ORIGINS must be https:// origins")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("STUDIO_SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env_int("STUDIO_HSTS_SECONDS", 365 * 24 * 3600, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("STUDIO_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("STUDIO_HSTS_PRELOAD", True)
+    if env_bool("STUDIO_SECURE_PROXY_SSL_HEADER", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
