@@ -69,7 +69,8 @@ class DaphneServer:
     def start(self) -> DaphneServer:
         """Start Daphne (migrating a new data directory first) and wait until it answers
         ``/healthz``."""
-        if not (self.data_dir / "studio.sqlite3").exists():
+        # With a DATABASE_URL the caller migrates that database, once for all servers.
+        if "DATABASE_URL" not in self.env and not (self.data_dir / "studio.sqlite3").exists():
             self.data_dir.mkdir(parents=True, exist_ok=True)
             self.manage("migrate", "--noinput")
         self.output = []

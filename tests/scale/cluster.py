@@ -1,0 +1,320 @@
+"""A scaled-out Studio on loopback: a throwaway PostgreSQL database, a dedicated Redis
+database number, Daphne servers and ``run_worker`` processes, plus the clients the
+tests drive it with (REST over urllib with a token, websockets with a session cookie).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+
+from tests.support.daphne_server import ROOT, DaphneServer
+
+ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
+SCALE_REDIS_DB = 14
+"""The Redis database the servers and workers under test share; flushed per module."""
+
+
+def database_url() -> str:
+    return os.environ.get("DATABASE_URL", "")
+
+
+def redis_url() -> str:
+    return os.environ.get("REDIS_URL", "")
+
+
+def _with_path(url: str, path: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+@contextmanager
+def throwaway_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database on DATABASE_URL's server, dropped afterwards."""
+    name = f"studio_scale_{uuid.uuid4().hex[:12]}"
+    admin = _with_path(database_url(), "/postgres")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield _with_path(database_url(), f"/{name}")
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def scale_redis_url() -> str:
+    return _with_path(redis_url(), f"/{SCALE_REDIS_DB}")
+
+
+_SETUP = """
+import json, os
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from rest_framework.authtoken.models import Token
+from studio import services
+from studio.models import ModelConfig
+
+setup = json.loads(os.environ["SCALE_SETUP"])
+user = get_user_model().objects.create_user(setup["username"], password="x-unused-x")
+agents = {}
+for agent in setup["agents"]:
+    ModelConfig.objects.create(
+        owner=user, name=agent["spec"]["model"], provider="scripted", options=agent["options"]
+    )
+    agents[agent["spec"]["name"]] = str(
+        services.create_agent(user, name=agent["spec"]["name"], spec=agent["spec"]).pk
+    )
+store = SessionStore()
+store[SESSION_KEY] = str(user.pk)
+store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+store.create()
+token, _ = Token.objects.get_or_create(user=user)
+print(json.dumps({"agents": agents, "cookie": store.session_key, "token": token.key}))
+"""
+
+
+def prepare(server: DaphneServer, agents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Migrate, then create a user with ``agents`` (``{"spec", "options"}`` each, on a
+    scripted model of its own), a signed-in browser session and an API token."""
+    server.data_dir.mkdir(parents=True, exist_ok=True)
+    server.manage("migrate", "--noinput")
+    setup = json.dumps({"username": "scale", "agents": agents})
+    env = {**server.environment(), "SCALE_SETUP": setup}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", _SETUP],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode:
+        raise RuntimeError(f"setting up the scale data failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@dataclass
+class Worker:
+    """A ``manage.py run_worker`` process."""
+
+    env: dict[str, str]
+    process: subprocess.Popen[str] | None = None
+    output: list[str] = field(default_factory=list)
+
+    def start(self, within: float = 30.0) -> Worker:
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "manage.py"), "run_worker"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        started = threading.Event()
+        threading.Thread(target=self._read, args=(started,), daemon=True).start()
+        if not started.wait(within):
+            self.stop()
+            raise RuntimeError("the worker did not start:\n" + "".join(self.output[-40:]))
+        return self
+
+    def _read(self, started: threading.Event) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            if "worker " in line and " started" in line:
+                started.set()
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def executor_of(db_url: str, run_id: str) -> str:
+    """``Run.owner_process`` of ``run_id``: ``host:pid:nonce`` while it executes."""
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute("SELECT owner_process FROM studio_run WHERE id = %s", (run_id,))
+        found = row.fetchone()
+    return str(found[0]) if found else ""
+
+
+def wait_until(check: Any, within: float, what: str) -> Any:
+    deadline = time.monotonic() + within
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
+        time.sleep(0.05)
+
+
+@dataclass
+class Api:
+    """Studio's REST API with a token."""
+
+    base_url: str
+    token: str
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.base_url}{path}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                raw = response.read()
+                return response.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def ok(self, method: str, path: str, body: Any = None) -> Any:
+        status, payload = self.call(method, path, body)
+        if status >= 300:
+            raise AssertionError(f"{method} {path} answered {status}: {payload}")
+        return payload
+
+    def new_session(self, agent_id: str) -> str:
+        return str(self.ok("POST", "/api/sessions/", {"agent": agent_id})["id"])
+
+    def send(self, session_id: str, text: str) -> dict[str, Any]:
+        run: dict[str, Any] = self.ok(
+            "POST", f"/api/sessions/{session_id}/messages/", {"text": text}
+        )
+        return run
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        run: dict[str, Any] = self.ok("GET", f"/api/runs/{run_id}/")
+        return run
+
+    def events(self, session_id: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        while True:
+            page = self.ok(
+                "GET", f"/api/sessions/{session_id}/events/?after={len(found)}&limit=500"
+            )
+            found += page["results"]
+            if page["next"] is None:
+                return found
+
+    def wait_for_run(self, run_id: str, statuses: set[str], within: float) -> dict[str, Any]:
+        run: dict[str, Any] = wait_until(
+            lambda: (run := self.run(run_id))["status"] in statuses and run,
+            within,
+            f"run {run_id} to become one of {sorted(statuses)}",
+        )
+        return run
+
+
+@dataclass
+class Viewer:
+    """One websocket viewer of a session. ``events`` are the stored events it received;
+    ``breaches`` records every seq that arrived twice or out of order."""
+
+    server: DaphneServer
+    cookie: str
+    session_id: str
+    events: list[dict[str, Any]] = field(default_factory=list)
+    breaches: list[tuple[int, int]] = field(default_factory=list)
+    status: dict[str, Any] | None = None
+    ws: ClientConnection | None = None
+    reconnects: int = 0
+
+    @property
+    def last_seq(self) -> int:
+        return int(self.events[-1]["seq"]) if self.events else 0
+
+    @property
+    def ended(self) -> bool:
+        return self.status is not None and (self.status.get("run") or {}).get("status") in ENDED
+
+    async def open(self, attempts: int = 8) -> None:
+        """Connect (resuming after the last seq received) and wait for the first status
+        frame: the viewer joined the group. Retries like the page's timeline does."""
+        for attempt in range(attempts):
+            try:
+                await self._connect()
+                return
+            except (OSError, InvalidHandshake, ConnectionClosed, TimeoutError):
+                if attempt == attempts - 1:
+                    raise
+                self.reconnects += 1
+                await asyncio.sleep(min(0.2 * 2**attempt, 3.0))  # backoff, as the page's client
+
+    async def _connect(self) -> None:
+        self.status = None
+        self.ws = await connect(
+            f"{self.server.ws_url}/ws/sessions/{self.session_id}/?after={self.last_seq}",
+            origin=self.server.url,  # type: ignore[arg-type]
+            additional_headers={"Cookie": f"sessionid={self.cookie}"},
+            max_size=2**24,
+            open_timeout=15,
+        )
+        while self.status is None:
+            await self.receive(15)
+
+    async def receive(self, within: float) -> None:
+        assert self.ws is not None
+        async with asyncio.timeout(within):
+            frame = json.loads(await self.ws.recv())
+        if frame["type"] == "status":
+            self.status = frame
+        elif frame["type"] == "event" and not frame["event"]["partial"]:
+            seq = frame["event"]["seq"]
+            if seq != self.last_seq + 1:
+                self.breaches.append((self.last_seq, seq))
+            if seq > self.last_seq:
+                self.events.append(frame["event"])
+
+    async def watch_until(self, done: Any, within: float) -> None:
+        """Receive until ``done(self)``, reconnecting (from the last seq) when the server
+        drops the socket."""
+        deadline = time.monotonic() + within
+        while not done(self):
+            try:
+                await self.receive(deadline - time.monotonic())
+            except ConnectionClosed:
+                self.reconnects += 1
+                await self.open()
+
+    async def close(self) -> None:
+        if self.ws is not None:
+            await self.ws.close()

@@ -1,0 +1,32 @@
+"""Scale-out tests: PostgreSQL and Redis on loopback (``DATABASE_URL``, ``REDIS_URL``).
+
+Without a PostgreSQL ``DATABASE_URL`` (the plain ``pytest`` run, on SQLite) every test
+here is skipped. With one, unreachable servers skip them too, except under ``CI=true``,
+where they fail the run: CI must never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.scale.cluster import database_url
+from tests.scale.reachable import unreachable
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    scale = [item for item in items if "tests/scale/" in item.nodeid]
+    if not scale:
+        return
+    if not database_url().startswith(("postgres://", "postgresql://")):
+        reason = "tests/scale need DATABASE_URL=postgres://... and REDIS_URL (see the Makefile)"
+    elif not os.environ.get("REDIS_URL"):
+        reason = "tests/scale need REDIS_URL=redis://... (see the Makefile)"
+    else:
+        reason = unreachable() or ""
+        if reason and os.environ.get("CI") == "true":
+            raise pytest.UsageError(f"CI=true: {reason}")
+    if reason:
+        for item in scale:
+            item.add_marker(pytest.mark.skip(reason=reason))
