@@ -27,6 +27,7 @@ from django.http import HttpRequest, HttpResponse
 logger = logging.getLogger(__name__)
 
 REVOKED = "auth.revoked"
+CLOSE_UNAUTHENTICATED = 4401  # as studio.live: the client must sign in again
 _PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 
 
@@ -139,3 +140,27 @@ def _on_user_saved(sender: Any, instance: Any, raw: bool = False, **kwargs: Any)
     deactivated = before["is_active"] and not instance.is_active
     if deactivated or before["password"] != instance.password:
         revoke(user_group(instance.pk))
+
+
+class RevocableSocketMixin:
+    """For a websocket consumer: join the groups that end-of-sign-in messages go to,
+    and close with 4401 when one arrives (the client then signs in again)."""
+
+    channel_layer: Any
+    channel_name: str
+    scope: dict[str, Any]
+    _auth_groups: list[str] | None = None
+
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        self._auth_groups = user_groups(self.scope)
+        for group in self._auth_groups:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await super().websocket_connect(message)  # type: ignore[misc]
+
+    async def websocket_disconnect(self, message: dict[str, Any]) -> None:
+        for group in self._auth_groups or []:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        await super().websocket_disconnect(message)  # type: ignore[misc]
+
+    async def auth_revoked(self, message: dict[str, Any]) -> None:
+        await self.close(code=CLOSE_UNAUTHENTICATED)  # type: ignore[attr-defined]
