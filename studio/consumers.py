@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
@@ -23,11 +25,16 @@ from studio.errors import StudioError
 from studio.models import Session
 from studio.runs import manager
 
+logger = logging.getLogger("studio.consumers")
+
+_LIVE_MESSAGES = frozenset({"live.batch"})
+
 
 class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     session: Session | None = None
     last_seq = 0
     status_key: tuple[Any, ...] | None = None
+    status_seq = 0
     _resync: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
@@ -60,28 +67,39 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             group = live.group_name(self.session.pk)
             await self.channel_layer.group_discard(group, self.channel_name)
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections before every handler, a hop onto
+        # the one thread all ORM work shares. Live frames are the hot path (viewers times
+        # events) and reach the database only through database_sync_to_async, which
+        # closes them itself, so they skip that hop.
+        if message["type"] in _LIVE_MESSAGES:
+            await getattr(self, get_handler_name(message))(message)
+            return
+        await super().dispatch(message)
+
     # From the group
 
-    async def live_event(self, message: dict[str, Any]) -> None:
-        seq, after_seq = message["seq"], message["after_seq"]
+    async def live_batch(self, message: dict[str, Any]) -> None:
         async with self.lock:
-            if seq is None:
-                if after_seq > self.last_seq:
-                    await self._catch_up(upto=after_seq)
-                if after_seq == self.last_seq:
-                    await self.send(text_data=live.event_frame(message["event"], after_seq))
-                return
-            if seq > self.last_seq + 1:
-                await self._catch_up(upto=seq - 1)
-            if seq == self.last_seq + 1:
-                await self.send(text_data=live.event_frame(message["event"]))
-                self.last_seq = seq
+            for seq, after_seq, event_json in message["events"]:
+                await self._forward(seq, after_seq, event_json)
+            if message["status"] is not None:
+                await self._send_status(live.Status(**message["status"]))
 
-    async def live_status(self, message: dict[str, Any]) -> None:
-        status = live.Status(message["run"], message["waiting_for"], message["last_seq"])
-        async with self.lock:
-            await self._catch_up(upto=status.last_seq)
-            await self._send_status(status)
+    async def _forward(self, seq: int | None, after_seq: int, event_json: str) -> None:
+        """Send one published event if it is the next one: fill a gap from the database
+        first, drop what was sent already, and a partial that is not at the end."""
+        if seq is None:
+            if after_seq > self.last_seq:
+                await self._catch_up(upto=after_seq)
+            if after_seq == self.last_seq:
+                await self.send(text_data=live.event_frame(event_json, after_seq))
+            return
+        if seq > self.last_seq + 1:
+            await self._catch_up(upto=seq - 1)
+        if seq == self.last_seq + 1:
+            await self.send(text_data=live.event_frame(event_json))
+            self.last_seq = seq
 
     # From the client
 
@@ -140,24 +158,38 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
                 return
 
     async def _send_status(self, status: live.Status, *, force: bool = False) -> None:
+        """Send ``status`` (if it changed) after every event it has seen; never one
+        older than the last sent (a late message after a resync)."""
+        if status.last_seq < self.status_seq:
+            return
+        await self._catch_up(upto=status.last_seq)
         if force or status.key != self.status_key:
-            self.status_key = status.key
+            self.status_key, self.status_seq = status.key, status.last_seq
             await self.send(text_data=live.status_frame(status))
 
     async def _resync_forever(self) -> None:
-        """Make good what the channel layer dropped: new stored events, a new status."""
+        """Make good what the channel layer dropped. What the database held one interval
+        ago and has still not arrived is missing; anything newer is most likely on its
+        way, and reading it now would race the live messages for nothing."""
         session_pk = self.session_pk
-        seen_status: str | None = None
+        before: tuple[int, str] | None = None
         while True:
             await asyncio.sleep(settings.STUDIO_LIVE_RESYNC_S)
-            cursor = await db_sync_to_async(live.cursor)(session_pk)
-            if cursor is None:
-                await self.close(code=live.CLOSE_NOT_FOUND)
-                return
-            last_seq, session_status = cursor
-            async with self.lock:
-                if last_seq > self.last_seq:
-                    await self._catch_up(upto=last_seq)
-                if session_status != seen_status:
-                    seen_status = session_status
-                    await self._send_status(await manager.status(session_pk))
+            try:
+                cursor = await db_sync_to_async(live.cursor)(session_pk)
+                if cursor is None:
+                    await self.close(code=live.CLOSE_NOT_FOUND)
+                    return
+                if before is not None:
+                    async with self.lock:
+                        await self._make_good(*before)
+                before = cursor
+            except Exception:  # the database hiccupped: try again next time
+                logger.warning("could not resync a viewer of %s", session_pk, exc_info=True)
+
+    async def _make_good(self, last_seq: int, session_status: str) -> None:
+        if last_seq > self.last_seq:
+            await self._catch_up(upto=last_seq)
+        sent = self.status_key[1] if self.status_key and self.status_key[1] else "idle"
+        if session_status != sent:
+            await self._send_status(await manager.status(self.session_pk))

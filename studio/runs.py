@@ -196,10 +196,16 @@ class _Execution:
     tracker: live.WaitingTracker = field(default_factory=live.WaitingTracker)
     last_seq: int = 0
     published: tuple[Any, ...] | None = None
+    """The key of the last status handed to the publisher."""
 
     def status(self, run: Run) -> live.Status:
         waiting = self.tracker.waiting_for(run.status)
         return live.Status(live.run_json(run), waiting, self.last_seq)
+
+    def status_key(self, run: Run) -> tuple[Any, ...]:
+        """``status(run).key`` without rendering the run: checked on every event."""
+        waiting = self.tracker.waiting_for(run.status)
+        return (str(run.pk), run.status, run.invocation_id, waiting)
 
 
 class RunManager:
@@ -266,50 +272,58 @@ class RunManager:
             self._track(self._publish_stored_status(session_pk), name=f"status-{run_id}")
 
     async def _execute(self, execution: _Execution) -> None:
-        session_pk: uuid.UUID | None = None
         try:
             run = execution.run = await Run.objects.aget(pk=execution.run_id)
-            session_pk = run.session_id
+        except Run.DoesNotExist:  # deleted before it started
+            self._executions.pop(execution.run_id, None)
+            return
+        publisher = live.Publisher(run.session_id)
+        try:
             await execute_run(
                 run,
-                on_event=lambda event: self._publish_event(execution, run, event),
-                on_claimed=lambda claimed: self._claimed(execution, claimed),
+                on_event=lambda event: self._on_event(execution, publisher, run, event),
+                on_claimed=lambda claimed: self._on_claimed(execution, publisher, claimed),
                 cancel_token=execution.token,
                 approvals=self.broker,
             )
-        except (ConflictError, Run.DoesNotExist):
-            pass  # cancelled or deleted before it started
+        except ConflictError:
+            pass  # cancelled before it started
         except Exception:
             logger.exception("run %s failed", execution.run_id)
+        except asyncio.CancelledError:  # the server is stopping
+            publisher.cancel()
+            raise
         finally:
             self._executions.pop(execution.run_id, None)
-        if session_pk is not None:
-            await self._publish_stored_status(session_pk)
+        final = await db_sync_to_async(live.snapshot)(run.session_id)
+        publisher.status(lambda: final)
+        await publisher.aclose()
 
-    async def _claimed(self, execution: _Execution, run: Run) -> None:
+    async def _on_claimed(self, execution: _Execution, publisher: live.Publisher, run: Run) -> None:
         execution.last_seq = run.start_seq or 0
-        await self._publish_status_if_changed(execution, run)
+        self._status_changed(execution, publisher, run)
 
-    async def _publish_event(
-        self, execution: _Execution, run: Run, event: core_events.Event
+    async def _on_event(
+        self, execution: _Execution, publisher: live.Publisher, run: Run, event: core_events.Event
     ) -> None:
-        if not event.partial:
-            execution.last_seq = event.seq or execution.last_seq
-            if event.type in live.TRACKED_TYPES:
-                execution.tracker.observe(event.to_wire())
-        after = execution.last_seq if event.partial else execution.last_seq - 1
-        await live.publish_event(run.session_id, event, after_seq=after)
-        if not event.partial:
-            await self._publish_status_if_changed(execution, run)
+        if event.partial:
+            publisher.event(event, execution.last_seq)
+            return
+        execution.last_seq = event.seq or execution.last_seq
+        if event.type in live.TRACKED_TYPES:
+            execution.tracker.observe(event.to_wire())
+        publisher.event(event, execution.last_seq - 1)
+        self._status_changed(execution, publisher, run)
 
-    async def _publish_status_if_changed(self, execution: _Execution, run: Run) -> None:
-        status = execution.status(run)
-        if status.key != execution.published:
-            execution.published = status.key
-            await live.publish_status(run.session_id, status)
+    def _status_changed(self, execution: _Execution, publisher: live.Publisher, run: Run) -> None:
+        key = execution.status_key(run)
+        if key != execution.published:
+            execution.published = key
+            publisher.status(lambda: execution.status(run))
 
     async def _publish_stored_status(self, session_pk: uuid.UUID) -> None:
-        await live.publish_status(session_pk, await db_sync_to_async(live.snapshot)(session_pk))
+        status = await db_sync_to_async(live.snapshot)(session_pk)
+        await live.publish(session_pk, status=status)
 
     async def status(self, session_pk: uuid.UUID) -> live.Status:
         """The session's status: from memory while this process runs its run."""
@@ -370,9 +384,9 @@ class RunManager:
             if result is None:
                 continue
             session_pk = result.run.session_id
-            for event in result.events:
-                await live.publish_event(session_pk, event, after_seq=(event.seq or 1) - 1)
-            await self._publish_stored_status(session_pk)
+            status = await db_sync_to_async(live.snapshot)(session_pk)
+            stored = [(event, (event.seq or 1) - 1) for event in result.events]
+            await live.publish(session_pk, stored, status)
             done.append(result)
         return done
 

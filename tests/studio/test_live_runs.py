@@ -24,6 +24,7 @@ from tests.support.live import (
     new_session,
     run_manager,
     run_to_end,
+    scripted_agent,
     slow_agent,
     stored,
     watch,
@@ -77,8 +78,21 @@ async def test_an_approval_decided_over_the_socket_resumes_the_run(ada: User) ->
     assert response["parts"][0]["result"] == "5"
     assert viewer.events[-2]["parts"][0]["text"] == "The answer is 5."
     waits = [s["waiting_for"] for s in viewer.statuses]
-    assert {"model", "tool", "approval"} <= set(waits)
+    assert {"model", "approval"} <= set(waits)
+    assert waits[-1] is None
     assert viewer.events == await stored(session)
+
+
+async def test_the_status_says_a_tool_is_running_while_it_runs(ada: User, settings: Any) -> None:
+    settings.STUDIO_SHELL_ALLOWLIST = ["sleep"]
+    script = [{"tool_calls": [{"name": "shell", "args": {"command": "sleep 0.5"}}]}, {"text": "ok"}]
+    agent = await sync_to_async(scripted_agent)(ada, "sleeper", script, tools=[{"name": "shell"}])
+    viewer = await watch(application, await new_session(ada, agent.name), ada)
+    await viewer.send({"type": "user_message", "text": "nap"})
+    await viewer.until(lambda v: v.status is not None and v.status["waiting_for"] == "tool")
+    assert not viewer.events_of_type("tool_response")
+    await viewer.until_ended()
+    assert viewer.run_status == "succeeded"
 
 
 async def test_an_approval_decided_over_the_api_resumes_the_run(ada: User, bob: User) -> None:
@@ -197,7 +211,7 @@ def store(session: Session, text: str) -> core_events.Event:
 
 
 async def publish(session: Session, stored_event: core_events.Event, after: int) -> None:
-    await live.publish_event(session.pk, stored_event, after_seq=after)
+    await live.publish(session.pk, [(stored_event, after)])
 
 
 async def test_a_dropped_group_message_is_filled_from_the_database(ada: User) -> None:
@@ -221,9 +235,9 @@ async def test_a_partial_is_sent_only_where_it_belongs(ada: User) -> None:
     first = await store(session, "one")
     await publish(session, first, 0)
     token = event(session, "tok").model_copy(update={"partial": True})
-    await live.publish_event(session.pk, token, after_seq=0)  # stale: before seq 1
+    await live.publish(session.pk, [(token, 0)])  # stale: before seq 1
     second = await store(session, "two")
-    await live.publish_event(session.pk, token, after_seq=2)  # ahead: seq 2 comes first
+    await live.publish(session.pk, [(token, 2)])  # ahead: seq 2 comes first
     await viewer.until(lambda v: bool(v.partials))
     assert viewer.seqs == [1, 2]
     assert [f["after_seq"] for f in viewer.partials] == [2]
