@@ -114,6 +114,10 @@ DATABASES = {
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,
         },
+        # Keep connections open: an ASGI server runs all ORM work on one thread, and on
+        # SQLite in WAL mode closing the last connection checkpoints and deletes the WAL,
+        # which made each event a live run stores cost a checkpoint (studio.runs).
+        "CONN_MAX_AGE": 60,
     }
 }
 
