@@ -43,10 +43,10 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         self.lock = asyncio.Lock()
         self.bucket = live.TokenBucket(settings.STUDIO_WS_RATE_PER_S, settings.STUDIO_WS_BURST)
         try:
-            after = live.parse_after(self.scope["query_string"])
-            session_id = self.scope["url_route"]["kwargs"]["session_id"]
-            self.session = await db_sync_to_async(live.authorise)(
-                self.scope["user"], session_id, after
+            self.session, after = await db_sync_to_async(live.authorise)(
+                self.scope["user"],
+                self.scope["url_route"]["kwargs"]["session_id"],
+                self.scope["query_string"],
             )
         except live.Refused as refused:
             await self.close(code=refused.close_code)

@@ -25,7 +25,9 @@ Websocket ``/ws/sessions/<session uuid>/?after=<seq>`` (``studio.consumers``), s
 cookie auth, origin checked. The server accepts, then closes with 4401 (anonymous),
 4404 (no such session), 4403 (another user's session) or 4400 (``after`` not an integer
 from 0 to the session's last seq) before any frame. Otherwise it joins the group,
-sends the stored events with seq > ``after`` (paged), then live ones. Server frames:
+sends the stored events with seq > ``after`` (paged), then live ones. Every
+``STUDIO_LIVE_RESYNC_S`` it also compares with the database, so what the channel layer
+dropped still arrives. Closing the socket never stops a run. Server frames:
 
 - ``{"type": "event", "event": <Event JSON>}``: stored events, strictly in seq order,
   never a seq twice, never a gap.
@@ -90,7 +92,7 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_FLOOD = 4429
 CLOSE_TOO_BIG = 4009
 
-_TRACKED = frozenset(
+TRACKED_TYPES: frozenset[str] = frozenset(
     {
         core_events.EventType.AGENT_MESSAGE,
         core_events.EventType.TOOL_RESPONSE,
@@ -98,7 +100,6 @@ _TRACKED = frozenset(
         core_events.EventType.APPROVAL_DECISION,
     }
 )
-TRACKED_TYPES = frozenset(t.value for t in _TRACKED)
 """The event types that change what a run waits for."""
 
 
@@ -192,16 +193,11 @@ class Refused(Exception):
         self.close_code = close_code
 
 
-def parse_after(query_string: bytes) -> int:
-    values = parse_qs(query_string.decode("latin1")).get("after", ["0"])
-    raw = values[-1]
-    if len(values) != 1 or not raw.isascii() or not raw.isdigit():
-        raise Refused(CLOSE_BAD_REQUEST, "after must be a non-negative integer")
-    return int(raw)
-
-
-def authorise(user: AbstractBaseUser | AnonymousUser, session_id: str, after: int) -> Session:
-    """The session ``user`` may watch from seq ``after``, or ``Refused``."""
+def authorise(
+    user: AbstractBaseUser | AnonymousUser, session_id: str, query_string: bytes
+) -> tuple[Session, int]:
+    """The session ``user`` may watch and the ``after`` seq to watch it from, or
+    ``Refused`` (checked in this order: 4401, 4404, 4403, 4400)."""
     if not user.is_authenticated:
         raise Refused(CLOSE_UNAUTHENTICATED, "sign in first")
     try:
@@ -213,9 +209,18 @@ def authorise(user: AbstractBaseUser | AnonymousUser, session_id: str, after: in
         raise Refused(CLOSE_NOT_FOUND, "no such session")
     if session.owner_id != user.pk:
         raise Refused(CLOSE_FORBIDDEN, "not your session")
+    after = _after(query_string)
     if after > session.last_seq:
         raise Refused(CLOSE_BAD_REQUEST, f"after is past the session's last seq {session.last_seq}")
-    return session
+    return session, after
+
+
+def _after(query_string: bytes) -> int:
+    values = parse_qs(query_string.decode("latin1")).get("after", ["0"])
+    raw = values[-1]
+    if len(values) != 1 or not raw.isascii() or not raw.isdigit():
+        raise Refused(CLOSE_BAD_REQUEST, "after must be a non-negative integer")
+    return int(raw)
 
 
 def stored_events(session_pk: uuid.UUID, after: int, upto: int | None) -> list[tuple[int, str]]:

@@ -22,7 +22,7 @@ from tests.support.live import (
     Viewer,
     latest_run,
     new_session,
-    run_manager,
+    run_manager,  # noqa: F401  (an autouse fixture)
     run_to_end,
     scripted_agent,
     slow_agent,
@@ -31,7 +31,6 @@ from tests.support.live import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["run_manager"]
 
 CALCULATOR = (
     "Work out arithmetic with the calculator tool.\nResult: The answer is {last_tool_result}."

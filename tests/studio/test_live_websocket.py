@@ -20,7 +20,7 @@ from tests.support.live import (
     latest_run,
     new_session,
     open_socket,
-    run_manager,
+    run_manager,  # noqa: F401  (an autouse fixture)
     run_to_end,
     slow_agent,
     stored,
@@ -28,7 +28,6 @@ from tests.support.live import (
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["run_manager"]
 
 
 async def test_a_viewer_gets_the_stored_backlog_then_the_live_events_in_seq_order(
@@ -76,6 +75,8 @@ async def test_resuming_from_any_seq_sends_exactly_the_events_after_it(ada: User
     ("who", "target", "after", "code"),
     [
         ("anonymous", "own", None, 4401),
+        ("anonymous", "own", "x", 4401),
+        ("bob", "own", "x", 4403),
         ("bob", "own", None, 4403),
         ("ada", "unknown", None, 4404),
         ("ada", "not-a-uuid", None, 4404),

@@ -17,10 +17,16 @@ from studio.asgi import application
 from studio.models import Event, Run, RunStatus, Session
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_session
-from tests.support.live import eventually, latest_run, new_session, run_manager, slow_agent, watch
+from tests.support.live import (
+    eventually,
+    latest_run,
+    new_session,
+    run_manager,  # noqa: F401  (an autouse fixture)
+    slow_agent,
+    watch,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-__all__ = ["run_manager"]
 
 
 def _event(session: Session, kind: core_events.EventType, **fields: Any) -> core_events.Event:
