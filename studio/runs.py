@@ -10,8 +10,7 @@ queue as asyncio tasks in the ASGI server's loop, publishes each event to the se
 group as it is yielded (so only once stored; see ``studio.live``), cancels through a
 ``CancellationToken``, delivers approval decisions through one ``ApprovalBroker``, and
 sweeps for runs whose server died (``studio.recovery``). Runs outlive the sockets that
-watch them. It starts with the ASGI application (lifespan start-up, or the first
-connection it serves, since Daphne sends no lifespan events).
+watch them. ``studio.asgi`` starts it with the server.
 """
 
 from __future__ import annotations
@@ -402,37 +401,3 @@ def _execute_queued_run(sender: object, run: Run, **kwargs: object) -> None:
 @receiver(services.run_cancelled, dispatch_uid="studio.runs.run_cancelled")
 def _stop_cancelled_run(sender: object, run: Run, **kwargs: object) -> None:
     manager.cancel(run.pk, run.session_id)
-
-
-# The ASGI side
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def with_run_manager(app: ASGIApp) -> ASGIApp:
-    """``app``, starting the run manager with the server: at lifespan start-up when
-    the server sends lifespan events, else on the first connection."""
-
-    async def application(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        manager.ensure_started()
-        await app(scope, receive, send)
-
-    return application
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            manager.ensure_started()
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await manager.aclose()
-            await send({"type": "lifespan.shutdown.complete"})
-            return

@@ -77,9 +77,18 @@ async def test_an_approval_decided_over_the_socket_resumes_the_run(ada: User) ->
     assert response["parts"][0]["result"] == "5"
     assert viewer.events[-2]["parts"][0]["text"] == "The answer is 5."
     waits = [s["waiting_for"] for s in viewer.statuses]
-    assert {"model", "approval"} <= set(waits)
+    assert "approval" in waits
     assert waits[-1] is None
     assert viewer.events == await stored(session)
+
+
+async def test_the_status_says_the_model_is_answering_while_tokens_stream(ada: User) -> None:
+    agent = await sync_to_async(slow_agent)(ada, words=2000)
+    viewer = await watch(application, await new_session(ada, agent.name), ada)
+    await viewer.send({"type": "user_message", "text": "talk"})
+    await viewer.until(lambda v: len(v.partials) > 3)
+    assert viewer.status is not None
+    assert (viewer.run_status, viewer.status["waiting_for"]) == ("running", "model")
 
 
 async def test_the_status_says_a_tool_is_running_while_it_runs(ada: User, settings: Any) -> None:

@@ -3,6 +3,7 @@ resume from any seq, access control, bad frames, floods, and runs outliving sock
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -203,3 +204,16 @@ async def test_cancel_over_the_socket_ends_the_run_promptly_with_a_cancelled_eve
     run = await latest_run(session)
     assert run is not None
     assert (run.status, run.owner_process, run.lease_expires_at) == ("cancelled", "", None)
+
+
+async def test_lifespan_events_start_and_stop_the_run_manager() -> None:
+    messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    for kind in ("lifespan.startup", "lifespan.shutdown"):
+        messages.put_nowait({"type": kind})
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await application({"type": "lifespan"}, messages.get, send)
+    assert [m["type"] for m in sent] == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
