@@ -58,6 +58,11 @@ run-scaled: $(STAMP)
 	$(SCALED_RUN) $(BIN)/python manage.py run_worker & \
 	wait
 
+# Benchmarks (bench/README.md): figures, not assertions; refreshes the README's table.
+.PHONY: bench
+bench: $(STAMP)
+	$(BIN)/python -m bench.run_all
+
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 12) else "Studio needs Python 3.12; set PYTHON=python3.12")'
 

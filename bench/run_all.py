@@ -1,0 +1,282 @@
+"""Run every benchmark and refresh the results table in bench/README.md.
+
+Each script runs in its own process (so peak memory and Django's configuration are its
+own) and prints JSON lines; they are collected into ``bench/latest.jsonl`` and the
+table between the README's ``bench:results`` markers. A missed target is a result, not
+a failure: the exit status is non-zero only if a script crashed.
+
+    .venv/bin/python -m bench.run_all            # everything (make bench)
+    .venv/bin/python -m bench.run_all --quick    # tiny sizes: proves the scripts run
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.common import log, parser
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+START, END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    module: str
+    full: tuple[str, ...]
+    quick: tuple[str, ...]
+    timeout_s: float
+
+
+SCRIPTS = (
+    Script("runner_overhead", (), ("--turns", "5", "--warmup", "1", "--rounds", "1"), 150),
+    Script("concurrency", (), ("--sessions", "3", "--turns", "2"), 120),
+    Script(
+        "history_growth",
+        ("--profile-turns", "3"),
+        ("--turns", "12", "--window", "3", "--fill-budget-s", "0", "--profile-turns", "1"),
+        300,
+    ),
+    Script("persistence", (), ("--events", "20", "--warmup", "2", "--seconds", "1"), 150),
+    Script("live_fanout", (), ("--viewers", "1", "--runs", "1"), 300),
+    Script("pages", (), ("--sessions", "30", "--events", "60", "--loads", "1"), 300),
+)
+
+
+def run_script(script: Script, quick: bool) -> tuple[list[dict[str, Any]], str | None]:
+    """The script's measurements, and why it failed if it did."""
+    args = script.quick if quick else script.full
+    command = [sys.executable, "-m", f"bench.{script.module}", *args]
+    log(f"run_all: {' '.join(command[1:])}")
+    try:
+        done = subprocess.run(  # noqa: S603 (our own scripts)
+            command,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            timeout=script.timeout_s,
+            check=False,
+        )
+        output, failure = done.stdout, None if done.returncode == 0 else f"exit {done.returncode}"
+    except subprocess.TimeoutExpired as exc:  # keep what it measured before the cut
+        partial = exc.stdout or ""
+        output = partial if isinstance(partial, str) else partial.decode()
+        failure = f"timed out after {script.timeout_s:.0f}s"
+    results = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    for result in results:
+        print(json.dumps(result), flush=True)
+    return results, failure
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": len(os.sched_getaffinity(0)),
+        "memory_gib": round(_meminfo_kib("MemTotal") / 2**20, 1),
+        "cpu": _cpu_model(),
+        "python": platform.python_version(),
+        "commit": _commit(),
+        "load_average": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+
+
+def _meminfo_kib(key: str) -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def _commit() -> str:
+    def git(*args: str) -> str:
+        done = subprocess.run(  # noqa: S603
+            ["git", *args],  # noqa: S607 (git from PATH)
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD")
+    if not head:
+        return os.environ.get("BENCH_COMMIT", "unknown (not a git checkout)")
+    dirty = " (with uncommitted changes)" if git("status", "--porcelain") else ""
+    return head + dirty
+
+
+def _number(value: float) -> str:
+    if value == int(value):
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0")
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.1f} ms"
+
+
+def _per_s(value: float) -> str:
+    return f"{value:,.0f}/s"
+
+
+def _runner_notes(d: dict[str, Any]) -> str:
+    floor, runner = d["floor"]["us_per_turn"], d["runner"]["p99_us"]
+    text = f"{d['ratio']}x the floor ({floor:,.0f} us); p99 {runner:,.0f} us"
+    if "runner_on_langchain_fake_us" in d:
+        text += (
+            f"; on the LangChain adapter {d['runner_on_langchain_fake_ratio']}x"
+            f"; stock GenericFakeChatModel floor {d['floor_stock_generic_fake_us']:,.0f} us"
+        )
+    return text
+
+
+def _history_notes(d: dict[str, Any]) -> str:
+    text = (
+        f"medians: first {d['window']} turns {_ms(d['first_ms_median'])}, last"
+        f" {d['tail_turns_timed']} {_ms(d['last_ms_median'])} (interleaved); sequential ratio"
+        f" {d['sequential_ratio']}x, ratio of means {d['mean_ratio']}x; {d['turns_run']} turns"
+        f" run, {d['turns_appended']} appended, {d['events_in_session']:,} events"
+    )
+    grown = d.get("growth_profile", {}).get("sdk_cumulative", [])
+    leaves = [g for g in grown if "runner.py" not in g["function"]][:2]
+    if leaves:
+        text += "; grew most: " + ", ".join(
+            f"`{g['function']}` {g['first_ms']:.1f} -> {g['last_ms']:.1f} ms" for g in leaves
+        )
+    return text
+
+
+def _persistence_notes(d: dict[str, Any]) -> str:
+    text = (
+        f"{d['database']}, CONN_MAX_AGE={d['conn_max_age']}; direct `append_event_sync` "
+        f"{_per_s(d['append_event_sync_direct_per_s'])}"
+    )
+    if "service_persistent_connection_per_s" in d:
+        kept = d["service_persistent_connection_per_s"]
+        text += f"; service with a persistent connection {_per_s(kept)}"
+    if "service_no_health_checks_per_s" in d:
+        text += f"; without CONN_HEALTH_CHECKS {_per_s(d['service_no_health_checks_per_s'])}"
+    if "service_also_synchronous_commit_off_per_s" in d:
+        off = d["service_also_synchronous_commit_off_per_s"]
+        text += f"; and synchronous_commit=off {_per_s(off)}"
+    return text
+
+
+def _concurrency_notes(d: dict[str, Any]) -> str:
+    text = f"{d['sessions']} sessions x {d['turns_per_session']} turns in {d['elapsed_s']} s"
+    if "rss_before_run_mib" in d:
+        text += (
+            f"; RSS before the run {d['rss_before_run_mib']} MiB"
+            f"; Python allocations peak {d['python_alloc_peak_mib']} MiB (tracemalloc)"
+        )
+    return text
+
+
+def _live_notes(d: dict[str, Any]) -> str:
+    text = (
+        f"p50 {_ms(d['p50_ms'])}, max {_ms(d['max_ms'])}; {d['samples']:,} deliveries"
+        f" ({d['runs']} runs x 6 events x {d['viewers']} viewers); {d['topology']}"
+    )
+    by_server = d.get("p99_ms_by_server", {})
+    if by_server:
+        text += "; p99 " + ", ".join(f"{_ms(ms)} ({where})" for where, ms in by_server.items())
+    return text
+
+
+def _pages_notes(d: dict[str, Any]) -> str:
+    size = f"{d['events']:,} events" if "events" in d else f"{d['sessions']:,} sessions"
+    return (
+        f"{size}; median of {d['loads']} loads (first load {_ms(d['first_load_ms'])});"
+        f" HTML done {_ms(d['html_response_end_ms'])}, first contentful paint"
+        f" {_ms(d['first_contentful_paint_ms'])}, content shown {_ms(d['content_shown_ms'])};"
+        f" with STUDIO_DEBUG=0 {_ms(d['debug_off']['render_ms'])}"
+    )
+
+
+NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "runner_overhead": _runner_notes,
+    "history_growth": _history_notes,
+    "persistence": _persistence_notes,
+    "concurrency": _concurrency_notes,
+    "live_fanout": _live_notes,
+    "pages": _pages_notes,
+}
+
+
+def row(result: dict[str, Any]) -> str:
+    met = {True: "yes", False: "**no**", None: "-"}[result["met"]]
+    value = _number(result["value"])
+    notes = NOTES[result["name"].split(".")[0]](result["details"])
+    target = result["target"] or "-"
+    return f"| `{result['name']}` | {value} {result['unit']} | {target} | {met} | {notes} |"
+
+
+def table(results: list[dict[str, Any]], failures: dict[str, str], info: dict[str, Any]) -> str:
+    lines = [
+        f"Last run: {info['date']}, commit {info['commit']}, {info['elapsed_s']:.0f} s in all.",
+        f"Machine: {info['cpu']}, {info['nproc']} CPUs (`nproc`), {info['memory_gib']} GiB,"
+        f" Python {info['python']}; load average {info['load_average']} at the start,"
+        f" {info['load_average_end']} at the end.",
+        "",
+        "| Benchmark | Value | Target | Met | Notes |",
+        "|---|---|---|---|---|",
+        *(row(r) for r in results),
+        *(f"| `{name}` | failed | - | **no** | {why} |" for name, why in failures.items()),
+    ]
+    return "\n".join(lines)
+
+
+def refresh_readme(path: Path, text: str) -> None:
+    readme = path.read_text()
+    pattern = re.compile(rf"{re.escape(START)}.*?{re.escape(END)}", re.DOTALL)
+    if not pattern.search(readme):
+        raise SystemExit(f"{path} has no {START} ... {END} block")
+    path.write_text(pattern.sub(lambda _: f"{START}\n{text}\n{END}", readme))
+
+
+def main() -> None:
+    args = parser(__doc__)
+    args.add_argument("--quick", action="store_true", help="tiny sizes; no timing value")
+    args.add_argument("--only", default="", help="comma-separated script names")
+    args.add_argument("--readme", type=Path, default=BENCH / "README.md")
+    args.add_argument("--jsonl", type=Path, default=BENCH / "latest.jsonl")
+    ns = args.parse_args()
+    chosen = [s for s in SCRIPTS if not ns.only or s.module in ns.only.split(",")]
+    info = machine()
+    started = time.perf_counter()
+    results: list[dict[str, Any]] = []
+    failures: dict[str, str] = {}
+    for script in chosen:
+        found, failure = run_script(script, ns.quick)
+        results.extend(found)
+        if failure:
+            failures[script.module] = failure
+    info["elapsed_s"] = time.perf_counter() - started
+    info["load_average_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    ns.jsonl.write_text("".join(json.dumps(r) + "\n" for r in [{"machine": info}, *results]))
+    refresh_readme(ns.readme, table(results, failures, info))
+    log(f"run_all: {len(results)} measurements in {info['elapsed_s']:.0f} s")
+    if failures:
+        raise SystemExit(f"failed: {failures}")
+
+
+if __name__ == "__main__":
+    main()

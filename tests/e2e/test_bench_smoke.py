@@ -1,0 +1,52 @@
+"""The live and page benchmarks still run against real Daphnes and Chromium, in tiny
+sizes (no timing is asserted: see bench/)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tests.support.bench import run_bench
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+# A real Daphne (two, or Chromium too) on a machine that may be busy: more than the
+# suite's default two minutes, so a slow run is not mistaken for a broken script.
+SLOW_S = 300
+
+
+@pytest.mark.timeout(SLOW_S)
+def test_live_fanout_times_every_stored_event_at_every_viewer() -> None:
+    args = ("--topology", "inmemory", "--viewers", "1,2", "--runs", "1")
+
+    results = run_bench("live_fanout", *args, timeout_s=SLOW_S - 10)
+
+    assert [r["details"]["samples"] for r in results] == [6, 12]
+
+
+@pytest.mark.timeout(SLOW_S)
+@pytest.mark.skipif(
+    not (listening(5432) and listening(6379)), reason="needs PostgreSQL and Redis on loopback"
+)
+def test_live_fanout_across_two_servers_reports_each_server() -> None:
+    args = ("--topology", "redis", "--viewers", "2", "--runs", "1")
+
+    results = run_bench("live_fanout", *args, timeout_s=SLOW_S - 10)
+
+    (result,) = results
+    assert set(result["details"]["p99_ms_by_server"]) == {"runs the agent", "other server"}
+
+
+@pytest.mark.timeout(SLOW_S)
+def test_pages_time_the_timeline_and_the_session_list_in_chromium() -> None:
+    args = ("--sessions", "12", "--events", "30", "--loads", "1")
+
+    results = run_bench("pages", *args, timeout_s=SLOW_S - 10)
+
+    assert [r["name"] for r in results] == ["pages.timeline", "pages.session_list"]

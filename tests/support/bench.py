@@ -1,0 +1,37 @@
+"""Running a benchmark script (``bench/``) the way ``bench.run_all`` does, for the smoke
+tests: they prove each script still runs and reports, never how fast anything is."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FIELDS = {"name", "value", "unit", "target", "met", "details"}
+
+
+def run_bench(module: str, *args: str, timeout_s: float = 100) -> list[dict[str, Any]]:
+    """The measurements ``python -m bench.<module> <args>`` printed; each one has every
+    field of the JSON line format and renders as a README table row."""
+    from bench.run_all import row
+
+    done = subprocess.run(
+        [sys.executable, "-m", f"bench.{module}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert results, done.stderr[-4000:]
+    for result in results:
+        assert set(result) == FIELDS
+        assert result["name"].startswith(f"{module}.")
+        assert (result["met"] is None) == (result["target"] is None)
+        assert row(result).startswith(f"| `{result['name']}` |")
+    return results
