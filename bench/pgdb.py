@@ -59,3 +59,31 @@ def _create(psycopg: Any, database: Database, users: tuple[str, ...]) -> str:
         return user
     where = f"{database.host}:{database.port}"
     raise RuntimeError(f"cannot connect to PostgreSQL at {where} as any of {users}") from failure
+
+
+def drop_orphans(
+    host: str = "127.0.0.1", port: int = 5432, users: tuple[str, ...] = DEFAULT_USERS
+) -> list[str]:
+    """Drop the ``studio_bench_<pid>`` databases whose process is gone (a run killed
+    before its clean-up); returns their names. Does nothing without PostgreSQL."""
+    import psycopg
+
+    for user in users:
+        try:
+            admin = psycopg.connect(host=host, port=port, user=user, dbname="postgres")
+        except psycopg.OperationalError:
+            continue
+        with admin:
+            admin.autocommit = True
+            rows = admin.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'studio\\_bench\\_%'"
+            ).fetchall()
+            orphans = [name for (name,) in rows if not _alive(name.rsplit("_", 1)[-1])]
+            for name in orphans:
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return orphans
+    return []
+
+
+def _alive(pid: str) -> bool:
+    return pid.isdigit() and os.path.exists(f"/proc/{pid}")

@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import log, parser
+from bench.pgdb import drop_orphans
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -59,19 +61,16 @@ def run_script(script: Script, quick: bool) -> tuple[list[dict[str, Any]], str |
     args = script.quick if quick else script.full
     command = [sys.executable, "-m", f"bench.{script.module}", *args]
     log(f"run_all: {' '.join(command[1:])}")
+    # Its own process group: on a timeout the servers it started go too, not only it.
+    process = subprocess.Popen(  # noqa: S603 (our own scripts)
+        command, cwd=ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
-        done = subprocess.run(  # noqa: S603 (our own scripts)
-            command,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-            timeout=script.timeout_s,
-            check=False,
-        )
-        output, failure = done.stdout, None if done.returncode == 0 else f"exit {done.returncode}"
-    except subprocess.TimeoutExpired as exc:  # keep what it measured before the cut
-        partial = exc.stdout or ""
-        output = partial if isinstance(partial, str) else partial.decode()
+        output, _ = process.communicate(timeout=script.timeout_s)
+        failure = None if process.returncode == 0 else f"exit {process.returncode}"
+    except subprocess.TimeoutExpired:  # keep what it measured before the cut
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
         failure = f"timed out after {script.timeout_s:.0f}s"
     results = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     for result in results:
@@ -270,6 +269,9 @@ def main() -> None:
         if failure:
             failures[script.module] = failure
     info["elapsed_s"] = time.perf_counter() - started
+    if failures:  # a killed script could not drop its database
+        for name in drop_orphans():
+            log(f"run_all: dropped {name}, left by a killed script")
     info["load_average_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     ns.jsonl.write_text("".join(json.dumps(r) + "\n" for r in [{"machine": info}, *results]))
     refresh_readme(ns.readme, table(results, failures, info))
