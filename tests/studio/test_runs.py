@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 
 from agents_core import events as core_events
 from agents_core.context import CancellationToken
-from studio import services
+from studio import runs, services
 from studio.errors import ConflictError
 from studio.models import Event, ModelConfig, Run, RunStatus, Session
 from studio.runs import execute_run
@@ -125,3 +125,19 @@ async def test_a_run_on_an_openai_compatible_model_never_stores_the_key(ada: Use
         await Session.objects.select_related("agent_version__agent").aget(pk=run.session_id)
     )
     assert KEY not in repr(export)
+
+
+async def test_a_run_holds_a_lease_of_this_process_while_it_executes_and_then_releases_it(
+    ada: User,
+) -> None:
+    run = await queued_run(ada)
+    held: list[tuple[str, bool, int | None]] = []
+
+    async def note_lease(event: core_events.Event) -> None:
+        if event.type is core_events.EventType.USER_MESSAGE:
+            row = await Run.objects.aget(pk=run.pk)
+            held.append((row.owner_process, row.lease_expires_at is not None, row.start_seq))
+
+    finished = await execute_run(run, on_event=note_lease)
+    assert held == [(runs.PROCESS_ID, True, 0)]
+    assert (finished.owner_process, finished.lease_expires_at) == ("", None)
