@@ -7,7 +7,8 @@ lease while it runs and records the outcome. ``manage.py run_agent`` awaits it.
 
 ``RunManager`` (one per process: ``manager``) executes the runs the API and websockets
 queue as asyncio tasks in the ASGI server's loop, publishes each event to the session's
-group as it is yielded (so only once stored; see ``studio.live``), cancels through a
+group once it is yielded, so once stored (in 25 ms batches; see ``studio.live``), along
+with what the run waits for, cancels through a
 ``CancellationToken``, delivers approval decisions through one ``ApprovalBroker``, and
 sweeps for runs whose server died (``studio.recovery``). Runs outlive the sockets that
 watch them. ``studio.asgi`` starts it with the server.
