@@ -252,6 +252,8 @@ def test_models_page_never_shows_a_key_and_tests_connections(page: Page, api: Ap
     page.fill("#m-options", '{"timeout_s": 2}')
     page.click("text=Save")
     expect(page).to_have_url(re.compile(r"/models/$"))
+    # The list is server-rendered before its module loads: wait for the handlers.
+    expect(page.locator("body")).to_have_attribute("data-ready", "models")
     row = page.locator("[data-model=remote]")
     expect(row).to_contain_text("6789")
     assert secret not in page.content()
