@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -181,29 +182,27 @@ class _Builder:
                 )
             case "react":
                 tools, _ = self._tools(spec)
-                return ReActAgent(
-                    spec.name,
-                    model=self.models[spec.model or ""],
-                    instruction=spec.instruction,
-                    description=spec.description,
-                    tools=tools,
-                    output_key=spec.output_key,
-                    max_iterations=spec.max_iterations or DEFAULT_MAX_ITERATIONS,
-                )
+                return ReActAgent(spec.name, **self._model_agent_args(spec, tools))
             case "llm":
                 tools, gated = self._tools(spec)
                 return LlmAgent(
                     spec.name,
-                    model=self.models[spec.model or ""],
-                    instruction=spec.instruction,
-                    description=spec.description,
-                    tools=tools,
-                    output_key=spec.output_key,
-                    max_iterations=spec.max_iterations or DEFAULT_MAX_ITERATIONS,
+                    **self._model_agent_args(spec, tools),
                     planner=_planner(spec.planner),
                     approval=_approval_policy(spec, gated),
                     sub_agents=children,
                 )
+
+    def _model_agent_args(self, spec: AgentSpec, tools: list[BaseTool]) -> dict[str, Any]:
+        """What LlmAgent and ReActAgent are both built from."""
+        return {
+            "model": self.models[spec.model or ""],
+            "instruction": spec.instruction,
+            "description": spec.description,
+            "tools": tools,
+            "output_key": spec.output_key,
+            "max_iterations": spec.max_iterations or DEFAULT_MAX_ITERATIONS,
+        }
 
     def _resolve(self, node: AgentSpec | AgentRef) -> AgentSpec:
         resolved = resolve(node, self.agents)
