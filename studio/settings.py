@@ -261,6 +261,16 @@ STUDIO_WS_BURST = env_int("STUDIO_WS_BURST", 20, minimum=1)
 # "ollama.internal,10.0.5.0/24,127.0.0.1" for a model server on the private network.
 STUDIO_OUTBOUND_ALLOWLIST = env_list("STUDIO_OUTBOUND_ALLOWLIST", [])
 
+# MCP servers (studio.mcp). A stdio server's process gets only these variables: Studio's
+# own values, or the ones staff stored on the server. Never add a secret of Studio's
+# (STUDIO_SECRET_KEY, DATABASE_URL, STUDIO_FIELD_ENCRYPTION_KEYS) here.
+STUDIO_MCP_ENV_ALLOWLIST = env_list("STUDIO_MCP_ENV_ALLOWLIST", ["PATH", "HOME", "LANG", "TZ"])
+if _leaked := [n for n in STUDIO_MCP_ENV_ALLOWLIST if n.startswith("STUDIO_") or "_URL" in n]:
+    raise ImproperlyConfigured(f"STUDIO_MCP_ENV_ALLOWLIST must not pass on {', '.join(_leaked)}")
+# Connecting to a server and listing its tools, and each tool call.
+STUDIO_MCP_CONNECT_TIMEOUT_S = env_float("STUDIO_MCP_CONNECT_TIMEOUT_S", 20.0, minimum=0.1)
+STUDIO_MCP_CALL_TIMEOUT_S = env_float("STUDIO_MCP_CALL_TIMEOUT_S", 60.0, minimum=0.1)
+
 # Browser hardening, in every configuration. The pages read the CSRF token from a
 # <meta> tag, so no script needs either cookie.
 SESSION_COOKIE_HTTPONLY = True
