@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 8000
 
-.PHONY: run test lint check-python install
+.PHONY: run test lint audit check-python install
 
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
@@ -31,6 +31,11 @@ test: $(STAMP) lint
 	else \
 		echo "PostgreSQL or Redis unreachable: skipping the PostgreSQL run (CI=true fails)"; \
 	fi
+
+# Known vulnerabilities in the locked dependencies. Needs PyPI's per-release JSON API
+# (or OSV with AUDIT_ARGS='-s osv'); --strict fails on any package it could not check.
+audit: $(STAMP)
+	$(BIN)/pip-audit --strict --no-deps --disable-pip -r requirements.lock $(AUDIT_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
