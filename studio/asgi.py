@@ -1,20 +1,29 @@
 """ASGI entry point: HTTP through Django, websockets through Channels, and the run
-manager that executes runs inside this server (``studio.runs``)."""
+manager that executes runs inside this server (``studio.runs``).
+
+A websocket upgrade is admitted only from Studio's own pages: its Origin must be the
+request's own origin (scheme, host and port of its Host header) or one listed in
+``CSRF_TRUSTED_ORIGINS``. A page served by another app on the same machine (another
+port) is a different origin and is refused, as are ``null`` and missing origins."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
+from django.http.request import split_domain_port, validate_host
+from django.utils.http import is_same_domain
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (after Django setup)
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.security.websocket import WebsocketDenier  # noqa: E402
 
 from studio.routing import websocket_urlpatterns  # noqa: E402
 from studio.runs import manager  # noqa: E402
@@ -23,6 +32,88 @@ Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Origin = tuple[str, str, int]  # scheme, host, port
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def same_origin_only(app: ASGIApp) -> ASGIApp:
+    """``app`` behind the origin rule of this module's docstring; a refused upgrade is
+    closed before it is accepted (the client sees HTTP 403)."""
+
+    async def application(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket" and not origin_allowed(scope):
+            await WebsocketDenier()(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return application
+
+
+def origin_allowed(scope: Scope) -> bool:
+    headers: dict[str, list[str]] = {}
+    for name, value in scope.get("headers", []):
+        headers.setdefault(name.decode("latin1").lower(), []).append(value.decode("latin1"))
+    origins, hosts = headers.get("origin", []), headers.get("host", [])
+    if len(origins) != 1 or len(hosts) != 1:
+        return False
+    origin = parse_origin(origins[0])
+    own = _own_origin(hosts[0], secure=_secure(scope, headers))
+    if origin is None or own is None:
+        return False
+    return origin == own or any(_trusted(origin, t) for t in settings.CSRF_TRUSTED_ORIGINS)
+
+
+def parse_origin(text: str) -> Origin | None:
+    """``scheme://host[:port]`` as a comparable triple (default ports filled in); None
+    for ``null``, other schemes, paths, credentials or anything malformed."""
+    try:
+        parts = urlsplit(text.strip().lower())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    if parts.username is not None or parts.path not in ("", "/") or parts.query:
+        return None
+    return parts.scheme, parts.hostname, port or _DEFAULT_PORTS[parts.scheme]
+
+
+def _own_origin(host: str, *, secure: bool) -> Origin | None:
+    """The origin the client addressed: its Host header, which must name one of
+    ALLOWED_HOSTS (as for HTTP requests), with the scheme it connected with."""
+    domain, _ = split_domain_port(host)
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    if not domain or not validate_host(domain, allowed):
+        return None
+    return parse_origin(f"{'https' if secure else 'http'}://{host}")
+
+
+def _secure(scope: Scope, headers: dict[str, list[str]]) -> bool:
+    """Whether the client connected over TLS: to this server (``wss``), or to a proxy
+    that says so in the SECURE_PROXY_SSL_HEADER, as Django reads it for HTTP."""
+    if scope.get("scheme") == "wss":
+        return True
+    proxy_header: tuple[str, str] | None = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if proxy_header is None:
+        return False
+    name, secure_value = proxy_header
+    values = headers.get(name.removeprefix("HTTP_").replace("_", "-").lower(), [])
+    return len(values) == 1 and values[0].split(",")[0].strip() == secure_value
+
+
+def _trusted(origin: Origin, trusted: str) -> bool:
+    """Whether ``origin`` matches a CSRF_TRUSTED_ORIGINS entry (``*.`` admits subdomains,
+    as Django's CSRF check does)."""
+    wildcard = "://*." in trusted
+    expected = parse_origin(trusted.replace("://*.", "://", 1))
+    if expected is None:
+        return False
+    scheme, host, port = expected
+    if wildcard:
+        return origin[0] == scheme and origin[2] == port and is_same_domain(origin[1], f".{host}")
+    return origin == expected
 
 
 def with_run_manager(app: ASGIApp) -> ASGIApp:
@@ -56,9 +147,7 @@ application = with_run_manager(
     ProtocolTypeRouter(
         {
             "http": django_asgi_app,
-            "websocket": AllowedHostsOriginValidator(
-                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-            ),
+            "websocket": same_origin_only(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )
 )

@@ -12,7 +12,7 @@ from django.test import Client
 from studio import live
 from studio.asgi import application
 from tests.studio.conftest import make_session
-from tests.support.live import ORIGIN, TIMEOUT_S, run_manager
+from tests.support.live import HOST, ORIGIN, TIMEOUT_S, run_manager
 
 __all__ = ["run_manager"]
 
@@ -23,7 +23,7 @@ async def connect(user: User, client: Client) -> WebsocketCommunicator:
     communicator = WebsocketCommunicator(
         application,
         f"/ws/sessions/{session.pk}/",
-        headers=[(b"origin", ORIGIN), (b"cookie", cookie)],
+        headers=[(b"host", HOST), (b"origin", ORIGIN), (b"cookie", cookie)],
     )
     connected, _ = await communicator.connect(timeout=TIMEOUT_S)
     assert connected

@@ -23,6 +23,8 @@ from tests.studio.conftest import make_session
 
 TIMEOUT_S = 10.0
 ORIGIN = b"http://localhost"
+# The Host a browser on ORIGIN sends: websocket upgrades must come from their own origin.
+HOST = b"localhost"
 ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
 
 
@@ -121,7 +123,7 @@ async def open_socket(
     path = f"/ws/sessions/{session_id}/"
     if after is not None:
         path += f"?after={after}"
-    headers = [(b"origin", origin)]
+    headers = [(b"host", HOST), (b"origin", origin)]
     if user is not None:
         headers.append((b"cookie", await session_cookie(user)))
     communicator = WebsocketCommunicator(application, path, headers=headers)
