@@ -2,11 +2,16 @@
 
 ``check_spec`` lists every problem with its path inside the spec; ``build_agent`` raises
 the first as a ``SpecError``. Both only ever instantiate registered tools.
+
+MCP servers are named too: ``check_spec`` takes the names the caller knows, and
+``build_agent`` the tools of each server, already connected (an ``McpToolset`` opened
+for the run), so building stays synchronous and never connects anywhere.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import copy
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +29,7 @@ from agents_core.llm.contracts import BaseLlm
 from agents_core.planners.base import BasePlanner
 from agents_core.planners.plan_react import PlanReActPlanner
 from agents_core.planners.task import TaskPlanner
-from agents_core.specs import MODEL_TYPES, AgentRef, AgentSpec, PlannerSpec
+from agents_core.specs import MODEL_TYPES, AgentRef, AgentSpec, McpRef, PlannerSpec
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.base import BaseTool
 from agents_core.tools.registry import ToolRegistry
@@ -42,9 +47,11 @@ def check_spec(
     models: Collection[str],
     tools: ToolRegistry,
     agents: Mapping[str, AgentSpec] | None = None,
+    mcp_servers: Collection[str] = (),
 ) -> list[SpecError]:
-    """Every problem in ``spec``, each with its path; empty when the spec can be built."""
-    checker = _Checker(models, tools, agents or {})
+    """Every problem in ``spec``, each with its path; empty when the spec can be built.
+    ``mcp_servers`` are the names an ``McpRef`` may use."""
+    checker = _Checker(models, tools, agents or {}, mcp_servers)
     checker.visit(spec, (), depth=0, refs=())
     return checker.problems
 
@@ -55,15 +62,38 @@ def build_agent(
     models: Mapping[str, BaseLlm],
     tools: ToolRegistry,
     agents: Mapping[str, AgentSpec] | None = None,
+    mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
 ) -> BaseAgent:
-    """Build the agent tree; ``SpecError`` (with ``path``) names the first problem."""
-    problems = check_spec(spec, models=models.keys(), tools=tools, agents=agents)
+    """Build the agent tree; ``SpecError`` (with ``path``) names the first problem.
+    ``mcp_tools`` holds the tools of each connected MCP server, by the server's name."""
+    mcp_tools = mcp_tools or {}
+    problems = check_spec(
+        spec, models=models.keys(), tools=tools, agents=agents, mcp_servers=mcp_tools.keys()
+    )
     if problems:
         first = problems[0]
         if len(problems) > 1:
             first.message += f" (and {len(problems) - 1} more problems)"
         raise first
-    return _Builder(models, tools, agents or {}).build(spec)
+    return _Builder(models, tools, agents or {}, mcp_tools).build(spec)
+
+
+def mcp_server_names(spec: AgentSpec, agents: Mapping[str, AgentSpec] | None = None) -> set[str]:
+    """Every MCP server the tree names, through agent references too: what a caller
+    connects before ``build_agent``. Unresolvable references and cycles are skipped
+    (``check_spec`` reports them)."""
+    found: set[str] = set()
+    pending: list[tuple[AgentSpec, tuple[str, ...]]] = [(spec, ())]
+    while pending:
+        node, refs = pending.pop()
+        found.update(ref.server for ref in node.mcp)
+        pending.extend((child, refs) for child in node.agent_tools)
+        for child in node.sub_agents:
+            if isinstance(child, AgentSpec):
+                pending.append((child, refs))
+            elif child.ref not in refs and (target := (agents or {}).get(child.ref)):
+                pending.append((target, (*refs, child.ref)))
+    return found
 
 
 def resolve(node: AgentSpec | AgentRef, agents: Mapping[str, AgentSpec]) -> AgentSpec | None:
@@ -77,6 +107,7 @@ class _Checker:
     models: Collection[str]
     tools: ToolRegistry
     agents: Mapping[str, AgentSpec]
+    mcp_servers: Collection[str]
     problems: list[SpecError] = field(default_factory=list)
     names: dict[str, Path] = field(default_factory=dict)
 
@@ -97,6 +128,7 @@ class _Checker:
             self.names[spec.name] = path
         self.check_type_rules(spec, path, root=depth == 0)
         self.check_tools(spec, path)
+        self.check_mcp(spec, path)
         for index, child in enumerate(spec.agent_tools):
             self.visit(child, (*path, "agent_tools", index), depth=depth + 1, refs=refs)
         for index, node in enumerate(spec.sub_agents):
@@ -130,7 +162,7 @@ class _Checker:
             return
         if not spec.sub_agents:
             self.fail((*path, "sub_agents"), f"a {spec.type} agent needs at least one sub-agent")
-        for key in ("model", "instruction", "tools", "agent_tools", "planner", "output_key"):
+        for key in ("model", "instruction", "tools", "mcp", "agent_tools", "planner", "output_key"):
             if getattr(spec, key):
                 self.fail((*path, key), f"a {spec.type} agent has no {key}; give it to a sub-agent")
         if spec.approval is not None:
@@ -159,12 +191,26 @@ class _Checker:
             except ValueError as exc:
                 self.fail((*tool_path, "settings"), str(exc))
 
+    def check_mcp(self, spec: AgentSpec, path: Path) -> None:
+        seen: set[tuple[str, str]] = set()
+        for index, ref in enumerate(spec.mcp):
+            ref_path = (*path, "mcp", index)
+            if ref.server not in self.mcp_servers:
+                known = ", ".join(sorted(self.mcp_servers)) or "none registered"
+                self.fail((*ref_path, "server"), f"unknown MCP server {ref.server!r} ({known})")
+            if (ref.server, ref.prefix) in seen:
+                self.fail((*ref_path, "server"), f"MCP server {ref.server!r} is listed twice")
+            seen.add((ref.server, ref.prefix))
+            if ref.tools is not None and len(set(ref.tools)) != len(ref.tools):
+                self.fail((*ref_path, "tools"), "a tool is listed twice")
+
 
 @dataclass(slots=True)
 class _Builder:
     models: Mapping[str, BaseLlm]
     tools: ToolRegistry
     agents: Mapping[str, AgentSpec]
+    mcp_tools: Mapping[str, Sequence[BaseTool]]
 
     def build(self, spec: AgentSpec) -> BaseAgent:
         children = [self.build(self._resolve(node)) for node in spec.sub_agents]
@@ -222,8 +268,44 @@ class _Builder:
             built.extend(created)
             if ref.requires_approval:
                 gated.update(tool.name for tool in created)
+        for mcp_ref in spec.mcp:
+            offered = self._mcp(spec, mcp_ref)
+            built.extend(offered)
+            if mcp_ref.requires_approval:
+                gated.update(tool.name for tool in offered)
         built.extend(AgentTool(self.build(child)) for child in spec.agent_tools)
+        _check_unique_names(spec, built)
         return built, frozenset(gated)
+
+    def _mcp(self, spec: AgentSpec, ref: McpRef) -> list[BaseTool]:
+        """The server's tools the reference picks, named with its prefix."""
+        offered = {tool.name: tool for tool in self.mcp_tools[ref.server]}
+        names = list(offered) if ref.tools is None else ref.tools
+        if missing := [name for name in names if name not in offered]:
+            raise SpecError(
+                f"agent {spec.name!r}: MCP server {ref.server!r} has no tool named "
+                f"{', '.join(missing)}; it offers: {', '.join(sorted(offered)) or 'none'}"
+            )
+        return [_renamed(offered[name], ref.prefix + name) for name in names]
+
+
+def _renamed(tool: BaseTool, name: str) -> BaseTool:
+    if tool.name == name:
+        return tool
+    renamed = copy.copy(tool)
+    renamed.name = name
+    return renamed
+
+
+def _check_unique_names(spec: AgentSpec, tools: list[BaseTool]) -> None:
+    seen: set[str] = set()
+    for tool in tools:
+        if tool.name in seen:
+            raise SpecError(
+                f"agent {spec.name!r} has two tools named {tool.name!r}: give an MCP server "
+                "a prefix",
+            )
+        seen.add(tool.name)
 
 
 def _planner(spec: PlannerSpec | None) -> BasePlanner | None:

@@ -7,7 +7,7 @@ registered and never sends code.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, PositiveFloat, PositiveInt
 
@@ -29,6 +29,24 @@ class ToolRef(Contract):
     """Validated against the registry entry's settings model when the spec is built."""
     requires_approval: bool = False
     """Every call waits for a person to approve, edit or deny it."""
+
+
+class McpRef(Contract):
+    """The tools of an MCP server, by the name the builder's caller registered it under.
+
+    The server is connected once per run; its tools are offered under their own names,
+    or ``prefix`` + name when two servers (or a server and a registered tool) would
+    otherwise offer the same name.
+    """
+
+    server: str = Field(pattern=NAME_PATTERN)
+    tools: list[Annotated[str, Field(min_length=1, max_length=128)]] | None = Field(
+        default=None, max_length=128
+    )
+    """Server tool names to offer; ``None`` offers every tool the server lists."""
+    prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_-]{0,32}$")
+    requires_approval: bool = False
+    """Every call of these tools waits for a person to approve, edit or deny it."""
 
 
 class PlannerSpec(Contract):
@@ -67,7 +85,7 @@ class AgentSpec(Contract):
 
     Type rules (checked by ``agents_core.builder.check_spec``): ``llm`` and ``react``
     agents need a ``model``; ``sequential``, ``parallel`` and ``loop`` agents need
-    sub-agents and take no model, tools, instruction or planner; ``max_iterations`` is
+    sub-agents and take no model, tools, MCP servers, instruction or planner; ``max_iterations`` is
     model calls per turn for ``llm``/``react`` and passes for ``loop``; ``limits`` is
     for the root only; agent names are unique in the tree.
     """
@@ -79,6 +97,8 @@ class AgentSpec(Contract):
     model: str | None = Field(default=None, min_length=1, max_length=128)
     """The name of a model in the builder's model registry."""
     tools: list[ToolRef] = Field(default_factory=list, max_length=64)
+    mcp: list[McpRef] = Field(default_factory=list, max_length=16)
+    """MCP servers whose tools this agent may call."""
     agent_tools: list[AgentSpec] = Field(default_factory=list, max_length=32)
     """Agents this one calls like tools; each returns its final answer."""
     sub_agents: list[AgentSpec | AgentRef] = Field(default_factory=list, max_length=32)

@@ -22,6 +22,7 @@ import copy
 import json
 import logging
 import os
+import shutil
 from collections.abc import AsyncIterator, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import (
     AudioContent,
@@ -67,7 +69,8 @@ class McpStdioServer(BaseModel):
 
     The process gets ``env`` and nothing else of this process's environment, except
     the MCP SDK's fixed list of non-secret variables (HOME, LOGNAME, SHELL, TERM,
-    USER). ``PATH`` is ``os.defpath`` unless ``env`` sets it.
+    USER). ``PATH`` is ``os.defpath`` unless ``env`` sets it. With ``exact_env`` the
+    process gets exactly ``env``: not even those, nor a default ``PATH``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -77,6 +80,7 @@ class McpStdioServer(BaseModel):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict, repr=False)
     cwd: str | None = None
+    exact_env: bool = False
 
     def describe(self) -> str:
         """How error messages name this server (without its arguments or environment)."""
@@ -308,13 +312,7 @@ def _render_block(block: ContentBlock) -> str:
 async def _open_client(server: McpServer) -> AsyncIterator[Client]:
     match server:
         case McpStdioServer():
-            params = StdioServerParameters(
-                command=server.command,
-                args=server.args,
-                env={"PATH": os.defpath} | server.env,
-                cwd=server.cwd,
-            )
-            async with Client(params, cache=None) as client:
+            async with Client(_stdio_parameters(server), cache=None) as client:
                 yield client
         case McpHttpServer():
             timeout = httpx2.Timeout(server.timeout_s, read=_SSE_READ_TIMEOUT_S)
@@ -325,6 +323,36 @@ async def _open_client(server: McpServer) -> AsyncIterator[Client]:
                 yield client
         case _:
             assert_never(server)
+
+
+def _stdio_parameters(server: McpStdioServer) -> StdioServerParameters:
+    if not server.exact_env:
+        env = {"PATH": os.defpath} | server.env
+        return StdioServerParameters(
+            command=server.command, args=server.args, env=env, cwd=server.cwd
+        )
+    # The SDK always passes on its list of inherited variables; env(1) removes the ones
+    # the caller did not give before it executes the server (taking only names on its
+    # command line: values, which may be secrets, travel in the environment).
+    if "=" in server.command:
+        raise ConfigurationError(
+            f"{server.describe()}: with exact_env the command cannot contain '='"
+        )
+    unset = [name for name in DEFAULT_INHERITED_ENV_VARS if name not in server.env]
+    if not unset:
+        return StdioServerParameters(
+            command=server.command, args=server.args, env=server.env, cwd=server.cwd
+        )
+    env_program = shutil.which("env", path=os.defpath)
+    if env_program is None:
+        raise ConfigurationError(f"{server.describe()}: exact_env needs env(1) on {os.defpath}")
+    options = [part for name in unset for part in ("-u", name)]
+    return StdioServerParameters(
+        command=env_program,
+        args=[*options, "--", server.command, *server.args],
+        env=server.env,
+        cwd=server.cwd,
+    )
 
 
 async def _list_tools(client: Client) -> list[Tool]:
