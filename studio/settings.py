@@ -140,12 +140,16 @@ else:
     }
 
 # inline: runs execute as asyncio tasks in the server that started them;
-# worker: runs are enqueued and executed by `manage.py` worker processes.
+# worker: runs are enqueued through Django's tasks framework (its database backend,
+# django_tasks_db) and executed by `manage.py run_worker` processes (studio.worker).
 STUDIO_RUN_EXECUTION = env_choice("STUDIO_RUN_EXECUTION", "inline", {"inline", "worker"})
-if STUDIO_RUN_EXECUTION == "worker" and REDIS_URL is None:
-    raise ImproperlyConfigured(
-        "STUDIO_RUN_EXECUTION=worker needs REDIS_URL: workers publish events through Redis"
-    )
+if STUDIO_RUN_EXECUTION == "worker":
+    if REDIS_URL is None:
+        raise ImproperlyConfigured(
+            "STUDIO_RUN_EXECUTION=worker needs REDIS_URL: workers publish events through Redis"
+        )
+    INSTALLED_APPS.append("django_tasks_db")
+    TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
