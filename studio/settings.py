@@ -68,6 +68,9 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    # The queue of worker execution (STUDIO_RUN_EXECUTION, below); installed in every
+    # configuration so both have one schema, though only workers use it.
+    "django_tasks_db",
     "studio",
 ]
 
@@ -148,7 +151,6 @@ if STUDIO_RUN_EXECUTION == "worker":
         raise ImproperlyConfigured(
             "STUDIO_RUN_EXECUTION=worker needs REDIS_URL: workers publish events through Redis"
         )
-    INSTALLED_APPS.append("django_tasks_db")
     TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
