@@ -15,19 +15,29 @@ that time, or the first contentful paint if later (nothing is on screen before i
 Each page is loaded once to warm the server, then ``--loads`` times; the figure is the
 median. Then the same pages are timed again with ``STUDIO_DEBUG=0`` (static files
 collected and served from memory by WhiteNoise, as deployed), reported in ``details``.
+
+``--baseline <git ref>`` compares against older code on the same machine at the same
+time: that commit's tree (``git archive``) serves a copy of the same data from a second
+Daphne, and the two are loaded alternately, so a busy machine slows both alike. Its
+figures go in ``details["baseline"]``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from bench.common import Measurement, emit, log, parser, rounded
@@ -158,11 +168,18 @@ class Page:
     shape: dict[str, Any]
 
 
-def load_times(context: Any, page: Page, loads: int) -> dict[str, Any]:
-    """One load to warm the server, then ``loads`` timed ones: their medians (ms)."""
-    cold = first_render_ms(context, page.path, page.selector)
-    warm = [first_render_ms(context, page.path, page.selector) for _ in range(loads)]
+def load_times(contexts: dict[str, Any], page: Page, loads: int) -> dict[str, dict[str, Any]]:
+    """For each server (its browser context): one load to warm it, then ``loads`` timed
+    ones, the servers taking turns; their medians (ms)."""
+    cold = {name: first_render_ms(c, page.path, page.selector) for name, c in contexts.items()}
+    warm: dict[str, list[dict[str, float]]] = {name: [] for name in contexts}
+    for _ in range(loads):
+        for name, context in contexts.items():
+            warm[name].append(first_render_ms(context, page.path, page.selector))
+    return {name: summary(cold[name], warm[name]) for name in contexts}
 
+
+def summary(cold: dict[str, float], warm: list[dict[str, float]]) -> dict[str, Any]:
     def median(key: str) -> float:
         return rounded(statistics.median(t[key] for t in warm))
 
@@ -177,24 +194,32 @@ def load_times(context: Any, page: Page, loads: int) -> dict[str, Any]:
 
 
 def measure(
-    server: DaphneServer, setup: dict[str, Any], pages: list[Page], loads: int
-) -> dict[str, dict[str, Any]]:
+    servers: dict[str, Any], setup: dict[str, Any], pages: list[Page], loads: int
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{server name: {page name: times}}``."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        context = browser.new_context(base_url=server.url, viewport={"width": 1366, "height": 800})
-        cookie = {"name": "sessionid", "value": setup["cookie"], "url": server.url}
-        context.add_cookies([cookie])  # type: ignore[list-item]
-        times = {page.name: load_times(context, page, loads) for page in pages}
+        contexts = {}
+        for name, server in servers.items():
+            context = browser.new_context(
+                base_url=server.url, viewport={"width": 1366, "height": 800}
+            )
+            cookie = {"name": "sessionid", "value": setup["cookie"], "url": server.url}
+            context.add_cookies([cookie])  # type: ignore[list-item]
+            contexts[name] = context
+        by_page = {page.name: load_times(contexts, page, loads) for page in pages}
         browser.close()
-    return times
+    return {name: {page: by_page[page][name] for page in by_page} for name in servers}
 
 
-def without_debug(data: Path) -> DaphneServer:
+def without_debug(server: Any) -> Any:
     """The same data served with ``STUDIO_DEBUG=0`` (the development secrets made
-    explicit, static files collected for WhiteNoise to serve from memory)."""
-    server = DaphneServer(
+    explicit, static files collected for WhiteNoise to serve from memory), by the same
+    code as ``server``."""
+    data: Path = server.data_dir
+    production = type(server)(
         data,
         env={
             "STUDIO_DEBUG": "0",
@@ -202,39 +227,87 @@ def without_debug(data: Path) -> DaphneServer:
             "STUDIO_FIELD_ENCRYPTION_KEYS": (data / "field_encryption_key").read_text().strip(),
         },
     )
-    server.manage("collectstatic", "--noinput")
-    return server
+    production.manage("collectstatic", "--noinput")
+    return production
 
 
 def served(
-    server: DaphneServer, setup: dict[str, Any], pages: list[Page], loads: int
-) -> dict[str, dict[str, Any]]:
-    server.start()
+    servers: dict[str, Any], setup: dict[str, Any], pages: list[Page], loads: int
+) -> dict[str, dict[str, dict[str, Any]]]:
+    started = []
     try:
-        return measure(server, setup, pages, loads)
+        for server in servers.values():
+            started.append(server.start())
+        return measure(servers, setup, pages, loads)
     finally:
-        server.stop()
+        for server in started:
+            server.stop()
+
+
+def baseline_server(ref: str, tmp: Path, data: Path) -> Any:
+    """A server running git ``ref``'s code on a copy of ``data`` (its own static files)."""
+    tree = tmp / "baseline"
+    tree.mkdir()
+    archive = subprocess.run(  # noqa: S603 (a ref the person running the bench gave)
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref],  # noqa: S607
+        capture_output=True,
+        check=True,
+    )
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(tree, filter="data")
+    copy = tmp / "baseline-data"
+    shutil.copytree(data, copy)
+    # That tree's own DaphneServer: its ROOT (code, manage.py, static files) is the tree.
+    module = _load_module("bench_baseline_daphne_server", tree / "tests/support/daphne_server.py")
+    return module.DaphneServer(copy)
+
+
+def _load_module(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while decorating
+    spec.loader.exec_module(module)
+    return module
 
 
 def report(
-    page: Page, debug: dict[str, Any], production: dict[str, Any], loads: int
+    page: Page,
+    debug: dict[str, dict[str, Any]],
+    production: dict[str, dict[str, Any]],
+    loads: int,
+    baseline: str | None,
 ) -> Measurement:
     target = TARGETS_MS[page.name]
-    value = debug["render_ms"]
-    log(f"pages: {page.name}: {value:.0f} ms; with STUDIO_DEBUG=0 {production['render_ms']:.0f} ms")
+    value = debug["current"]["render_ms"]
+    details: dict[str, Any] = {
+        **page.shape,
+        "loads": loads,
+        "server": "Daphne, STUDIO_DEBUG=1 (the embedded default), SQLite",
+        **{k: v for k, v in debug["current"].items() if k != "render_ms"},
+        "debug_off": production["current"],
+    }
+    off = production["current"]["render_ms"]
+    line = f"pages: {page.name}: {value:.0f} ms; with STUDIO_DEBUG=0 {off:.0f} ms"
+    if baseline is not None:
+        details["baseline"] = {
+            "ref": baseline,
+            **debug["baseline"],
+            "debug_off": production["baseline"],
+        }
+        line += (
+            f" (baseline {baseline}: {debug['baseline']['render_ms']:.0f} ms;"
+            f" with STUDIO_DEBUG=0 {production['baseline']['render_ms']:.0f} ms)"
+        )
+    log(line)
     return Measurement(
         name=f"pages.{page.name}",
         value=value,
         unit="ms",
         target=f"< {target:,.0f} ms",
         met=value < target,
-        details={
-            **page.shape,
-            "loads": loads,
-            "server": "Daphne, STUDIO_DEBUG=1 (the embedded default), SQLite",
-            **{k: v for k, v in debug.items() if k != "render_ms"},
-            "debug_off": production,
-        },
+        details=details,
     )
 
 
@@ -243,6 +316,11 @@ def main() -> None:
     args.add_argument("--sessions", type=int, default=10_000)
     args.add_argument("--events", type=int, default=10_000)
     args.add_argument("--loads", type=int, default=5)
+    args.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="also time git REF's code on a copy of the data, alternating with this tree's",
+    )
     args.add_argument("--prepare", action="store_true", help="(internal)")
     ns = args.parse_args()
     if ns.prepare:
@@ -251,13 +329,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="studio-bench-pages-") as tmp:
         data = Path(tmp) / "data"
         server, setup = prepared_server(data, ns.sessions, ns.events)
+        servers: dict[str, Any] = {"current": server}
+        if ns.baseline is not None:
+            servers["baseline"] = baseline_server(ns.baseline, Path(tmp), data)
         last = setup["last_seq"]
         pages = [
             Page(
                 "timeline",
                 f"/sessions/{setup['session']}/",
                 f'[data-seq="{last}"]',
-                {"events": last, "rendered": "the newest page of events (websocket backlog)"},
+                {"events": last, "rendered": "the newest page of events"},
             ),
             Page(
                 "session_list",
@@ -266,10 +347,14 @@ def main() -> None:
                 {"sessions": ns.sessions, "rendered": "the table's first page (server-side)"},
             ),
         ]
-        debug = served(server, setup, pages, ns.loads)
-        production = served(without_debug(data), setup, pages, ns.loads)
+        debug = served(servers, setup, pages, ns.loads)
+        production = served(
+            {name: without_debug(s) for name, s in servers.items()}, setup, pages, ns.loads
+        )
     for page in pages:
-        emit(report(page, debug[page.name], production[page.name], ns.loads))
+        by_server = {name: times[page.name] for name, times in debug.items()}
+        production_by_server = {name: times[page.name] for name, times in production.items()}
+        emit(report(page, by_server, production_by_server, ns.loads, ns.baseline))
 
 
 if __name__ == "__main__":
