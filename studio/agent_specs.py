@@ -1,13 +1,14 @@
 """Agent specs inside Studio: validated against what their owner has, and built.
 
 A spec names models by their ``ModelConfig`` name, tools by their registered name
-(``studio.tools.tool_registry``) and other agents by their ``Agent`` name, all the
-owner's own: a spec can never reach another user's models or agents.
+(``studio.tools.tool_registry``), MCP servers by their ``McpServer`` name and other
+agents by their ``Agent`` name, all the owner's own: a spec can never reach another
+user's models, servers or agents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -19,9 +20,10 @@ from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.agents.base import BaseAgent
 from agents_core.llm import BaseLlm
+from agents_core.tools.base import BaseTool
 from studio.errors import InvalidInputError, Path, Problem
 from studio.llms import build_llm
-from studio.models import Agent, AgentVersion, ModelConfig
+from studio.models import Agent, AgentVersion, McpServer, ModelConfig
 from studio.tools import tool_registry
 
 _UNION_TAGS = {"AgentSpec", "AgentRef"}
@@ -60,16 +62,24 @@ def validate(
     if agent_name is not None:
         agents[agent_name] = spec
     problems = core_builder.check_spec(
-        spec, models=set(model_configs(owner)), tools=tool_registry(owner.pk), agents=agents
+        spec,
+        models=set(model_configs(owner)),
+        tools=tool_registry(owner.pk),
+        agents=agents,
+        mcp_servers=mcp_server_names(owner),
     )
     if problems:
         raise InvalidInputError("spec", [Problem(p.path, p.code, p.message) for p in problems])
     return spec
 
 
-def build(version: AgentVersion) -> tuple[BaseAgent, core_config.RunConfig]:
+def build(
+    version: AgentVersion, *, mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None
+) -> tuple[BaseAgent, core_config.RunConfig]:
     """The agent tree of a stored version and its run limits; ``SpecError`` if the
-    owner's models or referenced agents changed so that it no longer builds."""
+    owner's models, MCP servers or referenced agents changed so that it no longer
+    builds. ``mcp_tools`` are the connected tools of the servers it names
+    (``studio.mcp.open_tools``)."""
     owner = version.agent.owner
     spec = core_specs.AgentSpec.model_validate(version.spec)
     agent = core_builder.build_agent(
@@ -77,12 +87,27 @@ def build(version: AgentVersion) -> tuple[BaseAgent, core_config.RunConfig]:
         models=_LazyModels(model_configs(owner)),
         tools=tool_registry(owner.pk),
         agents=owner_agent_specs(owner),
+        mcp_tools=mcp_tools,
     )
     return agent, spec.run_config()
 
 
 def model_configs(owner: AbstractBaseUser) -> dict[str, ModelConfig]:
     return {config.name: config for config in ModelConfig.objects.filter(owner_id=owner.pk)}
+
+
+def mcp_server_names(owner: AbstractBaseUser) -> set[str]:
+    return set(McpServer.objects.filter(owner_id=owner.pk).values_list("name", flat=True))
+
+
+def agents_using_mcp_server(owner: AbstractBaseUser, server_name: str) -> list[str]:
+    """Names of ``owner``'s agents whose current spec names the MCP server anywhere
+    (their own tree; a reference is the referenced agent's use)."""
+    return sorted(
+        name
+        for name, spec in owner_agent_specs(owner).items()
+        if server_name in core_builder.mcp_server_names(spec)
+    )
 
 
 def owner_agent_specs(owner: AbstractBaseUser) -> dict[str, core_specs.AgentSpec]:

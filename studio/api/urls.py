@@ -4,13 +4,14 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from studio.api import views
+from studio.api import mcp, views
 
 router = SimpleRouter()
 router.register("agents", views.AgentViewSet, basename="agent")
 router.register("models", views.ModelConfigViewSet, basename="modelconfig")
 router.register("sessions", views.SessionViewSet, basename="session")
 router.register("runs", views.RunViewSet, basename="run")
+router.register("mcp-servers", mcp.McpServerViewSet, basename="mcpserver")
 
 urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),

@@ -1,0 +1,282 @@
+"""MCP servers in the API: ``/api/mcp-servers/``.
+
+Each user sees and uses only their own servers. Anyone may register an ``http`` server
+(its URL passes the outbound check); only staff may create or change a ``stdio`` one,
+which runs a program on Studio's host (403 for everyone else). Header and environment
+values are write-only: responses carry their names only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import exceptions, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from agents_core import specs as core_specs
+from studio import agent_specs, mcp
+from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
+from studio.errors import ConflictError
+from studio.models import McpServer
+
+STDIO_STAFF_ONLY = "only staff can register or change stdio MCP servers"
+
+
+def _secret_values(help_text: str) -> serializers.DictField:
+    return serializers.DictField(
+        child=serializers.CharField(
+            max_length=mcp.MAX_VALUE_CHARS, allow_blank=True, trim_whitespace=False
+        ),
+        write_only=True,
+        required=False,
+        help_text=help_text,
+    )
+
+
+class McpServerSerializer(serializers.ModelSerializer[McpServer]):
+    name = serializers.RegexField(
+        core_specs.NAME_PATTERN,
+        max_length=64,
+        help_text="Letters, digits, '_' or '-', starting with a letter or '_': agent specs "
+        'name the server by it ({"mcp": [{"server": name}]}).',
+    )
+    description = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    transport = serializers.ChoiceField(
+        choices=McpServer.Transport.choices,
+        help_text="http: any user, needs url. stdio: staff only, needs command. "
+        "Cannot be changed once the server exists.",
+    )
+    url = serializers.URLField(
+        max_length=2_000,
+        required=False,
+        allow_blank=True,
+        help_text="http only: the streamable HTTP endpoint. Loopback, private, link-local "
+        "and metadata addresses are refused unless STUDIO_OUTBOUND_ALLOWLIST admits them.",
+    )
+    headers = _secret_values(
+        "http only. Write-only: sent with every request (e.g. Authorization), stored "
+        "encrypted. Omit to keep the stored headers; {} removes them."
+    )
+    header_names = serializers.ListField(child=serializers.CharField(), read_only=True)
+    command = serializers.CharField(
+        max_length=1_000,
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="stdio only: the program, run exactly as given, without a shell.",
+    )
+    args = serializers.ListField(
+        child=serializers.CharField(max_length=mcp.MAX_VALUE_CHARS, trim_whitespace=False),
+        max_length=mcp.MAX_ARGS,
+        required=False,
+        help_text="stdio only: the program's arguments, each passed as is.",
+    )
+    env = _secret_values(
+        "stdio only. Write-only: environment variables, each named in "
+        "STUDIO_MCP_ENV_ALLOWLIST; stored encrypted. Omit to keep them; {} removes them."
+    )
+    env_names = serializers.ListField(child=serializers.CharField(), read_only=True)
+    command_line = serializers.CharField(
+        read_only=True, help_text="stdio: the exact command and arguments, shell-quoted."
+    )
+
+    class Meta:
+        model = McpServer
+        fields = [
+            "id",
+            "name",
+            "description",
+            "transport",
+            "url",
+            "headers",
+            "header_names",
+            "command",
+            "args",
+            "env",
+            "env_names",
+            "command_line",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["id", "created_at", "updated_at"]
+
+    def validate_name(self, name: str) -> str:
+        owner = request_owner(self.context["request"])
+        others = McpServer.objects.filter(owner_id=owner.pk, name=name)
+        current = self.instance if isinstance(self.instance, McpServer) else None
+        if current is not None:
+            others = others.exclude(pk=current.pk)
+        if others.exists():
+            raise serializers.ValidationError(
+                f"you already have an MCP server named {name!r}", code="unique"
+            )
+        old_name = current.name if current is not None else name
+        if old_name != name and (users := agent_specs.agents_using_mcp_server(owner, old_name)):
+            raise serializers.ValidationError(
+                f"agents name this server by its current name: {', '.join(users)}",
+                code="in_use",
+            )
+        return name
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        current = self.instance if isinstance(self.instance, McpServer) else None
+        transport = attrs.get("transport", current.transport if current else None)
+        if current is not None and transport != current.transport:
+            raise serializers.ValidationError(
+                {"transport": ["cannot be changed: register a new server instead"]},
+                code="immutable",
+            )
+        if transport == McpServer.Transport.HTTP:
+            self._validate_http(attrs, current)
+        else:
+            self._validate_stdio(attrs, current)
+        return attrs
+
+    def _validate_http(self, attrs: dict[str, Any], current: McpServer | None) -> None:
+        _refuse_fields(attrs, ("command", "args", "env"), "an http server")
+        url = attrs.get("url", current.url if current else "")
+        if not url:
+            raise serializers.ValidationError({"url": ["an http server needs a url"]}, "required")
+        _check("url", mcp.check_url, url)
+        if "headers" in attrs:
+            _check("headers", mcp.check_headers, attrs["headers"])
+
+    def _validate_stdio(self, attrs: dict[str, Any], current: McpServer | None) -> None:
+        _refuse_fields(attrs, ("url", "headers"), "a stdio server")
+        command = attrs.get("command", current.command if current else "")
+        if not command:
+            raise serializers.ValidationError(
+                {"command": ["a stdio server needs a command"]}, "required"
+            )
+        _check("command", mcp.check_command, command)
+        if "args" in attrs:
+            _check("args", mcp.check_args, attrs["args"])
+        if "env" in attrs:
+            _check("env", mcp.check_env, attrs["env"])
+
+    def create(self, validated_data: dict[str, Any]) -> McpServer:
+        owner = request_owner(self.context["request"])
+        headers = validated_data.pop("headers", {})
+        env = validated_data.pop("env", {})
+        server = McpServer(owner_id=owner.pk, created_by_id=owner.pk, **validated_data)
+        server.set_headers(headers)
+        server.set_env(env)
+        server.save()
+        return server
+
+    def update(self, instance: McpServer, validated_data: dict[str, Any]) -> McpServer:
+        if "headers" in validated_data:
+            instance.set_headers(validated_data.pop("headers"))
+        if "env" in validated_data:
+            instance.set_env(validated_data.pop("env"))
+        for field, value in validated_data.items():
+            setattr(instance, field, value)
+        instance.save()
+        return instance
+
+
+def _refuse_fields(attrs: Mapping[str, Any], fields: tuple[str, ...], what: str) -> None:
+    for field in fields:
+        if attrs.get(field):
+            raise serializers.ValidationError({field: [f"{what} takes no {field}"]}, "invalid")
+
+
+def _check(field: str, check: Any, value: Any) -> None:
+    try:
+        check(value)
+    except mcp.InvalidValue as exc:
+        raise serializers.ValidationError({field: [exc.message]}, exc.code) from None
+
+
+class McpToolInfoSerializer(serializers.Serializer[mcp.ToolInfo]):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+
+
+class McpConnectionCheckSerializer(serializers.Serializer[mcp.ConnectionCheck]):
+    ok = serializers.BooleanField()
+    detail = serializers.CharField()
+    latency_ms = serializers.FloatField(allow_null=True)
+    tools = McpToolInfoSerializer(many=True)
+
+
+# Every API error is {"code", "detail"}, with "errors" for invalid input.
+_ERROR_BODY = inline_serializer(
+    "McpError",
+    {
+        "code": serializers.CharField(),
+        "detail": serializers.CharField(),
+        "errors": serializers.ListField(child=serializers.DictField(), required=False),
+    },
+)
+
+_ERRORS = {
+    400: OpenApiResponse(_ERROR_BODY, description="Invalid input."),
+    403: OpenApiResponse(_ERROR_BODY, description=f"stdio servers: {STDIO_STAFF_ONLY}."),
+}
+_NOT_FOUND = {404: OpenApiResponse(_ERROR_BODY, description="Not one of your servers.")}
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your MCP servers (header and environment values never shown)"),
+    retrieve=extend_schema(responses={200: McpServerSerializer, **_NOT_FOUND}),
+    create=extend_schema(responses={201: McpServerSerializer, **_ERRORS}),
+    partial_update=extend_schema(responses={200: McpServerSerializer, **_ERRORS, **_NOT_FOUND}),
+    destroy=extend_schema(
+        responses={
+            204: None,
+            **_NOT_FOUND,
+            409: OpenApiResponse(_ERROR_BODY, description="Agents still use it."),
+        }
+    ),
+)
+class McpServerViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[McpServer]):
+    queryset = McpServer.objects.all()
+    serializer_class = McpServerSerializer
+    permission_classes = [*viewsets.ModelViewSet.permission_classes, IsOwner]
+    # No PUT: write-only secrets make "replace the whole object" ambiguous.
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = request.data
+        transport = data.get("transport") if isinstance(data, Mapping) else None
+        self._require_manage(request, str(transport))
+        return super().create(request, *args, **kwargs)
+
+    def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # Before validation: a non-staff user learns nothing about a stdio server's checks.
+        self._require_manage(request, self.get_object().transport)
+        return super().update(request, *args, **kwargs)
+
+    def perform_destroy(self, instance: McpServer) -> None:
+        # Deleting never grants anything, so owners may remove even a stdio server.
+        if users := agent_specs.agents_using_mcp_server(instance.owner, instance.name):
+            raise ConflictError(
+                f"MCP server {instance.name!r} is used by: {', '.join(users)}; "
+                "change those agents first",
+                code="mcp_server_in_use",
+            )
+        instance.delete()
+
+    @extend_schema(request=None, responses={200: McpConnectionCheckSerializer, **_NOT_FOUND})
+    @action(detail=True, methods=["post"])
+    def test(self, request: Request, pk: str | None = None) -> Response:
+        """Connect, list the server's tools and disconnect (a stdio server is started
+        and stopped); reports failure in the body rather than as an error."""
+        check = async_to_sync(mcp.check_connection)(self.get_object())
+        return Response(McpConnectionCheckSerializer(check).data, status=status.HTTP_200_OK)
+
+    @staticmethod
+    def _require_manage(request: Request, transport: str) -> None:
+        if not mcp.may_manage(request.user, transport):
+            raise exceptions.PermissionDenied(STDIO_STAFF_ONLY, code="staff_only")

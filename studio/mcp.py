@@ -1,0 +1,320 @@
+"""MCP servers in Studio: who may register what, what is checked before each
+connection, and the tools a run gets.
+
+Two transports, two trust levels:
+
+- ``http``: any user may register one. Its URL is an outbound request like a model's
+  base URL, so ``studio.security.check_outbound_url`` refuses loopback, private,
+  link-local and metadata addresses unless ``STUDIO_OUTBOUND_ALLOWLIST`` admits them,
+  when the URL is saved and again before each connection (a name may resolve elsewhere
+  later). The MCP client follows a redirect only on the endpoint's own origin, so a
+  public server cannot bounce Studio to a refused address.
+- ``stdio``: a program Studio starts on its own host, so only staff may create or change
+  one (``may_manage``). It runs exactly the stored command and arguments, without a
+  shell, in the owner's workspace, with an environment of ``STUDIO_MCP_ENV_ALLOWLIST``
+  variables only: Studio's own value of each, or the one staff stored.
+
+Header and environment values are secrets (``McpServer.set_headers``): encrypted at
+rest, never returned, and removed from what the server's tools answer.
+
+The MCP SDK is slow to import, so it is loaded only when a connection is made.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from agents_core import builder as core_builder
+from agents_core import exceptions as core_exceptions
+from agents_core import specs as core_specs
+from agents_core.tools.base import BaseTool, ToolContext
+from studio import agent_specs, security
+from studio.models import McpServer, Run, RunStatus
+from studio.tools import workspace_dir
+
+if TYPE_CHECKING:
+    from agents_core.tools.mcp import McpServer as McpConnection
+
+HEADER_NAME_PATTERN = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$"
+"""An HTTP field name (RFC 9110 token)."""
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+MAX_HEADERS = 32
+MAX_ENV = 32
+MAX_ARGS = 64
+MAX_VALUE_CHARS = 4_000
+# Set by the MCP client or by HTTP itself: a stored value would break the protocol or
+# smuggle a second request.
+RESERVED_HEADERS = frozenset(
+    {
+        "accept",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "keep-alive",
+        "last-event-id",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class McpRefusedError(core_exceptions.ConfigurationError):
+    """A server Studio will not connect to as configured (its URL is refused now)."""
+
+    code = "mcp_refused"
+
+
+class McpConnectError(core_exceptions.ConfigurationError):
+    """A server a run needs could not be reached or did not list its tools."""
+
+    code = "mcp_unavailable"
+
+
+# Who may do what
+
+
+def may_manage(user: AbstractBaseUser | AnonymousUser, transport: str) -> bool:
+    """Whether ``user`` may create or change a server of ``transport``: anyone signed in
+    for ``http``; staff only for ``stdio``, which runs a program on Studio's host."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    return transport != McpServer.Transport.STDIO or bool(getattr(user, "is_staff", False))
+
+
+def env_allowlist() -> frozenset[str]:
+    return frozenset(settings.STUDIO_MCP_ENV_ALLOWLIST)
+
+
+# Checking values (the API's serializer and the admin's form share these)
+
+
+class InvalidValue(Exception):
+    """One value that cannot be stored; ``code`` is stable, the message readable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def check_url(url: str) -> None:
+    """Raise ``InvalidValue`` unless Studio may send requests to ``url``."""
+    try:
+        security.check_outbound_url(url)
+    except security.OutboundURLError as exc:
+        raise InvalidValue(exc.code, exc.detail) from None
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    if len(headers) > MAX_HEADERS:
+        raise InvalidValue("too_many", f"at most {MAX_HEADERS} headers")
+    for name, value in headers.items():
+        if not re.fullmatch(HEADER_NAME_PATTERN, name):
+            raise InvalidValue("invalid_name", f"{name!r} is not a valid header name")
+        if name.lower() in RESERVED_HEADERS:
+            raise InvalidValue("reserved", f"the MCP client sets {name!r} itself")
+        _check_value(f"header {name!r}", value)
+
+
+def check_env(env: Mapping[str, str]) -> None:
+    allowed = env_allowlist()
+    if len(env) > MAX_ENV:
+        raise InvalidValue("too_many", f"at most {MAX_ENV} variables")
+    for name, value in env.items():
+        if not re.fullmatch(ENV_NAME_PATTERN, name):
+            raise InvalidValue("invalid_name", f"{name!r} is not a valid variable name")
+        if name not in allowed:
+            raise InvalidValue(
+                "not_allowed",
+                f"{name!r} is not in STUDIO_MCP_ENV_ALLOWLIST "
+                f"(allowed: {', '.join(sorted(allowed)) or 'none'})",
+            )
+        _check_value(f"variable {name!r}", value)
+
+
+def check_command(command: str) -> None:
+    if not command or command != command.strip():
+        raise InvalidValue("invalid", "the command must not be empty or start or end with spaces")
+    if "\x00" in command or "=" in command:
+        raise InvalidValue("invalid", "the command must not contain NUL or '='")
+
+
+def check_args(args: Sequence[str]) -> None:
+    if len(args) > MAX_ARGS:
+        raise InvalidValue("too_many", f"at most {MAX_ARGS} arguments")
+    if any("\x00" in arg for arg in args):
+        raise InvalidValue("invalid", "an argument must not contain NUL")
+
+
+def _check_value(what: str, value: str) -> None:
+    if len(value) > MAX_VALUE_CHARS:
+        raise InvalidValue("too_long", f"{what}: at most {MAX_VALUE_CHARS} characters")
+    if _CONTROL.search(value):
+        raise InvalidValue("invalid", f"{what}: control characters are not allowed")
+
+
+# Connecting
+
+
+def connection(server: McpServer) -> McpConnection:
+    """How to reach ``server`` now; ``McpRefusedError`` if its URL is refused today."""
+    from agents_core.tools.mcp import McpHttpServer, McpStdioServer
+
+    if server.transport == McpServer.Transport.HTTP:
+        try:
+            security.check_outbound_url(server.url)
+        except security.OutboundURLError as exc:
+            raise McpRefusedError(f"MCP server {server.name!r}: {exc.detail}") from None
+        return McpHttpServer(
+            url=server.url,
+            headers=server.headers(),
+            timeout_s=settings.STUDIO_MCP_CONNECT_TIMEOUT_S,
+        )
+    return McpStdioServer(
+        command=server.command,
+        args=list(server.args),
+        env=process_env(server),
+        cwd=str(workspace_dir(server.owner_id)),
+        exact_env=True,
+    )
+
+
+def process_env(server: McpServer) -> dict[str, str]:
+    """A stdio server's whole environment: each allowlisted variable, with the value
+    staff stored or else Studio's own. Checked again here: the allowlist may have
+    shrunk since the server was saved."""
+    allowed = env_allowlist()
+    inherited = {name: os.environ[name] for name in sorted(allowed) if name in os.environ}
+    stored = {name: value for name, value in server.env().items() if name in allowed}
+    return inherited | stored
+
+
+def secrets_of(server: McpServer) -> list[str]:
+    return [*server.headers().values(), *server.env().values()]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    name: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionCheck:
+    ok: bool
+    detail: str
+    latency_ms: float | None = None
+    tools: tuple[ToolInfo, ...] = ()
+
+
+async def check_connection(server: McpServer) -> ConnectionCheck:
+    """Connect, list the tools and disconnect. Never raises, never echoes a secret."""
+    from agents_core.tools.mcp import McpToolset
+
+    started = time.monotonic()
+    try:
+        async with McpToolset(
+            connection(server), connect_timeout_s=settings.STUDIO_MCP_CONNECT_TIMEOUT_S
+        ) as toolset:
+            tools = tuple(ToolInfo(t.name, t.description) for t in toolset.tools)
+    except core_exceptions.AgentsCoreError as exc:
+        return ConnectionCheck(ok=False, detail=security.redact(exc.message, secrets_of(server)))
+    elapsed = round((time.monotonic() - started) * 1000, 1)
+    return ConnectionCheck(ok=True, detail=f"{len(tools)} tool(s)", latency_ms=elapsed, tools=tools)
+
+
+# Runs
+
+
+def servers_for_run(run: Run) -> list[McpServer]:
+    """The owner's servers the run's pinned agent tree names (through references too);
+    none unless the run is still queued."""
+    fresh = Run.objects.select_related("session__owner", "session__agent_version").get(pk=run.pk)
+    version = fresh.session.agent_version
+    if fresh.status != RunStatus.QUEUED or version is None:
+        return []
+    owner = fresh.session.owner
+    spec = core_specs.AgentSpec.model_validate(version.spec)
+    names = core_builder.mcp_server_names(spec, agent_specs.owner_agent_specs(owner))
+    if not names:
+        return []
+    return list(McpServer.objects.filter(owner_id=owner.pk, name__in=names))
+
+
+OpenedTools = Mapping[str, Sequence[BaseTool] | core_exceptions.AgentsCoreError]
+"""Each server's tools, or why it could not be connected (raised when the agent is built,
+so the run fails with that error like any other build problem)."""
+
+
+@asynccontextmanager
+async def open_tools(servers: Sequence[McpServer]) -> AsyncIterator[OpenedTools]:
+    """Connect to each server for one run; every connection closes (and every stdio
+    process stops) when the block ends."""
+    from agents_core.tools.mcp import McpToolset
+
+    opened: dict[str, Sequence[BaseTool] | core_exceptions.AgentsCoreError] = {}
+    async with AsyncExitStack() as stack:
+        for server in servers:
+            secrets = secrets_of(server)
+            try:
+                toolset = McpToolset(
+                    connection(server),
+                    call_timeout_s=settings.STUDIO_MCP_CALL_TIMEOUT_S,
+                    connect_timeout_s=settings.STUDIO_MCP_CONNECT_TIMEOUT_S,
+                )
+                await stack.enter_async_context(toolset)
+            except core_exceptions.AgentsCoreError as exc:
+                detail = security.redact(exc.message, secrets)
+                opened[server.name] = McpConnectError(f"MCP server {server.name!r}: {detail}")
+                continue
+            opened[server.name] = [RedactingTool(tool, secrets) for tool in toolset.tools]
+        yield opened
+
+
+def connected_tools(opened: OpenedTools | None) -> dict[str, Sequence[BaseTool]]:
+    """The tools of the servers that connected; raises the first connection error."""
+    tools: dict[str, Sequence[BaseTool]] = {}
+    for name, value in (opened or {}).items():
+        if isinstance(value, core_exceptions.AgentsCoreError):
+            raise value
+        tools[name] = value
+    return tools
+
+
+class RedactingTool(BaseTool):
+    """An MCP tool whose results and errors never carry the server's stored secrets
+    (a server may echo the header or variable it was given)."""
+
+    def __init__(self, inner: BaseTool, secrets: Sequence[str]) -> None:
+        self._inner = inner
+        self._secrets = list(secrets)
+        self.name = inner.name
+        self.description = inner.description
+        self.timeout_s = inner.timeout_s
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return self._inner.parameters_schema()
+
+    async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        try:
+            result = await self._inner.arun(args, tool_context)
+        except core_exceptions.AgentsCoreError as exc:
+            exc.message = security.redact(exc.message, self._secrets)
+            exc.args = (exc.message,)
+            raise exc from None
+        return security.redact(result, self._secrets) if isinstance(result, str) else result
