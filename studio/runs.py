@@ -39,7 +39,7 @@ from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalErro
 from agents_core.context import CancellationToken
 from agents_core.contracts import Usage
 from agents_core.runner import CANCELLED, Runner
-from studio import agent_specs, live, recovery, services
+from studio import agent_specs, live, mcp, recovery, services
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
 from studio.models import DEFAULT_APP_NAME, Run, RunStatus, Session
@@ -77,9 +77,23 @@ async def execute_run(
     approvals: ApprovalBroker | None = None,
 ) -> Run:
     """Run ``run`` (which must be queued) to its end; every event, partial ones
-    included, goes to ``on_event`` after it is stored. Returns the finished run."""
+    included, goes to ``on_event`` after it is stored. Returns the finished run.
+    The MCP servers its agents name stay connected for the whole run."""
+    servers = await db_sync_to_async(mcp.servers_for_run)(run)
+    async with mcp.open_tools(servers) as mcp_tools:
+        return await _execute_run(run, mcp_tools, on_event, on_claimed, cancel_token, approvals)
+
+
+async def _execute_run(
+    run: Run,
+    mcp_tools: mcp.OpenedTools,
+    on_event: EventSink | None,
+    on_claimed: RunSink | None,
+    cancel_token: CancellationToken | None,
+    approvals: ApprovalBroker | None,
+) -> Run:
     token = cancel_token or CancellationToken()
-    prepared = await db_sync_to_async(_prepare)(run)
+    prepared = await db_sync_to_async(_prepare)(run, mcp_tools)
     if prepared is None:
         return await Run.objects.aget(pk=run.pk)
     if on_claimed is not None:
@@ -161,7 +175,7 @@ async def _finish(run: Run, outcome: _Outcome, status: RunStatus, code: str, mes
     return await db_sync_to_async(services.finish_run)(run, status, code=code, message=message)
 
 
-def _prepare(run: Run) -> _Prepared | None:
+def _prepare(run: Run, mcp_tools: mcp.OpenedTools) -> _Prepared | None:
     """Build the run's agent and claim the run for this process; a version that no
     longer builds fails the run with an error event, and ``None`` is returned."""
     fresh = Run.objects.select_related("session__owner", "session__agent_version__agent").get(
@@ -171,7 +185,7 @@ def _prepare(run: Run) -> _Prepared | None:
     if fresh.status != RunStatus.QUEUED or version is None:
         raise ConflictError(f"run {run.pk} is {fresh.status}, not queued", code="run_not_queued")
     try:
-        agent, run_config = agent_specs.build(version)
+        agent, run_config = agent_specs.build(version, mcp_tools=mcp.connected_tools(mcp_tools))
     except core_exceptions.AgentsCoreError as exc:
         error = services.terminal_error(session, exc.code, str(exc))
         stored = append_event_sync(session.key, error)
