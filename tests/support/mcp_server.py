@@ -58,6 +58,12 @@ def getenv(name: str) -> str:
 
 
 @server.tool()
+def environ() -> str:
+    """The server's whole environment, as sorted NAME=value lines."""
+    return "\n".join(f"{name}={value}" for name, value in sorted(os.environ.items()))
+
+
+@server.tool()
 def header(name: str, ctx: Context) -> str:
     """The value of one header of the HTTP request that carried this call, or ``<none>``."""
     return (ctx.headers or {}).get(name.lower(), "<none>")
