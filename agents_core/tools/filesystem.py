@@ -1,26 +1,17 @@
 """Filesystem tools jailed to one root directory: ls, read, write, edit, glob, grep, mkdir.
 
-Every path the model gives is resolved one component at a time from the root: ``..``
-may not climb above the root, and each symlink met on the way must resolve inside the
-root; the result is checked once more with path semantics (``Path.is_relative_to``,
-never a string prefix). Absolute paths are accepted only when they lie inside the
-root. Names are taken literally: ``%2e%2e`` or ``~`` are file names, never decoded.
-Files are opened with ``O_NOFOLLOW``, so a symlink swapped in after the check is
-refused. ``ls``, ``glob`` and ``grep`` skip (and report) symlinks that leave the root,
-are broken or loop, and never descend into symlinked directories, so they cannot loop.
-Errors name only the path the model gave, never what lies outside the root.
+Paths go through the jail in ``agents_core.tools._jail``: resolved component by
+component inside the root, symlinks followed only within it, files opened with
+``O_NOFOLLOW``. ``ls``, ``glob`` and ``grep`` skip (and report) symlinks that leave the
+root, are broken or loop, and never descend into symlinked directories.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import os
 import re
-import stat
 from abc import abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path, PurePosixPath
@@ -29,17 +20,28 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
 
 from agents_core.exceptions import ConfigurationError, ToolArgumentsError, ToolExecutionError
+from agents_core.tools._jail import (
+    Entry,
+    Jail,
+    PathEscapeError,
+    Walk,
+    os_error,
+    read_bytes,
+    write_bytes,
+)
 from agents_core.tools.base import BaseTool, ToolContext, args_schema, parse_args
+
+__all__ = [
+    "FilesystemSettings",
+    "GrepMatches",
+    "PathEscapeError",
+    "PathListing",
+    "filesystem_tools",
+]
 
 TRUNCATION_MARKER = "[... truncated]"
 _MAGIC = frozenset("*?[")
 _GREP_LINE_CHARS = 400
-
-
-class PathEscapeError(ToolExecutionError):
-    """A path that would leave the filesystem root (directly, or through a symlink)."""
-
-    code = "path_escape"
 
 
 class FilesystemSettings(BaseModel):
@@ -89,136 +91,6 @@ class GrepMatches(BaseModel):
     skipped: list[str] = Field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    parts: tuple[str, ...]
-    """The path below the walk's base, as named (through symlinks, if any)."""
-    real: Path
-    is_dir: bool
-    link: bool = False
-
-
-class _Jail:
-    """Maps model-given paths to real paths inside ``root``, or refuses them."""
-
-    __slots__ = ("configured", "root")
-
-    def __init__(self, configured: Path) -> None:
-        self.configured = configured
-        self.root = Path(os.path.realpath(configured))
-
-    def resolve(self, raw: str) -> Path:
-        """The real path ``raw`` names; it may not exist yet, but it is inside the root."""
-        if "\x00" in raw:
-            raise ToolArgumentsError("path contains a NUL byte")
-        current = self.root
-        for part in self._parts(raw):
-            if part == "..":
-                if current == self.root:
-                    raise _escape(raw)
-                current = current.parent
-            elif part not in ("", "."):
-                current = self._step(current / part, raw)
-        final = Path(os.path.realpath(current))
-        if not final.is_relative_to(self.root):
-            raise _escape(raw)
-        return final
-
-    def follow(self, link: Path, shown: str) -> Path:
-        """Where the symlink ``link`` leads, if that is inside the root."""
-        try:
-            target = Path(os.path.realpath(link, strict=True))
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise ToolExecutionError(f"{shown!r}: symlink loop") from exc
-            target = Path(os.path.realpath(link))  # broken: judge where it would lead
-        if not target.is_relative_to(self.root):
-            raise _escape(shown)
-        return target
-
-    def show(self, real: Path) -> str:
-        return real.relative_to(self.root).as_posix()
-
-    def _parts(self, raw: str) -> tuple[str, ...]:
-        path = PurePosixPath(raw)
-        if not path.is_absolute():
-            return path.parts
-        for base in (self.root, self.configured):
-            if path.is_relative_to(base):
-                return path.relative_to(base).parts
-        raise _escape(raw)
-
-    def _step(self, candidate: Path, raw: str) -> Path:
-        try:
-            mode = os.lstat(candidate).st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            return candidate  # does not exist (yet): the operation decides
-        except OSError as exc:
-            raise ToolExecutionError(f"{raw!r}: {exc.strerror}") from exc
-        return self.follow(candidate, raw) if stat.S_ISLNK(mode) else candidate
-
-
-def _escape(raw: str) -> PathEscapeError:
-    return PathEscapeError(f"{raw!r} is outside the filesystem root")
-
-
-@dataclass(slots=True)
-class _Walk:
-    """A depth-first walk that stays in the root and records what it skipped. Like
-    ``find``, it lists symlinked directories but does not descend into them, so links
-    cannot make it loop or list a file twice."""
-
-    jail: _Jail
-    budget: int
-    truncated: bool = False
-    skipped: list[str] = field(default_factory=list)
-
-    def entries(self, base: Path, max_depth: int | None) -> Iterator[_Entry]:
-        stack: list[tuple[Path, tuple[str, ...]]] = [(base, ())]
-        while stack:
-            directory, parts = stack.pop()
-            below: list[tuple[Path, tuple[str, ...]]] = []
-            for entry in self._scan(directory, parts):
-                yield entry
-                deeper = max_depth is None or len(entry.parts) < max_depth
-                if entry.is_dir and not entry.link and deeper:
-                    below.append((entry.real, entry.parts))
-            stack.extend(reversed(below))
-
-    def _scan(self, directory: Path, parts: tuple[str, ...]) -> Iterator[_Entry]:
-        shown = self.jail.show(directory) + "/"
-        try:
-            with os.scandir(directory) as scan:
-                names = sorted(entry.name for entry in scan)
-        except OSError as exc:
-            self.skipped.append(f"{shown}: {exc.strerror}")
-            return
-        for name in names:
-            self.budget -= 1
-            if self.budget < 0:
-                self.truncated = True
-                return
-            entry = self._entry(directory / name, (*parts, name))
-            if entry is not None:
-                yield entry
-
-    def _entry(self, path: Path, parts: tuple[str, ...]) -> _Entry | None:
-        try:
-            mode = os.lstat(path).st_mode
-            if not stat.S_ISLNK(mode):
-                return _Entry(parts, path, stat.S_ISDIR(mode))
-            shown = self.jail.show(path)
-            real = self.jail.follow(path, shown)
-            return _Entry(parts, real, real.is_dir(), link=True)
-        except PathEscapeError:
-            self.skipped.append(f"{self.jail.show(path)}: symlink leaves the root, not followed")
-        except ToolExecutionError:
-            self.skipped.append(f"{self.jail.show(path)}: symlink loop, not followed")
-        except OSError as exc:
-            self.skipped.append(f"{self.jail.show(path)}: {exc.strerror}")
-        return None
-
-
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -233,7 +105,7 @@ class _FilesystemTool(BaseTool):
         if not settings.root.is_dir():
             raise ConfigurationError(f"filesystem root {str(settings.root)!r} is not a directory")
         self.settings = settings
-        self.jail = _Jail(settings.root)
+        self.jail = Jail(settings.root)
 
     def parameters_schema(self) -> dict[str, Any]:
         return args_schema(self.args_model)
@@ -249,43 +121,6 @@ class _FilesystemTool(BaseTool):
         """Do the work, blocking, on arguments of type ``args_model``."""
 
 
-def _fail(shown: str, exc: OSError) -> ToolExecutionError:
-    return ToolExecutionError(f"{shown!r}: {exc.strerror or type(exc).__name__}")
-
-
-def _open_file(path: Path, flags: int, shown: str) -> int:
-    """A descriptor of the regular file at ``path``; never follows a symlink, never
-    blocks on a FIFO."""
-    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ToolExecutionError(f"{shown!r} is not a regular file")
-    return fd
-
-
-def _read_bytes(path: Path, shown: str, offset: int, limit: int) -> tuple[bytes, int]:
-    """Up to ``limit`` bytes from ``offset``, and the file's size."""
-    try:
-        fd = _open_file(path, os.O_RDONLY, shown)
-    except OSError as exc:
-        raise _fail(shown, exc) from exc
-    try:
-        return os.pread(fd, limit, offset), os.fstat(fd).st_size
-    finally:
-        os.close(fd)
-
-
-def _write_bytes(path: Path, shown: str, data: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = _open_file(path, os.O_WRONLY | os.O_CREAT, shown)
-    except OSError as exc:
-        raise _fail(shown, exc) from exc
-    with os.fdopen(fd, "wb") as file:
-        file.truncate()
-        file.write(data)
-
-
 class _LsArgs(_Args):
     path: str = Field(".", description="Directory to list, relative to the root.")
 
@@ -299,12 +134,12 @@ class LsTool(_FilesystemTool):
         directory = self.jail.resolve(args.path)
         if not directory.is_dir():
             raise ToolExecutionError(f"{args.path!r} is not a directory")
-        walk = _Walk(self.jail, budget=self.settings.max_results)
+        walk = Walk(self.jail, budget=self.settings.max_results)
         paths = [_listed(self.jail, directory, e) for e in walk.entries(directory, max_depth=1)]
         return PathListing(paths=paths, truncated=walk.truncated, skipped=walk.skipped)
 
 
-def _listed(jail: _Jail, base: Path, entry: _Entry) -> str:
+def _listed(jail: Jail, base: Path, entry: Entry) -> str:
     shown = PurePosixPath(jail.show(base), *entry.parts).as_posix()
     return shown + "/" if entry.is_dir else shown
 
@@ -321,7 +156,7 @@ class ReadTool(_FilesystemTool):
 
     def _run(self, args: _ReadArgs) -> str:
         limit = self.settings.max_read_bytes
-        data, size = _read_bytes(self.jail.resolve(args.path), args.path, args.offset, limit)
+        data, size = read_bytes(self.jail.resolve(args.path), args.path, args.offset, limit)
         text = data.decode("utf-8", errors="replace")
         end = args.offset + len(data)
         if end < size:
@@ -346,7 +181,7 @@ class WriteTool(_FilesystemTool):
             raise ToolArgumentsError(
                 f"content is {len(data)} bytes; the limit is {self.settings.max_write_bytes}"
             )
-        _write_bytes(self.jail.resolve(args.path), args.path, data)
+        write_bytes(self.jail.resolve(args.path), args.path, data)
         return f"wrote {len(data)} bytes to {args.path}"
 
 
@@ -366,7 +201,7 @@ class EditTool(_FilesystemTool):
     def _run(self, args: _EditArgs) -> str:
         path = self.jail.resolve(args.path)
         limit = self.settings.max_write_bytes
-        data, size = _read_bytes(path, args.path, 0, limit)
+        data, size = read_bytes(path, args.path, 0, limit)
         if size > limit:
             raise ToolExecutionError(f"{args.path!r} is {size} bytes; the limit is {limit}")
         try:
@@ -380,7 +215,7 @@ class EditTool(_FilesystemTool):
         updated = text.replace(args.old, args.new).encode()
         if len(updated) > limit:
             raise ToolExecutionError(f"the edit would make {args.path!r} exceed {limit} bytes")
-        _write_bytes(path, args.path, updated)
+        write_bytes(path, args.path, updated)
         return f"replaced {count} occurrence(s) in {args.path}"
 
 
@@ -402,10 +237,10 @@ class GlobTool(_FilesystemTool):
         base = self.jail.resolve(str(PurePosixPath(args.path, *parts[:literal])))
         wanted = parts[literal:]
         if not wanted:
-            exists = [_listed(self.jail, base, _Entry((), base, base.is_dir()))]
+            exists = [_listed(self.jail, base, Entry((), base, base.is_dir()))]
             return PathListing(paths=exists if base.exists() else [])
         depth = None if "**" in wanted else len(wanted)
-        walk = _Walk(self.jail, budget=self.settings.max_scan_entries)
+        walk = Walk(self.jail, budget=self.settings.max_scan_entries)
         found = (e for e in walk.entries(base, depth) if _matches(e.parts, wanted))
         paths, truncated = _take(
             (_listed(self.jail, base, e) for e in found), self.settings.max_results
@@ -452,12 +287,12 @@ class GrepTool(_FilesystemTool):
         except re.error as exc:
             raise ToolArgumentsError(f"invalid regular expression: {exc}") from exc
         base = self.jail.resolve(args.path)
-        walk = _Walk(self.jail, budget=self.settings.max_scan_entries)
-        files: Iterator[_Entry]
+        walk = Walk(self.jail, budget=self.settings.max_scan_entries)
+        files: Iterator[Entry]
         if base.is_dir():
             files = (e for e in walk.entries(base, None) if _included(e, args.include))
         elif base.is_file():
-            files = iter([_Entry((), base, is_dir=False)])
+            files = iter([Entry((), base, is_dir=False)])
         else:
             raise ToolExecutionError(f"{args.path!r}: no such file or directory")
         prefix = self.jail.show(base)
@@ -468,12 +303,12 @@ class GrepTool(_FilesystemTool):
         )
 
     def _search(
-        self, entry: _Entry, prefix: str, regex: re.Pattern[str], walk: _Walk
+        self, entry: Entry, prefix: str, regex: re.Pattern[str], walk: Walk
     ) -> Iterator[str]:
         shown = PurePosixPath(prefix, *entry.parts).as_posix()
         limit = self.settings.max_read_bytes
         try:
-            data, size = _read_bytes(entry.real, shown, 0, limit)
+            data, size = read_bytes(entry.real, shown, 0, limit)
         except ToolExecutionError as exc:
             walk.skipped.append(exc.message)
             return
@@ -486,7 +321,7 @@ class GrepTool(_FilesystemTool):
                 yield f"{shown}:{number}: {line[:_GREP_LINE_CHARS]}"
 
 
-def _included(entry: _Entry, include: str | None) -> bool:
+def _included(entry: Entry, include: str | None) -> bool:
     return not entry.is_dir and (include is None or fnmatchcase(entry.parts[-1], include))
 
 
@@ -505,7 +340,7 @@ class MkdirTool(_FilesystemTool):
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise _fail(args.path, exc) from exc
+            raise os_error(args.path, exc) from exc
         return f"directory {args.path} exists"
 
 

@@ -15,7 +15,7 @@ from agents_core import EventType, LlmAgent, Runner, ScriptedModel
 from agents_core.exceptions import ConfigurationError, ToolArgumentsError, ToolExecutionError
 from agents_core.sessions import InMemorySessionService
 from agents_core.testing import collect, reply, tool_call
-from agents_core.tools import filesystem
+from agents_core.tools import _jail, filesystem
 from agents_core.tools.base import BaseTool
 from agents_core.tools.filesystem import (
     TRUNCATION_MARKER,
@@ -179,7 +179,7 @@ async def test_files_are_opened_without_following_a_symlink_swapped_in_after_the
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     swapped = sandbox.root / "l_out_file"
-    monkeypatch.setattr(filesystem._Jail, "resolve", lambda self, raw: swapped)
+    monkeypatch.setattr(_jail.Jail, "resolve", lambda self, raw: swapped)
     with pytest.raises(ToolExecutionError):
         await run(sandbox, "write", path="anything", content="PWNED")
     with pytest.raises(ToolExecutionError):
