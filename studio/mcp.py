@@ -278,6 +278,9 @@ async def open_tools(servers: Sequence[McpServer]) -> AsyncIterator[OpenedTools]
                     connect_timeout_s=settings.STUDIO_MCP_CONNECT_TIMEOUT_S,
                 )
                 await stack.enter_async_context(toolset)
+            except McpRefusedError as exc:
+                opened[server.name] = exc
+                continue
             except core_exceptions.AgentsCoreError as exc:
                 detail = security.redact(exc.message, secrets)
                 opened[server.name] = McpConnectError(f"MCP server {server.name!r}: {detail}")
