@@ -18,10 +18,10 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from pydantic import ValidationError
 
-from studio import security, services
+from studio import mcp, security, services
 from studio.errors import ConflictError
 from studio.llms import parse_options
-from studio.models import Agent, AgentVersion, Event, ModelConfig, Run, Session
+from studio.models import Agent, AgentVersion, Event, McpServer, ModelConfig, Run, Session
 
 # Django's admin and form classes are generic only in django-stubs, not at runtime.
 if TYPE_CHECKING:
@@ -31,11 +31,14 @@ if TYPE_CHECKING:
     RunAdminBase = admin.ModelAdmin[Run]
     TabularInlineBase = admin.TabularInline[Any, Any]
     ModelConfigFormBase = forms.ModelForm[ModelConfig]
+    McpServerAdminBase = admin.ModelAdmin[McpServer]
+    McpServerFormBase = forms.ModelForm[McpServer]
     InlineFormSetBase = BaseInlineFormSet[Any, Any, Any]
 else:
     AgentAdminBase = ModelConfigAdminBase = SessionAdminBase = RunAdminBase = admin.ModelAdmin
     TabularInlineBase = admin.TabularInline
-    ModelConfigFormBase = forms.ModelForm
+    ModelConfigFormBase = McpServerFormBase = forms.ModelForm
+    McpServerAdminBase = admin.ModelAdmin
     InlineFormSetBase = BaseInlineFormSet
 
 
@@ -155,6 +158,139 @@ class ModelConfigAdmin(ModelConfigAdminBase):
         "new_api_key",
         "remove_api_key",
     ]
+
+
+# MCP servers
+
+
+def _secret_map_field(what: str) -> forms.JSONField:
+    return forms.JSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
+        help_text=f"Write-only: a JSON object of {what}, replacing the stored ones. "
+        "Leave empty to keep them.",
+    )
+
+
+class McpServerForm(McpServerFormBase):
+    """The API's rules, for staff: stdio needs a staff user (the admin site already
+    requires one; checked again so a form reused elsewhere cannot skip it)."""
+
+    new_headers = _secret_map_field("HTTP headers")
+    remove_headers = forms.BooleanField(required=False)
+    new_env = _secret_map_field("environment variables (STUDIO_MCP_ENV_ALLOWLIST only)")
+    remove_env = forms.BooleanField(required=False)
+    request_user: Any = None
+
+    class Meta:
+        model = McpServer
+        fields = ["owner", "name", "description", "transport", "url", "command", "args"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        transport = cleaned.get("transport")
+        changing = not self.instance._state.adding
+        if changing and transport and transport != self.instance.transport:
+            self.add_error("transport", "cannot be changed: register a new server instead")
+        if transport and not mcp.may_manage(self.request_user, transport):
+            raise forms.ValidationError(mcp.STDIO_STAFF_ONLY)
+        if transport == McpServer.Transport.HTTP:
+            self._clean_http(cleaned)
+        elif transport == McpServer.Transport.STDIO:
+            self._clean_stdio(cleaned)
+        return cleaned
+
+    def _clean_http(self, cleaned: dict[str, Any]) -> None:
+        for field in ("command", "args", "new_env"):
+            if cleaned.get(field):
+                self.add_error(field, f"an http server takes no {field}")
+        self._check("url", mcp.check_url, cleaned.get("url") or "")
+        if cleaned.get("new_headers"):
+            self._check("new_headers", mcp.check_headers, _string_map(cleaned["new_headers"]))
+
+    def _clean_stdio(self, cleaned: dict[str, Any]) -> None:
+        for field in ("url", "new_headers"):
+            if cleaned.get(field):
+                self.add_error(field, f"a stdio server takes no {field}")
+        self._check("command", mcp.check_command, cleaned.get("command") or "")
+        args = cleaned.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+            self.add_error("args", "a JSON list of strings")
+        else:
+            self._check("args", mcp.check_args, args)
+        if cleaned.get("new_env"):
+            self._check("new_env", mcp.check_env, _string_map(cleaned["new_env"]))
+
+    def _check(self, field: str, check: Any, value: Any) -> None:
+        if field in self.errors:
+            return
+        try:
+            check(value)
+        except mcp.InvalidValue as exc:
+            self.add_error(field, exc.message)
+
+    def save(self, commit: bool = True) -> McpServer:
+        server = super().save(commit=False)
+        server.args = server.args or []
+        if server.created_by_id is None and self.request_user is not None:
+            server.created_by_id = self.request_user.pk
+        for field, setter in (("headers", server.set_headers), ("env", server.set_env)):
+            if self.cleaned_data.get(f"new_{field}"):
+                setter(_string_map(self.cleaned_data[f"new_{field}"]))
+            elif self.cleaned_data.get(f"remove_{field}"):
+                setter({})
+        if commit:
+            server.save()
+        return server
+
+
+def _string_map(value: Any) -> dict[str, str]:
+    """A JSON object of strings; anything else is a form error."""
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise forms.ValidationError("a JSON object whose values are strings")
+    return value
+
+
+@admin.register(McpServer)
+class McpServerAdmin(McpServerAdminBase):
+    form = McpServerForm
+    list_display = ["name", "owner", "transport", "target", "created_by", "updated_at"]
+    list_filter = ["transport"]
+    list_select_related = ["owner", "created_by"]
+    search_fields = ["name", "url", "command", "owner__username"]
+    readonly_fields = ["command_line", "header_names", "env_names", "created_by"]
+    fields = [
+        "owner",
+        "name",
+        "description",
+        "transport",
+        "url",
+        "header_names",
+        "new_headers",
+        "remove_headers",
+        "command",
+        "args",
+        "command_line",
+        "env_names",
+        "new_env",
+        "remove_env",
+        "created_by",
+    ]
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"request_user": request.user})
+
+    def has_change_permission(self, request: HttpRequest, obj: McpServer | None = None) -> bool:
+        allowed = super().has_change_permission(request, obj)
+        return allowed and (obj is None or mcp.may_manage(request.user, obj.transport))
+
+    @admin.display(description="target")
+    def target(self, server: McpServer) -> str:
+        """What Studio connects to or runs, as text."""
+        return server.url or server.command_line
 
 
 # Sessions, events, runs

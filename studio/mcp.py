@@ -70,6 +70,7 @@ RESERVED_HEADERS = frozenset(
         "upgrade",
     }
 )
+STDIO_STAFF_ONLY = "only staff can register or change stdio MCP servers"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 

@@ -29,8 +29,6 @@ from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.errors import ConflictError
 from studio.models import McpServer
 
-STDIO_STAFF_ONLY = "only staff can register or change stdio MCP servers"
-
 
 def _secret_values(help_text: str) -> serializers.DictField:
     return serializers.DictField(
@@ -222,7 +220,7 @@ _ERROR_BODY = inline_serializer(
 
 _ERRORS = {
     400: OpenApiResponse(_ERROR_BODY, description="Invalid input."),
-    403: OpenApiResponse(_ERROR_BODY, description=f"stdio servers: {STDIO_STAFF_ONLY}."),
+    403: OpenApiResponse(_ERROR_BODY, description=f"stdio servers: {mcp.STDIO_STAFF_ONLY}."),
 }
 _NOT_FOUND = {404: OpenApiResponse(_ERROR_BODY, description="Not one of your servers.")}
 
@@ -279,4 +277,4 @@ class McpServerViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[McpServer]):
     @staticmethod
     def _require_manage(request: Request, transport: str) -> None:
         if not mcp.may_manage(request.user, transport):
-            raise exceptions.PermissionDenied(STDIO_STAFF_ONLY, code="staff_only")
+            raise exceptions.PermissionDenied(mcp.STDIO_STAFF_ONLY, code="staff_only")
