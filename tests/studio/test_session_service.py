@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 
@@ -69,3 +71,28 @@ async def test_appending_to_a_deleted_session_raises_session_not_found(ada: User
     )
     with pytest.raises(SessionError):
         await service.append_event(session, event)
+
+
+async def test_async_event_commits_store_the_same_events_and_state(
+    ada: User, settings: Any
+) -> None:
+    """``STUDIO_EVENT_COMMIT=async`` changes only when PostgreSQL flushes the commit."""
+    settings.STUDIO_EVENT_COMMIT = "async"
+    service = DjangoSessionService()
+    session = await service.create_session(app_name="studio", user_id="ada", state={"a": 1})
+    sent = [
+        core_events.Event(
+            type=core_events.EventType.AGENT_MESSAGE,
+            invocation_id="i",
+            session_id=session.id,
+            author="agent",
+            actions=core_events.EventActions(state_delta=delta),
+        )
+        for delta in ({"b": [2]}, {}, {"a": None, "c": {"d": 3}})
+    ]
+    stored = [await service.append_event(session, event) for event in sent]
+    assert [event.seq for event in stored] == [1, 2, 3]
+    row = await Session.objects.aget(key=session.id)
+    assert row.state == {"b": [2], "c": {"d": 3}} == session.state
+    payloads = [e.payload async for e in Event.objects.filter(session=row).order_by("seq")]
+    assert payloads == [event.to_wire() for event in stored]
