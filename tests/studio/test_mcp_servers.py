@@ -4,6 +4,7 @@ of a real MCP server (tests/support/mcp_server.py) over streamable HTTP."""
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import threading
@@ -13,7 +14,9 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
+from cryptography.fernet import Fernet
 from django.contrib.auth.models import User
+from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from studio import services
@@ -375,3 +378,19 @@ def test_the_tools_of_a_server_that_an_agent_reference_names_are_connected(
     run = run_agent(root)
     assert run.status == RunStatus.SUCCEEDED, run.error_message
     assert [r["result"] for r in tool_results(run)] == ["via ref"]
+
+
+@pytest.mark.django_db
+def test_rotating_the_encryption_key_keeps_mcp_secrets_readable(
+    ada: User, settings: Any, mcp_url: str
+) -> None:
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.FIELD_ENCRYPTION_KEYS = [old]
+    server = http_server(ada, mcp_url, Authorization=CANARY)
+    settings.FIELD_ENCRYPTION_KEYS = [new, old]
+    out = io.StringIO()
+    call_command("reencrypt_api_keys", stdout=out)
+    assert "the secrets of 1 MCP server(s)" in out.getvalue()
+    settings.FIELD_ENCRYPTION_KEYS = [new]
+    server.refresh_from_db()
+    assert server.headers() == {"Authorization": CANARY}

@@ -1,4 +1,5 @@
-"""Re-encrypts every stored API key under the first of FIELD_ENCRYPTION_KEYS."""
+"""Re-encrypts every stored secret (provider API keys, MCP servers' header and
+environment values) under the first of FIELD_ENCRYPTION_KEYS."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from studio import crypto
-from studio.models import ModelConfig
+from studio.models import McpServer, ModelConfig
 
 
 class Command(BaseCommand):
     help = (
-        "Re-encrypt stored provider API keys with the current (first) key of "
-        "STUDIO_FIELD_ENCRYPTION_KEYS. Rotation: put a new key first, run this, "
+        "Re-encrypt stored provider API keys and MCP server secrets with the current "
+        "(first) key of STUDIO_FIELD_ENCRYPTION_KEYS. Rotation: put a new key first, run this, "
         "then remove the old key."
     )
 
@@ -29,4 +30,22 @@ class Command(BaseCommand):
                     raise CommandError(f"model config {config.pk}: {exc}") from None
                 config.save(update_fields=["api_key_ciphertext"])
                 rotated += 1
-        self.stdout.write(f"re-encrypted {rotated} API key(s) with the current key")
+            servers = self._rotate_mcp_secrets()
+        self.stdout.write(
+            f"re-encrypted {rotated} API key(s) and the secrets of {servers} MCP server(s) "
+            "with the current key"
+        )
+
+    def _rotate_mcp_secrets(self) -> int:
+        servers = McpServer.objects.select_for_update().exclude(
+            headers_ciphertext="", env_ciphertext=""
+        )
+        for server in servers:
+            for field in ("headers_ciphertext", "env_ciphertext"):
+                token = getattr(server, field)
+                try:
+                    setattr(server, field, crypto.rotate(token) if token else "")
+                except crypto.DecryptionError as exc:
+                    raise CommandError(f"MCP server {server.pk}: {exc}") from None
+            server.save(update_fields=["headers_ciphertext", "env_ciphertext"])
+        return len(servers)
