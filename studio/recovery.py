@@ -10,7 +10,8 @@ claimed within a lease, is abandoned: ``interrupt`` appends, in one transaction,
   run again automatically;
 - a terminal ``error`` event with code ``interrupted``;
 
-and marks the run ``interrupted``. Every server sweeps at start-up and every half lease.
+and marks the run ``interrupted``. Every server sweeps at start-up and every half lease
+(worker processes do not: ``studio.worker``).
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from agents_core import events as core_events
-from studio import services
+from studio import services, worker
 from studio.live import TRACKED_TYPES
 from studio.models import Event, Run, RunStatus
 from studio.session_service import append_event_sync
@@ -48,12 +48,16 @@ class Interrupted:
 
 
 def abandoned_runs(now: datetime | None = None) -> list[uuid.UUID]:
-    """Ids of runs whose executor is gone: lease expired, or queued and never claimed."""
+    """Ids of runs whose executor is gone: lease expired, or queued and never claimed
+    (though with worker execution, one still in the task queue merely waits)."""
     now = now or timezone.now()
     unclaimed_since = now - timedelta(seconds=settings.STUDIO_RUN_LEASE_S)
-    expired = Q(lease_expires_at__lt=now)
-    unclaimed = Q(status=RunStatus.QUEUED, owner_process="", created_at__lt=unclaimed_since)
-    return list(Run.objects.filter(expired | unclaimed).values_list("pk", flat=True))
+    expired = list(Run.objects.filter(lease_expires_at__lt=now).values_list("pk", flat=True))
+    unclaimed = Run.objects.filter(
+        status=RunStatus.QUEUED, owner_process="", created_at__lt=unclaimed_since
+    )
+    queued = list(unclaimed.values_list("pk", flat=True))
+    return expired + sorted(set(queued) - worker.waiting_for_a_worker(queued, now))
 
 
 def interrupt(

@@ -3,7 +3,9 @@
 ``execute_run`` claims a queued run for this process, builds its pinned agent version
 with the owner's models, runs one turn through ``DjangoSessionService`` (which stores
 each complete event, seq assigned, before the runner yields it), renews the run's
-lease while it runs and records the outcome. ``manage.py run_agent`` awaits it.
+lease while it runs and records the outcome. ``manage.py run_agent`` awaits it. A run
+that stops on an unexpected error (its database went away mid-run, say) still ends with
+a stored terminal ``internal_error`` event, the store retried while the database is away.
 
 ``RunManager`` (one per process: ``manager``) executes the runs the API and websockets
 queue as asyncio tasks in the ASGI server's loop, publishes each event to the session's
@@ -11,7 +13,9 @@ group once it is yielded, so once stored (in 25 ms batches; see ``studio.live``)
 with what the run waits for, cancels through a
 ``CancellationToken``, delivers approval decisions through one ``ApprovalBroker``, and
 sweeps for runs whose server died (``studio.recovery``). Runs outlive the sockets that
-watch them. ``studio.asgi`` starts it with the server.
+watch them. ``studio.asgi`` starts it with the server. With worker execution
+(``STUDIO_RUN_EXECUTION=worker``, ``studio.worker``) it hands each queued run to Django's
+tasks framework instead, and relays approval decisions to the worker executing the run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import contextvars
+import functools
 import logging
 import os
 import socket
@@ -28,7 +33,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
+from django.db import InterfaceError, OperationalError, transaction
 from django.dispatch import receiver
 
 from agents_core import config as core_config
@@ -39,7 +46,7 @@ from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalErro
 from agents_core.context import CancellationToken
 from agents_core.contracts import Usage
 from agents_core.runner import CANCELLED, Runner
-from studio import agent_specs, live, mcp, recovery, services
+from studio import agent_specs, live, mcp, recovery, services, worker
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
 from studio.models import DEFAULT_APP_NAME, Run, RunStatus, Session
@@ -49,6 +56,12 @@ logger = logging.getLogger("studio.runs")
 
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 """Who owns the runs this process executes (``Run.owner_process``)."""
+
+INTERNAL_ERROR = "internal_error"
+DATABASE_GONE = (OperationalError, InterfaceError)
+"""What the database raises while it is unreachable."""
+END_RETRY_S = 60.0
+"""How long a run keeps trying to record how it ended while the database is away."""
 
 EventSink = Callable[[core_events.Event], Awaitable[None]]
 RunSink = Callable[[Run], Awaitable[None]]
@@ -123,13 +136,14 @@ async def _execute_run(
         await db_sync_to_async(recovery.interrupt)(run.pk, force=True)
         raise
     except Exception as exc:
-        await _finish(run, outcome, RunStatus.FAILED, "internal_error", type(exc).__name__)
+        await _end_on_error(run, outcome, exc, on_event)
         raise
     finally:
         lease.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await lease
-    return await _finish(run, outcome, *_status_of(outcome.error))
+    status = _status_of(outcome.error)
+    return await _retrying(f"record how run {run.pk} ended", _finish, run, outcome, *status)
 
 
 async def _keep_lease(run: Run, token: CancellationToken) -> None:
@@ -175,6 +189,64 @@ async def _finish(run: Run, outcome: _Outcome, status: RunStatus, code: str, mes
     return await db_sync_to_async(services.finish_run)(run, status, code=code, message=message)
 
 
+async def _end_on_error(
+    run: Run, outcome: _Outcome, exc: Exception, on_event: EventSink | None
+) -> None:
+    """End ``run``, which stopped on ``exc`` (the database went away, say), with a stored
+    terminal error event that viewers get, retrying while the database is away. Should
+    it stay away past ``END_RETRY_S``, the lease sweep closes the run instead."""
+    message = f"the run stopped on an internal error ({type(exc).__name__})"
+    try:
+        stored = await _retrying(f"end run {run.pk}", _fail, run, outcome.usage, message)
+    except DATABASE_GONE:
+        logger.error("run %s: the database stayed away; the lease sweep will end it", run.pk)
+        return
+    if stored is not None and on_event is not None:
+        await on_event(stored)
+
+
+@db_sync_to_async
+def _fail(run: Run, usage: Usage, message: str) -> core_events.Event | None:
+    """Store a terminal ``internal_error`` event and mark ``run`` failed, in one
+    transaction (so retrying after a lost commit never stores it twice); ``None`` when
+    the run already ended (cancelled, or interrupted by a sweep): that record stands."""
+    with transaction.atomic():
+        locked = (
+            Run.objects.select_for_update(of=("self",))
+            .select_related("session__agent_version__agent")
+            .get(pk=run.pk)
+        )
+        if not locked.is_active:
+            return None
+        error = services.terminal_error(
+            locked.session, INTERNAL_ERROR, message, invocation_id=run.invocation_id or None
+        )
+        stored = append_event_sync(locked.session.key, error)
+        run.invocation_id = run.invocation_id or stored.invocation_id
+        run.input_tokens, run.output_tokens = usage.input_tokens, usage.output_tokens
+        services.finish_run(run, RunStatus.FAILED, code=INTERNAL_ERROR, message=message)
+    return stored
+
+
+async def _retrying[**P, R](
+    what: str, call: Callable[P, Awaitable[R]], *args: P.args, **kwargs: P.kwargs
+) -> R:
+    """``call``, tried again with growing pauses while the database is unreachable, for
+    at most ``END_RETRY_S``; then its error propagates."""
+    loop = asyncio.get_running_loop()
+    give_up_at = loop.time() + END_RETRY_S
+    pause = 0.05
+    while True:
+        try:
+            return await call(*args, **kwargs)
+        except DATABASE_GONE:
+            if loop.time() + pause > give_up_at:
+                raise
+            logger.warning("could not %s; trying again in %.2fs", what, pause, exc_info=True)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 1.0)
+
+
 def _prepare(run: Run, mcp_tools: mcp.OpenedTools) -> _Prepared | None:
     """Build the run's agent and claim the run for this process; a version that no
     longer builds fails the run with an error event, and ``None`` is returned."""
@@ -201,7 +273,7 @@ def _prepare(run: Run, mcp_tools: mcp.OpenedTools) -> _Prepared | None:
 
 
 @dataclass(slots=True)
-class _Execution:
+class Execution:
     """A run this process executes, and what its viewers were last told."""
 
     run_id: uuid.UUID
@@ -222,16 +294,77 @@ class _Execution:
         return (str(run.pk), run.status, run.invocation_id, waiting)
 
 
+async def execute_and_publish(
+    execution: Execution, approvals: ApprovalBroker, *, on_stopped: Callable[[], object]
+) -> None:
+    """Execute ``execution``'s run, publishing each event and status change to the
+    session's group; ``on_stopped`` is called once the run stopped, before its final
+    status is published. How the manager and the worker task execute runs."""
+    try:
+        run = execution.run = await Run.objects.aget(pk=execution.run_id)
+    except Run.DoesNotExist:  # deleted before it started
+        on_stopped()
+        return
+    publisher = live.Publisher(run.session_id)
+    try:
+        await execute_run(
+            run,
+            on_event=lambda event: _on_event(execution, publisher, run, event),
+            on_claimed=lambda claimed: _on_claimed(execution, publisher, claimed),
+            cancel_token=execution.token,
+            approvals=approvals,
+        )
+    except ConflictError:
+        pass  # cancelled before it started
+    except Exception:
+        logger.exception("run %s failed", execution.run_id)
+    except asyncio.CancelledError:  # the process is stopping
+        publisher.cancel()
+        raise
+    finally:
+        on_stopped()
+    final = await db_sync_to_async(live.snapshot)(run.session_id)
+    publisher.status(lambda: final)
+    await publisher.aclose()
+
+
+async def _on_claimed(execution: Execution, publisher: live.Publisher, run: Run) -> None:
+    execution.last_seq = run.start_seq or 0
+    _status_changed(execution, publisher, run)
+
+
+async def _on_event(
+    execution: Execution, publisher: live.Publisher, run: Run, event: core_events.Event
+) -> None:
+    if event.partial:
+        publisher.event(event, execution.last_seq)
+        return
+    execution.last_seq = event.seq or execution.last_seq
+    if event.type in live.TRACKED_TYPES:
+        execution.tracker.observe(event.to_wire())
+    publisher.event(event, execution.last_seq - 1)
+    _status_changed(execution, publisher, run)
+
+
+def _status_changed(execution: Execution, publisher: live.Publisher, run: Run) -> None:
+    key = execution.status_key(run)
+    if key != execution.published:
+        execution.published = key
+        publisher.status(lambda: execution.status(run))
+
+
 class RunManager:
     """Executes queued runs as tasks of one event loop; see the module docstring.
 
     ``submit`` and ``cancel`` may be called from any thread (they are signal receivers,
     and services run in worker threads); everything else runs on the manager's loop.
+    With worker execution (``studio.worker``) a server's manager executes no run: it
+    sweeps, tells viewers of cancellations and relays approval decisions.
     """
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._executions: dict[uuid.UUID, _Execution] = {}
+        self._executions: dict[uuid.UUID, Execution] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.broker = ApprovalBroker()
 
@@ -275,8 +408,10 @@ class RunManager:
 
     def _spawn(self, run_id: uuid.UUID) -> None:
         if run_id not in self._executions:
-            self._executions[run_id] = execution = _Execution(run_id)
-            self._track(self._execute(execution), name=f"run-{run_id}")
+            self._executions[run_id] = execution = Execution(run_id)
+            stopped = functools.partial(self._executions.pop, run_id, None)
+            run = execute_and_publish(execution, self.broker, on_stopped=stopped)
+            self._track(run, name=f"run-{run_id}")
 
     def _cancel(self, run_id: uuid.UUID, session_pk: uuid.UUID) -> None:
         execution = self._executions.get(run_id)
@@ -284,56 +419,6 @@ class RunManager:
             execution.token.cancel("cancelled by request")
         else:
             self._track(self._publish_stored_status(session_pk), name=f"status-{run_id}")
-
-    async def _execute(self, execution: _Execution) -> None:
-        try:
-            run = execution.run = await Run.objects.aget(pk=execution.run_id)
-        except Run.DoesNotExist:  # deleted before it started
-            self._executions.pop(execution.run_id, None)
-            return
-        publisher = live.Publisher(run.session_id)
-        try:
-            await execute_run(
-                run,
-                on_event=lambda event: self._on_event(execution, publisher, run, event),
-                on_claimed=lambda claimed: self._on_claimed(execution, publisher, claimed),
-                cancel_token=execution.token,
-                approvals=self.broker,
-            )
-        except ConflictError:
-            pass  # cancelled before it started
-        except Exception:
-            logger.exception("run %s failed", execution.run_id)
-        except asyncio.CancelledError:  # the server is stopping
-            publisher.cancel()
-            raise
-        finally:
-            self._executions.pop(execution.run_id, None)
-        final = await db_sync_to_async(live.snapshot)(run.session_id)
-        publisher.status(lambda: final)
-        await publisher.aclose()
-
-    async def _on_claimed(self, execution: _Execution, publisher: live.Publisher, run: Run) -> None:
-        execution.last_seq = run.start_seq or 0
-        self._status_changed(execution, publisher, run)
-
-    async def _on_event(
-        self, execution: _Execution, publisher: live.Publisher, run: Run, event: core_events.Event
-    ) -> None:
-        if event.partial:
-            publisher.event(event, execution.last_seq)
-            return
-        execution.last_seq = event.seq or execution.last_seq
-        if event.type in live.TRACKED_TYPES:
-            execution.tracker.observe(event.to_wire())
-        publisher.event(event, execution.last_seq - 1)
-        self._status_changed(execution, publisher, run)
-
-    def _status_changed(self, execution: _Execution, publisher: live.Publisher, run: Run) -> None:
-        key = execution.status_key(run)
-        if key != execution.published:
-            execution.published = key
-            publisher.status(lambda: execution.status(run))
 
     async def _publish_stored_status(self, session_pk: uuid.UUID) -> None:
         status = await db_sync_to_async(live.snapshot)(session_pk)
@@ -349,19 +434,26 @@ class RunManager:
 
     # Approvals
 
+    async def adecide(self, session: Session, body: live.ApprovalBody, *, decided_by: str) -> None:
+        """Deliver a decision on one of ``session``'s pending approvals: to this process's
+        broker, or (worker execution) to the worker executing the run. ``ConflictError``
+        ``approval_not_pending`` when no such call waits for one."""
+        if settings.STUDIO_RUN_EXECUTION == "worker":
+            await worker.relay_decision(session, _decision(body, decided_by))
+        else:
+            self.decide(session, body, decided_by=decided_by)
+
     def decide(self, session: Session, body: live.ApprovalBody, *, decided_by: str) -> None:
-        """Deliver a decision on one of ``session``'s pending approvals (on the manager's
-        loop); ``ConflictError`` when no such call waits for one."""
-        decision = ApprovalDecision(**body.model_dump(), decided_by=decided_by)
-        try:
-            self.broker.decide(decision, session_id=session.key)
-        except ApprovalError as exc:
-            raise ConflictError(exc.message, code="approval_not_pending") from None
+        """``adecide`` with inline execution, on the manager's loop."""
+        deliver(self.broker, session.key, _decision(body, decided_by))
 
     def decide_threadsafe(
         self, session: Session, body: live.ApprovalBody, *, decided_by: str
     ) -> None:
-        """``decide`` from a thread other than the manager's loop (a sync view)."""
+        """``adecide`` from a thread other than the manager's loop (a sync view)."""
+        if settings.STUDIO_RUN_EXECUTION == "worker":
+            async_to_sync(worker.relay_decision)(session, _decision(body, decided_by))
+            return
         loop = self._loop
         if loop is None or loop.is_closed():
             raise ConflictError("no call is waiting for approval", code="approval_not_pending")
@@ -389,7 +481,7 @@ class RunManager:
             await asyncio.sleep(settings.STUDIO_RUN_LEASE_S / 2)
 
     async def recover(self) -> list[recovery.Interrupted]:
-        """Mark the runs whose server died interrupted, and tell their viewers."""
+        """Mark the runs whose executor died interrupted, and tell their viewers."""
         done = []
         for run_id in await db_sync_to_async(recovery.abandoned_runs)():
             if run_id in self._executions:
@@ -405,12 +497,30 @@ class RunManager:
         return done
 
 
+def _decision(body: live.ApprovalBody, decided_by: str) -> ApprovalDecision:
+    return ApprovalDecision(**body.model_dump(), decided_by=decided_by)
+
+
+def deliver(broker: ApprovalBroker, session_key: str, decision: ApprovalDecision) -> None:
+    """Hand ``decision`` to the call of session ``session_key`` waiting in ``broker``."""
+    try:
+        broker.decide(decision, session_id=session_key)
+    except ApprovalError as exc:
+        raise ConflictError(exc.message, code="approval_not_pending") from None
+
+
 manager = RunManager()
 
 
 @receiver(services.run_queued, dispatch_uid="studio.runs.run_queued")
 def _execute_queued_run(sender: object, run: Run, **kwargs: object) -> None:
-    manager.submit(run.pk)
+    if settings.STUDIO_RUN_EXECUTION == "worker":
+        # A `manage.py run_worker` process executes it (studio.tasks imports this module).
+        from studio.tasks import execute_queued_run
+
+        execute_queued_run.enqueue(run_id=str(run.pk))
+    else:
+        manager.submit(run.pk)
 
 
 @receiver(services.run_cancelled, dispatch_uid="studio.runs.run_cancelled")

@@ -1,74 +1,200 @@
 """Worker execution (``STUDIO_RUN_EXECUTION=worker``): runs execute in ``manage.py
 run_worker`` processes instead of the servers that queued them.
 
-The queue is the ``Run`` table itself. A worker polls for queued runs and hands each to
-its ``RunManager`` (``studio.runs``), the same code that executes runs inline:
-``claim_run`` moves a run from queued to running in one conditional update, so when
-several workers see the same run exactly one executes it. Events are stored first,
-then published through the Redis channel layer, so viewers on every server see them.
+Starting a run enqueues ``studio.tasks.execute_queued_run`` through Django's tasks
+framework (``django_tasks_db``: the queue is a table of the same database), after the
+run is committed. A worker process takes one task at a time and executes the run with
+the code that executes runs inline (``studio.runs.execute_and_publish``): it claims the
+run, stores each event, then publishes it through the Redis channel layer, so viewers
+on every server see it, and renews the run's lease.
 
-The worker renews the lease on each run it executes and sweeps for abandoned runs at
-start-up and every half lease, like a server; a killed worker's runs are marked
-interrupted by the next sweep of any worker or server.
-
-Cancellation goes through the database: ``cancel_run`` records the run cancelled
-wherever it is asked, and the worker, polling the runs it owns, stops the ones
-recorded as no longer active (cancelled, or interrupted by a sweep) within a poll.
-
-Approvals are not relayed to workers: a decision reaches only the process it was
-sent to, so in worker mode a run that waits for an approval waits until it is
-cancelled or its limits end it. Use inline execution for agents with approvals.
+- Cancellation goes through the database: ``cancel_run`` records the run cancelled
+  wherever it is asked, and the worker, reading the run's status every ``POLL_S``,
+  stops it within a poll.
+- Recovery: the servers sweep, as with inline execution; a killed worker's run is
+  interrupted once its lease expires. A queued run whose task still waits for a free
+  worker is not abandoned (``studio.recovery``).
+- Approval decisions reach whichever server they are sent to. That server checks in the
+  database that the call waits for one, then relays the decision through the channel
+  layer to group ``run.<run uuid>``, which the worker executing the run listens to, and
+  waits up to ``DECIDE_TIMEOUT_S`` for its answer: the worker's broker checks it as it
+  would inline (a decision already taken, or for other arguments, is refused).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 import uuid
+from datetime import datetime, timedelta
+from typing import Any
 
+from channels.layers import BaseChannelLayer, get_channel_layer
+from django.conf import settings
+from django.db.models import Q
+from django.tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
+from pydantic import ValidationError
+
+from agents_core import events as core_events
+from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalError
 from studio.db import db_sync_to_async
-from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus
-from studio.runs import PROCESS_ID, manager
+from studio.errors import ConflictError
+from studio.models import Event, Run, RunStatus, Session
 
 logger = logging.getLogger("studio.worker")
 
 POLL_S = 0.2
-"""How often a worker looks for queued runs and for cancellations of its runs."""
+"""How often a worker reads the status of the run it executes, to stop it when it was
+cancelled (or interrupted) elsewhere."""
+
+DECIDE_TIMEOUT_S = 5.0
+"""How long a server waits for the worker executing a run to answer a decision."""
+
+TASK_PATH = "studio.tasks.execute_queued_run"
+"""The task that executes a queued run (``studio.tasks``)."""
+
+_APPROVAL_TYPES = [core_events.EventType.APPROVAL_REQUEST, core_events.EventType.APPROVAL_DECISION]
 
 
-def queued_runs() -> list[uuid.UUID]:
-    """Queued runs nobody claimed yet, oldest first."""
-    rows = Run.objects.filter(status=RunStatus.QUEUED, owner_process="").order_by("created_at")
-    return list(rows.values_list("pk", flat=True)[:100])
+def run_group(run_id: uuid.UUID | str) -> str:
+    """The group the worker executing run ``run_id`` listens to for decisions."""
+    return f"run.{run_id}"
 
 
-def stopped_runs() -> list[tuple[uuid.UUID, uuid.UUID]]:
-    """(run, session) of the runs this process executes that were stopped elsewhere:
-    ``finish_run`` clears ``owner_process``, ``cancel_run`` and recovery do not."""
-    rows = Run.objects.filter(owner_process=PROCESS_ID).exclude(status__in=ACTIVE_RUN_STATUSES)
-    return list(rows.values_list("pk", "session_id"))
+def _not_pending(call_id: str) -> ConflictError:
+    return ConflictError(
+        f"no call {call_id!r} is waiting for approval", code="approval_not_pending"
+    )
 
 
-async def poll_once() -> None:
-    """Start the queued runs and stop the cancelled ones."""
-    for run_id in await db_sync_to_async(queued_runs)():
-        manager.submit(run_id)
-    for run_id, session_pk in await db_sync_to_async(stopped_runs)():
-        manager.cancel(run_id, session_pk)
+# The queue
 
 
-async def serve(stop: asyncio.Event, *, poll_s: float = POLL_S) -> None:
-    """Execute runs until ``stop`` is set; the runs still executing then end interrupted."""
-    manager.ensure_started()
-    logger.info("worker %s polling every %ss", PROCESS_ID, poll_s)
+def waiting_for_a_worker(run_ids: list[uuid.UUID], now: datetime) -> set[uuid.UUID]:
+    """The queued runs among ``run_ids`` whose task waits for a free worker, or was taken
+    by one less than a lease ago (which is about to claim the run): not abandoned."""
+    if settings.STUDIO_RUN_EXECUTION != "worker" or not run_ids:
+        return set()
+    taken_since = now - timedelta(seconds=settings.STUDIO_RUN_LEASE_S)
+    pending = Q(status=TaskResultStatus.READY) | Q(
+        status=TaskResultStatus.RUNNING, started_at__gte=taken_since
+    )
+    tasks = DBTaskResult.objects.filter(
+        pending,
+        task_path=TASK_PATH,
+        args_kwargs__kwargs__run_id__in=[str(run_id) for run_id in run_ids],
+    )
+    found = tasks.values_list("args_kwargs__kwargs__run_id", flat=True)
+    return {uuid.UUID(run_id) for run_id in found}
+
+
+# The server's side
+
+
+async def relay_decision(session: Session, decision: ApprovalDecision) -> None:
+    """Deliver ``decision`` to the worker executing ``session``'s run; ``ConflictError``
+    when no call of the session waits for it, or the worker refused or did not answer."""
+    run_id = await db_sync_to_async(awaiting_run)(session.pk, decision.call_id)
+    if run_id is None:
+        raise _not_pending(decision.call_id)
+    layer = _layer()
+    reply_to = await layer.new_channel()
+    message = {
+        "type": "approval.decide",
+        "session_key": session.key,
+        "decision": decision.model_dump(mode="json"),
+        "reply_to": reply_to,
+        # Wall-clock: the worker drops a decision that arrives after the server gave up.
+        "answer_by": time.time() + DECIDE_TIMEOUT_S,
+    }
     try:
-        while not stop.is_set():
+        async with asyncio.timeout(DECIDE_TIMEOUT_S):
+            await layer.group_send(run_group(run_id), message)
+            answer = await layer.receive(reply_to)
+    except TimeoutError:
+        raise ConflictError(
+            "the worker executing this run did not answer in time; try again",
+            code="approval_not_delivered",
+        ) from None
+    if answer.get("refused"):
+        raise ConflictError(str(answer["refused"]), code="approval_not_pending")
+
+
+def awaiting_run(session_pk: uuid.UUID, call_id: str) -> uuid.UUID | None:
+    """The session's running run, if its call ``call_id`` waits for approval according to
+    its stored events (requested, not yet decided)."""
+    run = (
+        Run.objects.filter(session_id=session_pk, status=RunStatus.RUNNING)
+        .exclude(start_seq=None)
+        .order_by("-created_at")
+        .first()
+    )
+    if run is None:
+        return None
+    rows = Event.objects.filter(
+        session_id=session_pk, seq__gt=run.start_seq, type__in=_APPROVAL_TYPES
+    ).order_by("seq")
+    waiting = False
+    for kind, approval in rows.values_list("type", "payload__approval"):
+        if approval.get("call_id") == call_id:
+            waiting = kind == core_events.EventType.APPROVAL_REQUEST
+    return run.pk if waiting else None
+
+
+# The worker's side
+
+
+async def listen_for_decisions(run_id: uuid.UUID, broker: ApprovalBroker) -> None:
+    """Deliver the decisions servers relay for run ``run_id`` to ``broker``, answering
+    each, until cancelled. A channel layer failure is retried, never fatal to the run."""
+    layer = _layer()
+    channel = await layer.new_channel()
+    pause = 0.1
+    try:
+        while True:
             try:
-                await poll_once()
-            except Exception:  # the database went away: keep polling until it is back
-                logger.warning("the worker could not poll for runs", exc_info=True)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=poll_s)
+                await layer.group_add(run_group(run_id), channel)
+                while True:
+                    await _answer(layer, broker, await layer.receive(channel))
+                    pause = 0.1
+            except Exception:
+                logger.warning("run %s: no decisions until Redis is back", run_id, exc_info=True)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
     finally:
-        await manager.aclose()
+        await asyncio.shield(_leave(layer, run_group(run_id), channel))
+
+
+async def _leave(layer: BaseChannelLayer, group: str, channel: str) -> None:
+    try:
+        await layer.group_discard(group, channel)
+    except Exception:  # the group expires on its own
+        logger.info("could not leave %s", group, exc_info=True)
+
+
+async def _answer(layer: BaseChannelLayer, broker: ApprovalBroker, message: Any) -> None:
+    try:
+        reply_to = str(message["reply_to"])
+        decision = ApprovalDecision.model_validate(message["decision"])
+        session_key = str(message["session_key"])
+        answer_by = float(message["answer_by"])
+    except (KeyError, TypeError, ValueError, ValidationError):
+        logger.warning("ignored a malformed decision message")
+        return
+    if time.time() > answer_by:
+        return  # the server already told its client the decision was not delivered
+    answer: dict[str, Any] = {"type": "approval.answer"}
+    try:
+        broker.decide(decision, session_id=session_key)
+    except ApprovalError as exc:
+        answer["refused"] = exc.message
+    await layer.send(reply_to, answer)
+
+
+def _layer() -> BaseChannelLayer:
+    layer = get_channel_layer()
+    if layer is None:
+        raise RuntimeError("worker execution needs a channel layer (REDIS_URL)")
+    return layer

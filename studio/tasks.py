@@ -1,0 +1,85 @@
+"""Django tasks of Studio: executing a queued run in a worker process (``studio.worker``).
+
+``execute_queued_run`` is enqueued (``STUDIO_RUN_EXECUTION=worker``) when a run is
+queued, and executed by ``manage.py run_worker``, one at a time per process, each in an
+event loop of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import uuid
+
+from django.tasks import task
+
+from agents_core.approvals import ApprovalBroker
+from agents_core.context import CancellationToken
+from studio import runs, worker
+from studio.db import db_sync_to_async
+from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus
+
+logger = logging.getLogger("studio.worker")
+
+_executing: dict[asyncio.Task[None], asyncio.AbstractEventLoop] = {}
+_executing_lock = threading.Lock()
+
+
+@task()
+async def execute_queued_run(run_id: str) -> None:
+    """Execute queued run ``run_id`` to its end, publishing its events to its viewers.
+    A run cancelled or ended meanwhile is left as it is."""
+    await execute(uuid.UUID(run_id))
+
+
+async def execute(run_id: uuid.UUID) -> None:
+    execution = runs.Execution(run_id)
+    broker = ApprovalBroker()
+    current = asyncio.current_task()
+    if current is None:
+        raise RuntimeError("execute() runs as a task")
+    helpers = [
+        asyncio.create_task(_watch(run_id, execution.token), name=f"watch-{run_id}"),
+        asyncio.create_task(worker.listen_for_decisions(run_id, broker), name=f"relay-{run_id}"),
+    ]
+    with _executing_lock:
+        _executing[current] = asyncio.get_running_loop()
+    try:
+        await runs.execute_and_publish(execution, broker, on_stopped=lambda: None)
+    finally:
+        with _executing_lock:
+            _executing.pop(current, None)
+        for helper in helpers:
+            helper.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
+
+
+def interrupt_executing() -> None:
+    """Stop the runs this process executes, from any thread (a signal handler): each
+    ends ``interrupted``, as when a server stops."""
+    with _executing_lock:
+        executing = list(_executing.items())
+    for running, loop in executing:
+        with contextlib.suppress(RuntimeError):  # its loop closed meanwhile
+            loop.call_soon_threadsafe(running.cancel)
+
+
+async def _watch(run_id: uuid.UUID, token: CancellationToken) -> None:
+    """Stop the run once the database says it ended elsewhere (cancelled, interrupted)."""
+    while True:
+        await asyncio.sleep(worker.POLL_S)
+        try:
+            status = await db_sync_to_async(_status_of)(run_id)
+        except Exception:  # the database hiccupped: the run itself will tell
+            logger.warning("could not read the status of run %s", run_id, exc_info=True)
+            continue
+        if status is not None and status not in ACTIVE_RUN_STATUSES:
+            why = "cancelled by request" if status == RunStatus.CANCELLED else "stopped elsewhere"
+            token.cancel(why)
+            return
+
+
+def _status_of(run_id: uuid.UUID) -> str | None:
+    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
