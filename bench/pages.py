@@ -7,8 +7,8 @@ through the ORM: one user with 10,000 sessions, one of which holds 10,000 events
 
 "First render" is read in the page: an init script watches the DOM from navigation
 start for the element that shows the page's content (the timeline row of the newest
-event, ``[data-seq=<last seq>]``, which arrives over the websocket with the newest page
-of events; the session table, which is server-rendered) and stamps
+event, ``[data-seq=<last seq>]``, which the page's script renders from the newest page
+of events that came with the HTML; the session table, which is server-rendered) and stamps
 ``performance.now()`` (milliseconds since navigation start) in a task after the next
 animation frame, that is once the frame showing it has been produced. First render is
 that time, or the first contentful paint if later (nothing is on screen before it).

@@ -27,7 +27,7 @@ from studio.api import serializers as s
 from studio.api.exceptions import error_body
 from studio.errors import ConflictError, InvalidInputError
 from studio.forms import AgentSearchForm, SessionFilterForm
-from studio.models import Agent, ModelConfig, Run, Session
+from studio.models import Agent, Event, ModelConfig, Run, Session
 from studio.tools import tool_registry
 
 SESSIONS_PER_PAGE = 25
@@ -315,6 +315,7 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
     data = {
         "session": s.SessionSerializer(session).data,
         "runs": s.RunSerializer(list(reversed(runs)), many=True).data,
+        "events": _newest_events(session),
         "page_size": TIMELINE_PAGE_SIZE,
         "urls": _live_urls(),
     }
@@ -323,6 +324,16 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
         "studio/session_timeline.html",
         {"section": "sessions", "session": session, "data": data},
     )
+
+
+def _newest_events(session: Session) -> list[dict[str, Any]]:
+    """The newest page of stored events as their wire JSON, up to the session's
+    ``last_seq`` as read with it (the page's websocket continues after the last one), so
+    the timeline renders without waiting for the socket. They reach the page as data
+    (``json_script``), and the page writes them as text."""
+    after = max(0, session.last_seq - TIMELINE_PAGE_SIZE)
+    rows = Event.objects.filter(session=session, seq__gt=after, seq__lte=session.last_seq)
+    return list(rows.order_by("seq").values_list("payload", flat=True))
 
 
 @login_required

@@ -169,6 +169,31 @@ def test_offline_mid_run_and_back_the_timeline_matches_the_database(
     assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
 
 
+def test_the_socket_continues_after_the_events_the_page_came_with(page: Page, api: Api) -> None:
+    api.model("quick")
+    agent = api.agent({"name": "quick", "model": "quick", "instruction": "Reply: done"})
+    session_id, _ = start(api, agent, "")
+    assert wait_for_run_end(api, send(api, session_id, "first")["id"])["status"] == "succeeded"
+    embedded = len(api.events(session_id))
+
+    def store_more_before_the_script_runs(route: Any) -> None:
+        # The page came with `embedded` events; more are stored before its script runs.
+        response = route.fetch()
+        second = send(api, session_id, "second")
+        assert wait_for_run_end(api, second["id"])["status"] == "succeeded"
+        route.fulfill(response=response)
+
+    page.route("**/static/studio/js/timeline.js", store_more_before_the_script_runs, times=1)
+    open_timeline(page, session_id)
+    data = json.loads(page.locator("#timeline-data").text_content() or "{}")
+    assert [e["seq"] for e in data["events"]] == list(range(1, embedded + 1))
+    stored = api.events(session_id)
+    assert len(stored) > embedded
+    expect(page.locator(f"[data-seq='{stored[-1]['seq']}']")).to_be_attached()
+    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]  # once each, no gap
+    expect(page.locator("#totals")).to_contain_text(f"Events{len(stored)}")
+
+
 SEED_10K = """
 import uuid
 from datetime import UTC, datetime, timedelta

@@ -1,6 +1,7 @@
-// The live timeline of one session. Loads the newest page of events over the websocket
-// (which then streams live ones), pages older ones in over the REST API, and keeps the
-// run bar, totals and session state current.
+// The live timeline of one session. Renders the newest page of events, which comes with
+// the page, at once; the websocket continues after the last of them (streaming live
+// ones); older pages come in over the REST API. Keeps the run bar, totals and session
+// state current.
 
 import { api } from "./lib/api.js";
 import { h, pretty, readJsonScript } from "./lib/dom.js";
@@ -9,6 +10,7 @@ import { TimelineView } from "./lib/timeline_view.js";
 import { formatClock, formatDuration, toast } from "./lib/ui.js";
 
 const MAX_LOADED_EVENTS = 3000; // beyond this the oldest invocations are unloaded again
+const MAX_INBOX = 500; // frames held for the next animation frame (none run in a hidden tab)
 
 const data = readJsonScript("timeline-data");
 const session = data.session;
@@ -17,30 +19,54 @@ const timelineEl = $("timeline");
 const loadEarlier = $("load-earlier");
 const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions });
 
-let events = []; // stored events loaded, ascending seq
-let firstSeq = Math.max(0, session.last_seq - data.page_size) + 1;
+// The newest stored events, up to session.last_seq as the server read it with the session.
+const newest = data.events || [];
+let events = [...newest]; // stored events loaded, ascending seq
+let firstSeq = newest.length ? newest[0].seq : session.last_seq + 1;
 let currentRun = null;
 let waitingFor = null;
 const runs = new Map(data.runs.map((run) => [run.id, run]));
 const state = structuredClone(session.state || {});
 for (const run of data.runs) view.setRun(run);
+view.batch(() => {
+  for (const event of newest) view.add(event);
+});
+
+// What the socket sends is applied once an animation frame, in the order it came: a
+// backlog of hundreds of events costs one style and layout pass instead of one each.
+const inbox = [];
+let flushPending = false;
+
+function receive(apply) {
+  inbox.push(apply);
+  if (inbox.length >= MAX_INBOX) flush();
+  else if (!flushPending) {
+    flushPending = true;
+    requestAnimationFrame(flush);
+  }
+}
+
+function flush() {
+  flushPending = false;
+  if (!inbox.length) return;
+  const follow = following();
+  const batch = inbox.splice(0);
+  view.batch(() => {
+    for (const apply of batch) apply();
+  });
+  refresh(follow);
+}
 
 const socket = new SessionSocket(session.id, {
-  after: firstSeq - 1,
-  onEvent: (event) => {
-    const follow = following();
+  after: newest.length ? newest[newest.length - 1].seq : session.last_seq,
+  onEvent: (event) => receive(() => {
     events.push(event);
     view.add(event);
     if (event.seq > session.last_seq) Object.assign(state, event.actions?.state_delta || {});
     if (events.length > MAX_LOADED_EVENTS) unloadOldest();
-    scheduleRefresh(follow);
-  },
-  onPartial: (event) => {
-    const follow = following();
-    view.addPartial(event);
-    scheduleRefresh(follow);
-  },
-  onStatus: (frame) => {
+  }),
+  onPartial: (event) => receive(() => view.addPartial(event)),
+  onStatus: (frame) => receive(() => {
     currentRun = frame.run;
     waitingFor = frame.waiting_for;
     if (currentRun) {
@@ -49,8 +75,7 @@ const socket = new SessionSocket(session.id, {
     }
     view.setActive(isActiveRun(currentRun) ? currentRun.invocation_id : null, waitingFor);
     showRun();
-    scheduleRefresh(false);
-  },
+  }),
   onState: (connection, detail) => showConnection($("conn"), connection, detail),
   onError: (frame) => toast(frame.detail || frame.code, { error: true }),
 }).start();
@@ -87,7 +112,9 @@ function unloadOldest() {
 
 function rebuild() {
   view.reset();
-  for (const event of events) view.add(event);
+  view.batch(() => {
+    for (const event of events) view.add(event);
+  });
   view.setActive(isActiveRun(currentRun) ? currentRun.invocation_id : null, waitingFor);
   scheduleRefresh(false);
 }
@@ -139,10 +166,14 @@ function scheduleRefresh(follow) {
   refreshPending = true;
   requestAnimationFrame(() => {
     refreshPending = false;
-    refreshSide();
-    if (followPending) scrollToEnd();
+    refresh(followPending);
     followPending = false;
   });
+}
+
+function refresh(follow) {
+  refreshSide();
+  if (follow) scrollToEnd();
 }
 
 function refreshSide() {
@@ -182,5 +213,6 @@ function scrollToEnd() {
   window.scrollTo({ top: document.documentElement.scrollHeight });
 }
 
-scheduleRefresh(false);
+// The first frame shows the newest events with their totals, scrolled to the newest.
+refresh(newest.length > 0);
 document.body.dataset.ready = "timeline";

@@ -31,6 +31,19 @@ export class TimelineView {
     this.counts = { events: 0, toolCalls: 0, errors: 0, modelCalls: 0, latencyMs: 0 };
   }
 
+  /** Run ``fn`` (which adds events) with new invocations built in a detached fragment
+   * that joins the page once at the end: a page of events lands in one insertion. */
+  batch(fn) {
+    const root = this.root;
+    this.root = document.createDocumentFragment();
+    try {
+      fn();
+    } finally {
+      root.append(this.root);
+      this.root = root;
+    }
+  }
+
   // Runs and liveness
 
   setRun(run) {

@@ -46,8 +46,12 @@ export function formatClock(ms) {
   return `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, "0")}.${tenths}`;
 }
 
+// One formatter for every call: toLocaleTimeString(locales, options) builds a new
+// Intl.DateTimeFormat each time, which dominated the timeline's first render.
+const TIME_FORMAT = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+
 export function formatTime(iso) {
   if (!iso) return "";
   const date = new Date(iso);
-  return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return Number.isNaN(date.getTime()) ? "" : TIME_FORMAT.format(date);
 }
