@@ -2,19 +2,19 @@
 
 Backends, configured by ``studio.settings`` itself: SQLite is the embedded default (a
 new file in ``STUDIO_DATA_DIR``: WAL, ``synchronous=NORMAL``, immediate transactions,
-Django's default ``CONN_MAX_AGE=0``); PostgreSQL comes from ``DATABASE_URL`` (a
-throwaway database created for the run and dropped after it; ``CONN_MAX_AGE=60``).
-Targets: >= 2,000/s on SQLite and >= 3,000/s on PostgreSQL.
+persistent connections); PostgreSQL comes from ``DATABASE_URL`` (a throwaway database
+created for the run and dropped after it; ``CONN_MAX_AGE=60``). Targets: >= 2,000/s on
+SQLite and >= 3,000/s on PostgreSQL. The value is with the default settings, so on
+PostgreSQL with ``STUDIO_EVENT_COMMIT=durable``: every event's commit waits for the WAL
+flush.
 
 The events are copies of a real turn's six (``bench.workload``), appended one after
-another from async code, as the runner stores them. ``details`` adds diagnostic rates
-on the same database, each variant keeping the changes before it: ``append_event_sync``
-called directly (the transaction alone: no thread hop, no connection checks), the
-service with a persistent connection where the settings have none, without
-``CONN_HEALTH_CHECKS`` where the settings have them (``database_sync_to_async`` resets
-the check before each call, so each append pays a ``SELECT 1``), and on PostgreSQL
-with ``synchronous_commit=off`` too (no wait for the WAL flush: what the commit's fsync
-costs).
+another from async code, as the runner stores them. ``details`` adds diagnostics on the
+same database: ``append_event_sync`` called directly (the statement alone, without the
+hop to the ORM thread); on PostgreSQL the service with ``STUDIO_EVENT_COMMIT=async``
+(event commits do not wait for the WAL flush), and what a flush costs on this disk:
+single-row inserts committed with and without waiting for it. The durable and async
+variants alternate in rounds, so a busy machine slows both alike.
 
 Django can be configured once per process, so each backend runs in a child process.
 """
@@ -112,6 +112,10 @@ class Rate:
     def per_second(self) -> float:
         return self.count / self.elapsed
 
+    def add(self, other: Rate) -> None:
+        self.count += other.count
+        self.elapsed += other.elapsed
+
 
 def _events(template: list[Any], count: int) -> list[Any]:
     events: list[Any] = []
@@ -120,19 +124,6 @@ def _events(template: list[Any], count: int) -> list[Any]:
         events.extend(clone_turn(template, number))
         number += 1
     return events[:count]
-
-
-def reconnect_with(**changes: Any) -> None:
-    """Change the default database's settings for every connection opened from now on."""
-    from django.db import connections
-
-    database = connections.settings["default"]
-    for key, value in changes.items():
-        if key == "OPTIONS":
-            database["OPTIONS"] = {**database.get("OPTIONS", {}), **value}
-        else:
-            database[key] = value
-    connections.close_all()
 
 
 def run_backend(backend: str, ns: argparse.Namespace) -> None:
@@ -153,31 +144,29 @@ def run_backend(backend: str, ns: argparse.Namespace) -> None:
 
 
 def measure(backend: str, ns: argparse.Namespace) -> None:
+    from django.conf import settings
     from django.db import connection
+    from django.test import override_settings
 
     budget = (ns.events, ns.seconds)
-    rate = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
+    if backend == "postgresql":
+        rate, details = measure_commit_modes(ns)
+    else:
+        rate = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
+        details = {}
     log(f"persistence: {backend}: {rate.per_second:.0f} events/s through the service")
-    conn_max_age = connection.settings_dict["CONN_MAX_AGE"]
-    details: dict[str, Any] = {
+    details = {
         "events": rate.count,
         "writer": "one: sequential awaits of DjangoSessionService.append_event",
         "database": database_version(connection),
-        "conn_max_age": conn_max_age,
+        "conn_max_age": connection.settings_dict["CONN_MAX_AGE"],
         "append_event_sync_direct_per_s": rounded(sync_rate(*budget).per_second),
+        **details,
     }
-    if conn_max_age == 0:
-        reconnect_with(CONN_MAX_AGE=None)
-        kept = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
-        details["service_persistent_connection_per_s"] = rounded(kept.per_second)
-    if connection.settings_dict["CONN_HEALTH_CHECKS"]:
-        reconnect_with(CONN_HEALTH_CHECKS=False)
-        unchecked = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
-        details["service_no_health_checks_per_s"] = rounded(unchecked.per_second)
-    if backend == "postgresql":
-        reconnect_with(OPTIONS={"options": "-c synchronous_commit=off"})
-        async_commit = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
-        details["service_also_synchronous_commit_off_per_s"] = rounded(async_commit.per_second)
+    if settings.DEBUG:
+        with override_settings(DEBUG=False):  # no query log, no SQL formatting
+            quiet = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
+        details["service_debug_off_per_s"] = rounded(quiet.per_second)
     target = TARGETS[backend]
     emit(
         Measurement(
@@ -189,6 +178,48 @@ def measure(backend: str, ns: argparse.Namespace) -> None:
             details=details,
         )
     )
+
+
+def measure_commit_modes(ns: argparse.Namespace, rounds: int = 3) -> tuple[Rate, dict[str, Any]]:
+    """The service with durable (the default) and async event commits, alternating in
+    ``rounds`` rounds of a third of the budget each: the durable rate over all rounds,
+    and the diagnostics."""
+    from django.test import override_settings
+
+    share = (ns.events // rounds, ns.seconds / rounds)
+    durable, fast = Rate(), Rate()
+    for _ in range(rounds):
+        for mode, total in (("durable", durable), ("async", fast)):
+            with override_settings(STUDIO_EVENT_COMMIT=mode):
+                total.add(asyncio.run(service_rate(share[0], ns.warmup, share[1])))
+    flush_ms, no_flush_ms = commit_costs()
+    log(f"persistence: postgresql: {fast.per_second:.0f} events/s with STUDIO_EVENT_COMMIT=async")
+    details = {
+        "rounds": rounds,
+        "service_event_commit_async_per_s": rounded(fast.per_second),
+        "insert_commit_ms": rounded(flush_ms),
+        "insert_commit_no_flush_ms": rounded(no_flush_ms),
+    }
+    return durable, details
+
+
+def commit_costs(count: int = 100) -> tuple[float, float]:
+    """Milliseconds per single-row insert in its own transaction, waiting for the WAL
+    flush and not: what a durable commit costs on this disk."""
+    from django.db import connection
+
+    costs = []
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TABLE bench_commit (n integer)")
+        for mode in ("on", "off"):
+            cursor.execute(f"SET synchronous_commit = {mode}")
+            started = time.perf_counter()
+            for n in range(count):
+                cursor.execute("INSERT INTO bench_commit VALUES (%s)", [n])
+            costs.append((time.perf_counter() - started) / count * 1000)
+        cursor.execute("RESET synchronous_commit")
+        cursor.execute("DROP TABLE bench_commit")
+    return costs[0], costs[1]
 
 
 def database_version(connection: Any) -> str:

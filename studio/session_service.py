@@ -227,7 +227,8 @@ def _append_in_transaction(cursor: Any, session_key: str, event: core_events.Eve
 
 def _event_params(session_key: str, event: core_events.Event, seq: int | None = None) -> list[Any]:
     """The values of ``_INSERT_COLUMNS`` after session and seq, ready for the database."""
-    stored = event.model_copy(update={"seq": seq, "session_id": session_key})
+    payload = event.to_wire()
+    payload.update(session_id=session_key, seq=seq)  # as the stored copy's to_wire()
     return [
         _db(Event, "id", event_row_id(session_key, event.id)),
         event.type.value,
@@ -235,7 +236,7 @@ def _event_params(session_key: str, event: core_events.Event, seq: int | None = 
         event.branch or "",
         event.invocation_id,
         event.text,
-        _db(Event, "payload", stored.to_wire()),
+        _db(Event, "payload", payload),
         event.schema_version,
         _db(Event, "usage", event.usage.model_dump(mode="json") if event.usage else None),
         _db(Event, "created_at", event.created_at),
