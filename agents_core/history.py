@@ -1,14 +1,17 @@
 """Rebuilds the conversation a model sees from a session's stored events.
 
 ``HistoryBuilder`` is incremental: it consumes each stored event once and keeps the
-conversation so far, so a long session costs the same per model call as a short one.
+conversation so far, so a long session costs the same per model call as a short one;
+``messages`` hands out a read-only ``Conversation`` over it rather than a copy.
 ``build_history`` is the one-shot form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import Event, EventType
@@ -69,18 +72,30 @@ class HistoryBuilder:
 
     def messages(
         self, invocation_id: str | None = None, turn_input: str | None = None
-    ) -> list[ChatMessage]:
+    ) -> Conversation:
         """The conversation so far. ``turn_input`` is what the agent was asked to handle
         in ``invocation_id`` (an agent tool's request, a pipeline step's input): unless
         that text is already visible in the invocation, it is placed as a user message
-        just before the agent's first turn of the invocation."""
-        out = list(self._messages)
-        out.extend(_marker(call_id, name) for call_id, name in self._pending.items())
-        out.extend(self._held)
+        just before the agent's first turn of the invocation.
+
+        A view, not a copy: the builder only ever appends to its messages (``update``
+        starting over replaces the list), so the view shows them as they are now for
+        as long as it is kept, whatever the builder consumes later."""
+        done = len(self._messages)
+        tail = [_marker(call_id, name) for call_id, name in self._pending.items()]
+        tail.extend(self._held)
         if turn_input and turn_input not in self._seen_texts.get(invocation_id or "", ()):
-            at = self._first_own.get(invocation_id or "", len(out))
-            out.insert(at, ChatMessage(role="user", text=turn_input))
-        return out
+            at = self._first_own.get(invocation_id or "", done + len(tail))
+            asked = ChatMessage(role="user", text=turn_input)
+            if at <= done:
+                return Conversation(
+                    (self._messages, 0, at),
+                    ([asked], 0, 1),
+                    (self._messages, at, done),
+                    (tail, 0, len(tail)),
+                )
+            tail.insert(at - done, asked)
+        return Conversation((self._messages, 0, done), (tail, 0, len(tail)))
 
     def _reset(self) -> None:
         self._messages, self._pending, self._held = [], {}, []
@@ -150,4 +165,63 @@ def build_history(
 ) -> list[ChatMessage]:
     """The model messages for ``agent_name`` from ``events`` (see ``HistoryBuilder``)."""
     builder = HistoryBuilder(agent_name, branch, tool_result_max_chars)
-    return builder.update(list(events)).messages(invocation_id, turn_input)
+    return list(builder.update(list(events)).messages(invocation_id, turn_input))
+
+
+class Conversation(Sequence[ChatMessage]):
+    """Model messages as a read-only sequence over stretches of lists that are only
+    ever appended to: ``(messages, start, stop)`` each, fixed when the view is made.
+    Equal to any sequence with the same messages."""
+
+    __slots__ = ("_length", "_stretches")
+
+    def __init__(self, *stretches: tuple[list[ChatMessage], int, int]) -> None:
+        self._stretches = tuple(s for s in stretches if s[2] > s[1])
+        self._length = sum(stop - start for _, start, stop in self._stretches)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[ChatMessage]:
+        return itertools.chain.from_iterable(
+            itertools.islice(messages, start, stop) for messages, start, stop in self._stretches
+        )
+
+    @overload
+    def __getitem__(self, index: int) -> ChatMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ChatMessage]: ...
+    def __getitem__(self, index: int | slice) -> ChatMessage | list[ChatMessage]:
+        if isinstance(index, slice):
+            return self._slice(*index.indices(self._length), step=index.step)
+        position = index + self._length if index < 0 else index
+        if not 0 <= position < self._length:
+            raise IndexError("conversation index out of range")
+        for messages, start, stop in self._stretches:
+            if position < stop - start:
+                return messages[start + position]
+            position -= stop - start
+        raise AssertionError("unreachable: the stretches add up to the length")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(other) == self._length and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, so unhashable like them
+
+    def __repr__(self) -> str:
+        return f"Conversation({list(self)!r})"
+
+    def _slice(self, begin: int, end: int, _: int, *, step: int | None) -> list[ChatMessage]:
+        if step not in (None, 1):
+            return list(self)[begin:end:step]
+        out: list[ChatMessage] = []
+        offset = 0
+        for messages, start, stop in self._stretches:
+            size = stop - start
+            low, high = max(begin - offset, 0), min(end - offset, size)
+            if low < high:
+                out.extend(messages[start + low : start + high])
+            offset += size
+        return out

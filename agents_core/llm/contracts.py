@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_serializer
 
 from agents_core.contracts import Contract, ToolCall, ToolSchema, Usage
 
@@ -28,8 +28,13 @@ class ChatMessage(Contract):
 
 class LlmRequest(Contract):
     system_instruction: str | None = None
-    messages: list[ChatMessage] = Field(default_factory=list)
+    messages: Sequence[ChatMessage] = Field(default_factory=list)
+    """A list, or the history builder's read-only view (``history.Conversation``)."""
     tools: list[ToolSchema] = Field(default_factory=list)
+
+    @field_serializer("messages")
+    def _messages_as_list(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        return list(messages)
 
     def with_instruction(self, extra: str) -> LlmRequest:
         """A copy whose system instruction has ``extra`` appended (used by planners)."""

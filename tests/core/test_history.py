@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from agents_core import (
     ErrorInfo,
     Event,
@@ -16,7 +18,8 @@ from agents_core import (
     ToolResponsePart,
     function_tool,
 )
-from agents_core.history import INTERRUPTED_RESULT, build_history
+from agents_core.history import INTERRUPTED_RESULT, HistoryBuilder, build_history
+from agents_core.llm.contracts import LlmRequest
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.testing import reply, tool_call
 from tests.core.run_helpers import assert_valid_history, make_runner, run_turn, stored_events
@@ -173,3 +176,41 @@ async def test_a_second_turn_sees_the_first_turns_conversation(
         ("assistant", "It is sunny.", None),
         ("user", "what did I ask?", None),
     ]
+
+
+def test_the_builders_messages_are_a_view_that_later_events_do_not_change() -> None:
+    builder = HistoryBuilder(AGENT, AGENT, 1_000)
+    events = [user("q1"), calls("c1")]
+    first = builder.update(events).messages()
+    assert [(m.role, m.text) for m in first] == [
+        ("user", "q1"),
+        ("assistant", ""),
+        ("tool", INTERRUPTED_RESULT),  # the open call, answered for this view only
+    ]
+    events += [answers("c1", "r1"), says("a1"), user("q2")]
+    later = builder.update(events).messages()
+    assert [m.text for m in first] == ["q1", "", INTERRUPTED_RESULT]
+    assert [m.text for m in later] == ["q1", "", "r1", "a1", "q2"]
+    assert later == build_history(
+        events, agent_name=AGENT, branch=AGENT, tool_result_max_chars=1_000
+    )
+
+
+def test_the_turn_input_is_placed_before_the_agents_first_turn_of_its_invocation() -> None:
+    builder = HistoryBuilder(AGENT, AGENT, 1_000)
+    events = [user("earlier"), says("a0"), says("a1").model_copy(update={"invocation_id": "step"})]
+    messages = builder.update(events).messages("step", "the step's input")
+    assert [m.text for m in messages] == ["earlier", "a0", "the step's input", "a1"]
+    assert [m.text for m in messages[1:3]] == ["a0", "the step's input"]
+    assert [m.text for m in messages[-2:]] == ["the step's input", "a1"]
+    assert messages[2].role == "user" and messages[-4].text == "earlier"
+    with pytest.raises(IndexError):
+        messages[4]
+
+
+def test_a_request_serialises_the_view_as_a_list() -> None:
+    builder = HistoryBuilder(AGENT, AGENT, 1_000).update([user("q1"), says("a1")])
+    request = LlmRequest.model_construct(messages=builder.messages(), tools=[])
+    dumped = request.model_dump(mode="json")["messages"]
+    assert [m["text"] for m in dumped] == ["q1", "a1"]
+    assert LlmRequest.model_validate_json(request.model_dump_json()).messages == request.messages
