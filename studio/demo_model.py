@@ -20,6 +20,7 @@ the request it is given:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from agents_core.llm import ChatMessage, LlmRequest, ScriptedModel, ScriptedResponse
 from agents_core.llm.scripted import ScriptedToolCall
@@ -53,7 +54,7 @@ def _call(name: str, **args: str) -> ScriptedResponse:
     return ScriptedResponse(tool_calls=[ScriptedToolCall(name=name, args=args)])
 
 
-def _last_user_text(messages: list[ChatMessage]) -> str:
+def _last_user_text(messages: Sequence[ChatMessage]) -> str:
     return next((m.text for m in reversed(messages) if m.role == "user"), "")
 
 
