@@ -142,11 +142,11 @@ STUDIO_EVENT_COMMIT = env_choice("STUDIO_EVENT_COMMIT", "durable", {"durable", "
 REDIS_URL = env_redis_url("REDIS_URL")
 CHANNEL_LAYERS: dict[str, dict[str, object]]
 if REDIS_URL is None:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "studio.layers.InMemoryChannelLayer"}}
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "studio.layers.RedisChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL], "capacity": 5_000, "expiry": 30},
         }
     }
