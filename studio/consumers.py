@@ -5,15 +5,22 @@ The consumer checks access, joins the session's group before reading the backlog
 sends stored events strictly in seq order: it remembers the last seq it sent, drops
 anything at or below it, and fills any gap (a message the channel layer dropped) from
 the database before going on. Starting, cancelling and deciding go to the services.
+
+The viewers of one session in this process share a ``SessionWatch``: one resync task
+that reads the session's cursor every ``STUDIO_LIVE_RESYNC_S`` for all of them, and one
+read of the events (and status) they lack, instead of a query per viewer. A channel
+layer outage (Redis stalled or away) never closes a socket: joining the group is
+retried by the watch, and what was published meanwhile comes from the database.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import contextvars
 import logging
 import uuid
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, ClassVar
 
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -29,13 +36,96 @@ logger = logging.getLogger("studio.consumers")
 
 _LIVE_MESSAGES = frozenset({"live.batch"})
 
+Page = list[tuple[int, str]]
+
+
+class SessionWatch:
+    """What the viewers of one session in this process share: a resync every
+    ``STUDIO_LIVE_RESYNC_S`` (one cursor read for all), and reads of stored events
+    and of the status (concurrent identical reads are made once).
+
+    What the database held one interval ago and has still not reached a viewer is
+    missing; anything newer is most likely on its way, and reading it now would race
+    the live messages for nothing.
+    """
+
+    _watches: ClassVar[dict[uuid.UUID, SessionWatch]] = {}
+
+    def __init__(self, session_pk: uuid.UUID) -> None:
+        self.session_pk = session_pk
+        self.viewers: set[SessionConsumer] = set()
+        self._reads: dict[tuple[Any, ...], asyncio.Future[Any]] = {}
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(
+            self._resync_forever(), name=f"resync-{session_pk}", context=contextvars.Context()
+        )
+
+    @classmethod
+    def enter(cls, session_pk: uuid.UUID, viewer: SessionConsumer) -> SessionWatch:
+        watch = cls._watches.get(session_pk)
+        if watch is None or watch._loop is not asyncio.get_running_loop() or watch._task.done():
+            watch = cls._watches[session_pk] = cls(session_pk)
+        watch.viewers.add(viewer)
+        return watch
+
+    def leave(self, viewer: SessionConsumer) -> None:
+        self.viewers.discard(viewer)
+        if not self.viewers:
+            self._task.cancel()
+            if self._watches.get(self.session_pk) is self:
+                del self._watches[self.session_pk]
+
+    async def events(self, after: int, upto: int | None) -> Page:
+        """``live.stored_events``, read once for every viewer asking at the same time."""
+        read = db_sync_to_async(live.stored_events)
+        page: Page = await self._once(("events", after, upto), read(self.session_pk, after, upto))
+        return page
+
+    async def status(self) -> live.Status:
+        """``manager.status``, read once for every viewer asking at the same time."""
+        status: live.Status = await self._once(("status",), manager.status(self.session_pk))
+        return status
+
+    async def _once(self, key: tuple[Any, ...], read: Coroutine[Any, Any, Any]) -> Any:
+        future = self._reads.get(key)
+        if future is None:
+            future = self._reads[key] = asyncio.ensure_future(read)
+            future.add_done_callback(lambda _: self._reads.pop(key, None))
+        else:
+            read.close()  # never awaited: the read in flight answers for it
+        return await asyncio.shield(future)
+
+    async def _resync_forever(self) -> None:
+        before: tuple[int, str] | None = None
+        while True:
+            await asyncio.sleep(settings.STUDIO_LIVE_RESYNC_S)
+            try:
+                cursor = await db_sync_to_async(live.cursor)(self.session_pk)
+                if cursor is None:  # the session was deleted
+                    for viewer in list(self.viewers):
+                        await viewer.close(code=live.CLOSE_NOT_FOUND)
+                    return
+                viewers = list(self.viewers)
+                for viewer in viewers:
+                    await viewer.join()
+                if before is not None:  # together, so that they share their reads
+                    done = await asyncio.gather(
+                        *(viewer.make_good(*before) for viewer in viewers), return_exceptions=True
+                    )
+                    for failed in (result for result in done if isinstance(result, Exception)):
+                        raise failed
+                before = cursor
+            except Exception:  # the database hiccupped: try again next time
+                logger.warning("could not resync the viewers of %s", self.session_pk, exc_info=True)
+
 
 class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
     session: Session | None = None
     last_seq = 0
     status_key: tuple[Any, ...] | None = None
     status_seq = 0
-    _resync: asyncio.Task[None] | None = None
+    joined = False
+    watch: SessionWatch | None = None
 
     async def connect(self) -> None:
         # Close codes only reach a client after the handshake, so accept first.
@@ -51,21 +141,34 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         except live.Refused as refused:
             await self.close(code=refused.close_code)
             return
-        await self.channel_layer.group_add(live.group_name(self.session.pk), self.channel_name)
+        self.watch = SessionWatch.enter(self.session.pk, self)
+        await self.join()
         async with self.lock:
             self.last_seq = after
             await self._catch_up(upto=None)
-            await self._send_status(await manager.status(self.session.pk), force=True)
-        self._resync = asyncio.create_task(self._resync_forever())
+            await self._send_status(await self.watch.status(), force=True)
+
+    async def join(self) -> None:
+        """Join the session's group, unless done; a layer outage leaves it to the watch's
+        next resync, and the database fills in meanwhile."""
+        if self.joined or self.session is None:
+            return
+        try:
+            await self.channel_layer.group_add(live.group_name(self.session.pk), self.channel_name)
+        except Exception:
+            logger.warning("could not join the group of %s", self.session.pk, exc_info=True)
+        else:
+            self.joined = True
 
     async def disconnect(self, code: int) -> None:
-        if self._resync is not None:
-            self._resync.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._resync
-        if self.session is not None:
+        if self.watch is not None:
+            self.watch.leave(self)
+        if self.session is not None and self.joined:
             group = live.group_name(self.session.pk)
-            await self.channel_layer.group_discard(group, self.channel_name)
+            try:
+                await self.channel_layer.group_discard(group, self.channel_name)
+            except Exception:  # the layer expires the membership by itself
+                logger.warning("could not leave %s", group, exc_info=True)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections before every handler, a hop onto
@@ -140,17 +243,12 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     # Sending stored events and status
 
-    @property
-    def session_pk(self) -> uuid.UUID:
-        if self.session is None:
-            raise RuntimeError("the socket has no session")
-        return self.session.pk
-
     async def _catch_up(self, *, upto: int | None) -> None:
         """Send the stored events after the last one sent, up to ``upto`` (all if None)."""
-        session_pk = self.session_pk
+        if self.watch is None:
+            raise RuntimeError("the socket has no session")
         while upto is None or self.last_seq < upto:
-            page = await db_sync_to_async(live.stored_events)(session_pk, self.last_seq, upto)
+            page = await self.watch.events(self.last_seq, upto)
             for seq, event_json in page:
                 await self.send(text_data=live.event_frame(event_json))
                 self.last_seq = seq
@@ -167,29 +265,11 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             self.status_key, self.status_seq = status.key, status.last_seq
             await self.send(text_data=live.status_frame(status))
 
-    async def _resync_forever(self) -> None:
-        """Make good what the channel layer dropped. What the database held one interval
-        ago and has still not arrived is missing; anything newer is most likely on its
-        way, and reading it now would race the live messages for nothing."""
-        session_pk = self.session_pk
-        before: tuple[int, str] | None = None
-        while True:
-            await asyncio.sleep(settings.STUDIO_LIVE_RESYNC_S)
-            try:
-                cursor = await db_sync_to_async(live.cursor)(session_pk)
-                if cursor is None:
-                    await self.close(code=live.CLOSE_NOT_FOUND)
-                    return
-                if before is not None:
-                    async with self.lock:
-                        await self._make_good(*before)
-                before = cursor
-            except Exception:  # the database hiccupped: try again next time
-                logger.warning("could not resync a viewer of %s", session_pk, exc_info=True)
-
-    async def _make_good(self, last_seq: int, session_status: str) -> None:
-        if last_seq > self.last_seq:
-            await self._catch_up(upto=last_seq)
-        sent = self.status_key[1] if self.status_key and self.status_key[1] else "idle"
-        if session_status != sent:
-            await self._send_status(await manager.status(self.session_pk))
+    async def make_good(self, last_seq: int, session_status: str) -> None:
+        """Catch up with what the database held an interval ago (the watch's resync)."""
+        async with self.lock:
+            if last_seq > self.last_seq:
+                await self._catch_up(upto=last_seq)
+            sent = self.status_key[1] if self.status_key and self.status_key[1] else "idle"
+            if session_status != sent and self.watch is not None:
+                await self._send_status(await self.watch.status())

@@ -18,16 +18,23 @@ returns) as text, so the layer copies one string per viewer. Stored events have 
 the last stored seq when they were published; partials are never stored. ``status``,
 when the run started, ended or changed what it waits for, comes after the events;
 ``last_seq`` is the session's last stored seq then, which a viewer catches up to
-before passing the status on. A run's events are gathered for ``BATCH_WINDOW_S``
-(25 ms) into one message: the channel layer's cost is per message and per viewer.
+before passing the status on. A run's final status is published once its executor has
+stored its last event and let go of the run, so no viewer sees a run end before the
+events it ends with. A run's publisher sends what it has at once, then gathers what
+arrives within ``BATCH_WINDOW_S`` (5 ms) into its next message: a lone event goes out
+without delay and a burst in few messages (the channel layer's cost is per message
+and per viewer).
 
 Websocket ``/ws/sessions/<session uuid>/?after=<seq>`` (``studio.consumers``), session
 cookie auth, origin checked. The server accepts, then closes with 4401 (anonymous),
 4404 (no such session), 4403 (another user's session) or 4400 (``after`` not an integer
 from 0 to the session's last seq) before any frame. Otherwise it joins the group,
 sends the stored events with seq > ``after`` (paged), then live ones. Every
-``STUDIO_LIVE_RESYNC_S`` it also compares with the database, so what the channel layer
-dropped still arrives. Closing the socket never stops a run. Server frames:
+``STUDIO_LIVE_RESYNC_S`` the session's viewers in one process compare with the
+database (one read for all of them), so what the channel layer dropped still arrives;
+a channel layer outage (Redis stalled or unreachable) never closes the socket, the
+viewer catches up from the database instead. Closing the socket never stops a run.
+Server frames:
 
 - ``{"type": "event", "event": <Event JSON>}``: stored events, strictly in seq order,
   never a seq twice, never a gap.
@@ -82,8 +89,8 @@ WaitingFor = Literal["model", "tool", "approval"] | None
 PAGE_SIZE = 500
 """Stored events read from the database at a time, for backlogs and gaps."""
 PUBLISH_TIMEOUT_S = 5.0
-BATCH_WINDOW_S = 0.025
-"""How long a run's publisher gathers events before sending them as one message."""
+BATCH_WINDOW_S = 0.005
+"""After each message, how long a run's publisher gathers events into its next one."""
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
@@ -167,11 +174,19 @@ def run_json(run: Run) -> dict[str, Any]:
 
 def snapshot(session_pk: uuid.UUID) -> Status:
     """The session's status read from the database: its latest run and, while that run
-    is active, what it waits for (derived from its stored events)."""
-    last_seq = Session.objects.filter(pk=session_pk).values_list("last_seq", flat=True).first()
+    is active, what it waits for (derived from its stored events).
+
+    The run is read before the last seq: a run ends only after its last event is
+    stored, so ``last_seq`` covers every event of the run as read. A run recorded as
+    ended (cancelled elsewhere) while its executor still holds it is shown as running:
+    the executor stores its last events, lets go, then publishes the final status."""
     run = Run.objects.filter(session_id=session_pk).order_by("-created_at").first()
+    last_seq = Session.objects.filter(pk=session_pk).values_list("last_seq", flat=True).first()
     if run is None:
         return Status(None, None, last_seq or 0)
+    if not run.is_active and run.owner_process:
+        run.status, run.ended_at = RunStatus.RUNNING, None
+        run.error_code = run.error_message = ""
     tracker = WaitingTracker()
     if run.status == RunStatus.RUNNING and run.start_seq is not None:
         rows = Event.objects.filter(
@@ -348,10 +363,11 @@ async def publish(
 
 
 class Publisher:
-    """Publishes one session's events and status from one task, in order, gathering
-    what arrives within ``BATCH_WINDOW_S`` into one group message: the same frames
-    reach viewers, through far fewer channel-layer messages, and a status that changed
-    several times in the window is sent once, as it ended."""
+    """Publishes one session's events and status from one task, in order: what is
+    pending goes out at once, and what arrives within ``BATCH_WINDOW_S`` after a
+    message (or while it is sent) goes out as the next one. The same frames reach
+    viewers, through fewer channel-layer messages, and a status that changed several
+    times meanwhile is sent once, as it ended."""
 
     def __init__(self, session_pk: uuid.UUID) -> None:
         self._session_pk = session_pk
@@ -384,10 +400,10 @@ class Publisher:
     async def _run(self) -> None:
         while not (self._closing and not self._events and self._status is None):
             await self._wakeup.wait()
-            if not self._closing:
-                await asyncio.sleep(BATCH_WINDOW_S)
             self._wakeup.clear()
             events, status = self._events, self._status
             self._events, self._status = [], None
             if events or status is not None:
                 await publish(self._session_pk, events, None if status is None else status())
+            if not self._closing:
+                await asyncio.sleep(BATCH_WINDOW_S)
