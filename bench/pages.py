@@ -48,6 +48,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 TARGETS_MS = {"timeline": 1000.0, "session_list": 300.0}
 BATCH = 1000
+LINKED_FROM = "/agents/"  # a light page every signed-in user has
 
 RENDER_CLOCK = """
 (() => {
@@ -136,12 +137,17 @@ def prepared_server(data: Path, sessions: int, events: int) -> tuple[DaphneServe
     return server, json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def first_render_ms(context: Any, path: str, selector: str) -> dict[str, float]:
-    """One load of ``path`` in a new tab: first render, first contentful paint and the
-    end of the HTML response, in ms since navigation start."""
+def first_render_ms(
+    context: Any, path: str, selector: str, *, via: str | None = None
+) -> dict[str, float]:
+    """One load of ``path`` in a new tab (or, with ``via``, in a tab showing that page
+    first, as when following a link): first render, first contentful paint and the end
+    of the HTML response, in ms since navigation start."""
     page = context.new_page()
     try:
         page.add_init_script(RENDER_CLOCK % json.dumps(selector))
+        if via is not None:
+            page.goto(via, wait_until="load")
         page.goto(path, wait_until="commit")
         page.wait_for_function("() => window.__benchRendered !== undefined", timeout=60_000)
         page.wait_for_function(
@@ -170,18 +176,23 @@ class Page:
 
 def load_times(contexts: dict[str, Any], page: Page, loads: int) -> dict[str, dict[str, Any]]:
     """For each server (its browser context): one load to warm it, then ``loads`` timed
-    ones, the servers taking turns; their medians (ms)."""
+    ones in a new tab and as many following a link from another page, the servers
+    taking turns; their medians (ms)."""
     cold = {name: first_render_ms(c, page.path, page.selector) for name, c in contexts.items()}
     warm: dict[str, list[dict[str, float]]] = {name: [] for name in contexts}
+    linked: dict[str, list[dict[str, float]]] = {name: [] for name in contexts}
     for _ in range(loads):
         for name, context in contexts.items():
             warm[name].append(first_render_ms(context, page.path, page.selector))
-    return {name: summary(cold[name], warm[name]) for name in contexts}
+            linked[name].append(first_render_ms(context, page.path, page.selector, via=LINKED_FROM))
+    return {name: summary(cold[name], warm[name], linked[name]) for name in contexts}
 
 
-def summary(cold: dict[str, float], warm: list[dict[str, float]]) -> dict[str, Any]:
-    def median(key: str) -> float:
-        return rounded(statistics.median(t[key] for t in warm))
+def summary(
+    cold: dict[str, float], warm: list[dict[str, float]], linked: list[dict[str, float]]
+) -> dict[str, Any]:
+    def median(key: str, loads: list[dict[str, float]] = warm) -> float:
+        return rounded(statistics.median(t[key] for t in loads))
 
     return {
         "render_ms": median("render"),
@@ -190,6 +201,11 @@ def summary(cold: dict[str, float], warm: list[dict[str, float]]) -> dict[str, A
         "first_contentful_paint_ms": median("fcp"),
         "content_shown_ms": median("shown"),
         "max_ms": rounded(max(t["render"] for t in warm)),
+        # From another Studio page in the same tab: no new tab, and no new renderer
+        # process (a new tab's first navigation to a page sent with
+        # Cross-Origin-Opener-Policy: same-origin switches processes).
+        "linked_render_ms": median("render", linked),
+        "linked_html_response_end_ms": median("html", linked),
     }
 
 
