@@ -82,7 +82,7 @@ class DjangoSessionService(core_sessions.BaseSessionService):
             raise core_exceptions.SessionError("partial events are never stored")
         stored = await _append_retrying(session.id, event)
         core_sessions.apply_state_delta(session.state, stored.actions.state_delta)
-        session.events.append(stored)
+        session.add_stored(stored)
         session.updated_at = stored.created_at
         return stored
 

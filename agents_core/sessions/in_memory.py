@@ -8,12 +8,19 @@ from typing import Any
 
 from agents_core.events import Event
 from agents_core.exceptions import SessionError, SessionNotFoundError
-from agents_core.sessions.base import BaseSessionService, Session, apply_state_delta, touch
+from agents_core.sessions.base import (
+    BaseSessionService,
+    EventLog,
+    Session,
+    apply_state_delta,
+    touch,
+)
 
 
 class InMemorySessionService(BaseSessionService):
-    """Callers never share mutable state with the store: state is copied deeply, the
-    event list is copied, and the events themselves (frozen) are shared."""
+    """Callers never share mutable state with the store: state is copied deeply; the
+    events (frozen) are shared, and a loaded session's list of them is an ``EventLog``
+    over the store's, so loading a long session copies nothing per event."""
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
@@ -69,10 +76,10 @@ class InMemorySessionService(BaseSessionService):
             stored = self._require(session.id)
             event = event.model_copy(update={"seq": stored.last_seq + 1, "session_id": stored.id})
             apply_state_delta(stored.state, event.actions.state_delta)
-            stored.events.append(event)
+            stored_events(stored).append(event)
             touch(stored, event.created_at)
         apply_state_delta(session.state, event.actions.state_delta)
-        session.events.append(event)
+        session.add_stored(event)
         session.updated_at = stored.updated_at
         return event
 
@@ -83,11 +90,15 @@ class InMemorySessionService(BaseSessionService):
             raise SessionNotFoundError(f"no session {session_id!r}") from None
 
 
+def stored_events(stored: Session) -> list[Event]:
+    """The store's own list of a session's events, which it only ever appends to."""
+    if not isinstance(stored.events, list):
+        raise TypeError("a stored session keeps its events in a list")
+    return stored.events
+
+
 def _copy(session: Session, *, with_events: bool = True) -> Session:
-    """A copy that shares nothing mutable with ``session`` (events are frozen)."""
-    return session.model_copy(
-        update={
-            "state": copy.deepcopy(session.state),
-            "events": list(session.events) if with_events else [],
-        }
-    )
+    """A copy that shares nothing mutable with the stored ``session``: its events are
+    an ``EventLog`` over the store's list (events are frozen)."""
+    events = EventLog(stored_events(session)) if with_events else []
+    return session.model_copy(update={"state": copy.deepcopy(session.state), "events": events})

@@ -158,3 +158,22 @@ class SessionServiceContract:
         found = await service.get_session(app_name=APP, user_id="ada", session_id=session.id)
         assert found is not None
         assert found.state == {"k": [1]}
+
+    async def test_a_loaded_session_does_not_see_appends_made_through_another_copy(
+        self, service: BaseSessionService
+    ) -> None:
+        created = await service.create_session(app_name=APP, user_id="ada")
+        await service.append_event(created, _event(created, "first"))
+        loaded = await service.get_session(app_name=APP, user_id="ada", session_id=created.id)
+        assert loaded is not None
+        other = await service.append_event(created, _event(created, "by the other copy"))
+        assert [e.text for e in loaded.events] == ["first"]
+        mine = await service.append_event(loaded, _event(loaded, "by this copy"))
+        assert [e.text for e in loaded.events] == ["first", "by this copy"]
+        assert loaded.events[-1] == mine and loaded.last_seq == 3
+        assert [e.text for e in created.events] == ["first", "by the other copy"]
+        assert created.events == [created.events[0], other]
+        found = await service.get_session(app_name=APP, user_id="ada", session_id=created.id)
+        assert found is not None
+        assert [e.seq for e in found.events] == [1, 2, 3]
+        assert [e.text for e in found.events[1:]] == ["by the other copy", "by this copy"]
