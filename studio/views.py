@@ -290,7 +290,9 @@ def _owned_sessions(request: HttpRequest) -> QuerySet[Session]:
 @require_GET
 def session_list(request: HttpRequest) -> HttpResponse:
     filters = SessionFilterForm(request.GET, owner=request.user)  # type: ignore[arg-type]
-    paginator = Paginator(filters.filter(_owned_sessions(request)), SESSIONS_PER_PAGE)
+    # The list never shows a session's state, which can be large JSON: not loaded.
+    sessions = _owned_sessions(request).defer("state")
+    paginator = Paginator(filters.filter(sessions), SESSIONS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
