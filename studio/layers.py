@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import logging
 import time
 from typing import Any
 
 from channels import layers
-from channels_redis import core as redis_core  # type: ignore[import-untyped]
-from redis import exceptions as redis_exceptions
 
 logger = logging.getLogger("studio.layers")
 
@@ -77,17 +76,33 @@ class InMemoryChannelLayer(layers.InMemoryChannelLayer):  # type: ignore[misc]  
                 queue.put_nowait(shared)
 
 
-class RedisChannelLayer(redis_core.RedisChannelLayer):  # type: ignore[misc]  # untyped
-    """``channels_redis``'s layer whose ``receive`` rides out a Redis outage (see above)."""
+@functools.cache
+def _redis_layer() -> type:
+    from channels_redis import core  # type: ignore[import-untyped]
+    from redis import exceptions
 
-    async def receive(self, channel: str) -> dict[str, Any]:
-        wait = RETRY_FIRST_S
-        while True:
-            try:
-                message: dict[str, Any] = await super().receive(channel)
-            except (redis_exceptions.RedisError, OSError) as exc:
-                logger.warning("Redis receive failed (%s); retrying in %.1fs", exc, wait)
-                await asyncio.sleep(wait)
-                wait = min(wait * 2, RETRY_MAX_S)
-            else:
-                return message
+    class RedisChannelLayer(core.RedisChannelLayer):  # type: ignore[misc]  # untyped
+        """``channels_redis``'s layer whose ``receive`` rides out a Redis outage."""
+
+        async def receive(self, channel: str) -> dict[str, Any]:
+            wait = RETRY_FIRST_S
+            while True:
+                try:
+                    message: dict[str, Any] = await super().receive(channel)
+                except (exceptions.RedisError, OSError) as exc:
+                    logger.warning("Redis receive failed (%s); retrying in %.1fs", exc, wait)
+                    await asyncio.sleep(wait)
+                    wait = min(wait * 2, RETRY_MAX_S)
+                else:
+                    return message
+
+    RedisChannelLayer.__module__, RedisChannelLayer.__qualname__ = __name__, "RedisChannelLayer"
+    return RedisChannelLayer
+
+
+def __getattr__(name: str) -> type:
+    # ``RedisChannelLayer`` is made on first use: only the scaled-out configuration
+    # imports Redis (a third of a second, at the first websocket otherwise).
+    if name == "RedisChannelLayer":
+        return _redis_layer()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
