@@ -18,7 +18,9 @@ once every viewer has seen the previous one end: ``--runs`` per viewer count, fe
 Each run is a tool call, the calculator and an answer (six stored events) on a
 zero-latency scripted model.
 Latency = receive time - commit time (``CLOCK_MONOTONIC``, system-wide), per stored
-event per viewer. Clients and servers share the machine's CPUs.
+event per viewer. Clients and servers share the machine's CPUs. ``details`` also gives
+the servers' CPU time per run (user + system, from ``/proc``): on a busy machine it
+varies far less than the latencies do.
 """
 
 from __future__ import annotations
@@ -194,18 +196,39 @@ async def run_once(server: DaphneServer, setup: dict[str, str], watching: list[V
         )
 
 
+def cpu_seconds(servers: list[BenchDaphne]) -> float:
+    """The CPU time (user + system) the servers' processes have used so far."""
+    total = 0
+    for server in servers:
+        assert server.process is not None
+        stat = Path(f"/proc/{server.process.pid}/stat").read_text()
+        fields = stat.rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(slots=True)
+class Phase:
+    """Latencies (ms) of every stored event of the runs at every viewer, by the index
+    of the server the viewer watched from; how many runs; the servers' CPU seconds."""
+
+    latencies: dict[int, list[float]]
+    runs: int
+    cpu_s: float
+
+
 async def phase(
     topology: Topology, setup: dict[str, str], log_path: Path, viewers: int, runs: Budget
-) -> tuple[dict[int, list[float]], int]:
-    """Latencies (ms) of every stored event of the runs at every one of ``viewers``, by
-    the index of the server the viewer watched from; and how many runs there were."""
+) -> Phase:
     after = max(commits(log_path), default=0)
     watching = await asyncio.gather(*(watch(topology, i, setup, after) for i in range(viewers)))
     started, done = time.monotonic(), 0
+    cpu_before = cpu_seconds(topology.servers)
     try:
         while done < runs.most and (done < runs.least or time.monotonic() - started < runs.seconds):
             await run_once(topology.servers[0], setup, watching)
             done += 1
+        cpu = cpu_seconds(topology.servers) - cpu_before
     finally:
         await asyncio.gather(*(v.socket.close() for v in watching))
     committed = commits(log_path)
@@ -217,7 +240,7 @@ async def phase(
             for received, seq in stored(viewer.frames)
             if seq > after
         )
-    return latencies, done
+    return Phase(latencies, done, cpu)
 
 
 def stored(frames: list[tuple[int, str]]) -> Iterator[tuple[int, int]]:
@@ -229,9 +252,8 @@ def stored(frames: list[tuple[int, str]]) -> Iterator[tuple[int, int]]:
                 yield received, seq
 
 
-def report(
-    topology: Topology, viewers: int, by_server: dict[int, list[float]], runs: int
-) -> Measurement:
+def report(topology: Topology, viewers: int, measured: Phase) -> Measurement:
+    by_server = measured.latencies
     latencies = [ms for found in by_server.values() for ms in found]
     p99 = percentile(latencies, 99)
     has_target = (topology.name, viewers) == TARGET
@@ -239,7 +261,8 @@ def report(
         "p50_ms": rounded(percentile(latencies, 50), 2),
         "max_ms": rounded(max(latencies), 2),
         "samples": len(latencies),
-        "runs": runs,
+        "runs": measured.runs,
+        "server_cpu_ms_per_run": rounded(1000 * measured.cpu_s / max(measured.runs, 1)),
         "viewers": viewers,
         "topology": topology.describe,
     }
@@ -281,8 +304,9 @@ async def measure(
 ) -> None:
     await phase(topology, setup, log_path, len(topology.servers), Budget(2, 2))  # warm-up
     for viewers in counts:
-        by_server, done = await phase(topology, setup, log_path, viewers, runs)
-        measurement = report(topology, viewers, by_server, done)
+        measurement = report(
+            topology, viewers, await phase(topology, setup, log_path, viewers, runs)
+        )
         log(f"live_fanout: {topology.name}, {viewers} viewers: p99 {measurement.value:.1f} ms")
         emit(measurement)
 
