@@ -248,6 +248,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # An approval's decision and a spec's on_timeout share one choice set.
+    "ENUM_NAME_OVERRIDES": {"ApprovalDecisionEnum": ["approve", "deny"]},
     # Every operation documents its error responses (studio.api.schema).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
