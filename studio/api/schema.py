@@ -5,6 +5,10 @@ signed-in user, 400 and 415 when it reads a body, 400 when it reads query parame
 404 when it names an object or pages through a list. Errors that depend on what the
 request does (409 conflicts, 429 limits) are declared on the views with
 ``error_responses()``; a postprocessing hook adds the rest, so no view can forget them.
+
+The same hook states two rules DRF applies to every text field it reads, which
+drf-spectacular leaves out: no NUL characters, and (for a field that may not be blank)
+at least one character that is not whitespace, since surrounding whitespace is trimmed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
+NO_NUL = "^[^\\x00]*$"
+NOT_BLANK = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"
 
 _DESCRIPTIONS = {
     400: "The request is malformed or invalid: `errors` lists each problem.",
@@ -27,19 +33,13 @@ _DESCRIPTIONS = {
 }
 
 
-class ProblemSerializer(serializers.Serializer[Any]):
-    path = serializers.CharField(help_text="Dotted path of the field ('' for the whole body).")
-    code = serializers.CharField()
-    detail = serializers.CharField()
-
-
 class ErrorSerializer(serializers.Serializer[Any]):
     """Every error body: a machine-readable ``code`` and a sentence; validation errors
-    (400 ``invalid``) add ``errors``, one per problem."""
+    (400 ``invalid``) add ``errors``, one per problem. (A serializer cannot declare a
+    field named ``errors``: the hook writes the whole component, ``_error_component``.)"""
 
     code = serializers.CharField()
     detail = serializers.CharField()
-    errors = ProblemSerializer(many=True, required=False)
 
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
@@ -56,7 +56,13 @@ def add_error_responses(result: dict[str, Any], generator: Any, **kwargs: Any) -
     # Replaces the components ErrorSerializer produces: the same shape, closed.
     schemas["Error"] = _error_component()
     schemas["Problem"] = _problem_component()
+    for name, component in schemas.items():
+        if name.endswith("Request"):
+            _describe_text_rules(component)
     for operation in _operations(result):
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "query":
+                _describe_text_rules(parameter.get("schema", {}), blank_ok=True)
         responses = operation.setdefault("responses", {})
         for status in _generic_statuses(operation):
             responses.setdefault(
@@ -64,6 +70,20 @@ def add_error_responses(result: dict[str, Any], generator: Any, **kwargs: Any) -
                 {"description": _DESCRIPTIONS[status], "content": _json(ERROR_REF)},
             )
     return result
+
+
+def _describe_text_rules(schema: dict[str, Any], *, blank_ok: bool = False) -> None:
+    """Add the NUL and blank rules to ``schema`` and the plain strings inside it."""
+    if schema.get("type") == "string" and not {"pattern", "format", "enum"} & schema.keys():
+        not_blank = not blank_ok and schema.get("minLength", 0) >= 1
+        schema["pattern"] = NOT_BLANK if not_blank else NO_NUL
+    for child in schema.get("properties", {}).values():
+        _describe_text_rules(child)
+    if isinstance(schema.get("items"), dict):
+        _describe_text_rules(schema["items"])
+    for key in ("oneOf", "anyOf", "allOf"):
+        for child in schema.get(key, []):
+            _describe_text_rules(child, blank_ok=blank_ok)
 
 
 def _operations(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -114,7 +134,7 @@ def _problem_component() -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "path": {"type": "string"},
+            "path": {"type": "string", "description": "Dotted path ('' for the whole body)."},
             "code": {"type": "string"},
             "detail": {"type": "string"},
         },

@@ -11,6 +11,7 @@ from django.db.models import Model, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from pydantic import ValidationError as PydanticValidationError
 from rest_framework import serializers
+from rest_framework.authtoken.serializers import AuthTokenSerializer
 
 from agents_core import specs as core_specs
 from studio import agent_specs, security, services
@@ -19,6 +20,12 @@ from studio.api.permissions import request_owner
 from studio.errors import InvalidInputError, Problem
 from studio.llms import parse_options
 from studio.models import Agent, AgentVersion, ModelConfig, Run, Session
+
+
+@extend_schema_field(core_specs.AgentSpec)  # type: ignore[arg-type]  # pydantic: supported
+class AgentSpecField(serializers.JSONField):
+    """An AgentSpec document: its shape is checked by ``agent_specs.validate`` (which
+    also resolves the models, tools and agents it names among the owner's own)."""
 
 
 def _request_user_id(serializer: serializers.Field[Any, Any, Any, Any]) -> Any:
@@ -153,7 +160,8 @@ class AgentVersionSerializer(serializers.ModelSerializer[AgentVersion]):
 
 
 class AgentSerializer(serializers.ModelSerializer[Agent]):
-    spec = serializers.JSONField(
+    name = serializers.RegexField(core_specs.NAME_PATTERN, max_length=64)
+    spec = AgentSpecField(
         help_text="The current AgentSpec (see /api/agent-spec/schema/). Saving a changed "
         "spec adds a version; an unchanged one adds none."
     )
@@ -242,9 +250,9 @@ class AgentDocumentSerializer(serializers.Serializer[dict[str, Any]]):
 
     format = serializers.ChoiceField(choices=[services.AGENT_FORMAT])
     format_version = serializers.ChoiceField(choices=[services.FORMAT_VERSION])
-    name = serializers.CharField(max_length=64)
+    name = serializers.RegexField(core_specs.NAME_PATTERN, max_length=64)
     description = serializers.CharField(allow_blank=True, required=False, default="")
-    spec = serializers.JSONField()
+    spec = AgentSpecField()
     exported_at = serializers.DateTimeField(required=False, read_only=True)
 
     def validate_name(self, name: str) -> str:
@@ -325,6 +333,19 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "error_message",
         ]
         read_only_fields = fields
+
+
+class TokenCredentialsSerializer(AuthTokenSerializer):
+    """A username and password; wrong ones answer 400 with code ``authorization``."""
+
+    username = serializers.CharField(max_length=150, write_only=True)
+    password = serializers.CharField(
+        max_length=4_096, write_only=True, trim_whitespace=False, style={"input_type": "password"}
+    )
+
+
+class TokenSerializer(serializers.Serializer[Any]):
+    token = serializers.CharField()
 
 
 class ToolSerializer(serializers.Serializer[Any]):

@@ -28,6 +28,7 @@ from agents_core import events as core_events
 from studio import agent_specs, live, services
 from studio.api import serializers as s
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
+from studio.api.schema import error_responses
 from studio.models import (
     Agent,
     AgentVersion,
@@ -47,6 +48,15 @@ class TokenView(ObtainAuthToken):
 
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "auth"
+    serializer_class = s.TokenCredentialsSerializer
+
+    @extend_schema(
+        auth=[],
+        request=s.TokenCredentialsSerializer,
+        responses={200: s.TokenSerializer, **error_responses(429)},
+    )
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().post(request, *args, **kwargs)
 
 
 # Model configs
@@ -54,6 +64,7 @@ class TokenView(ObtainAuthToken):
 
 @extend_schema_view(
     list=extend_schema(summary="Your model configs (API keys are never returned)"),
+    destroy=extend_schema(responses={204: None, **error_responses(409)}),
 )
 class ModelConfigViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[ModelConfig]):
     queryset = ModelConfig.objects.all()
@@ -74,6 +85,7 @@ class ModelConfigViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[ModelConfig])
 # Agents
 
 
+@extend_schema_view(destroy=extend_schema(responses={204: None, **error_responses(409)}))
 class AgentViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[Agent]):
     queryset = Agent.objects.select_related("current_version")
     serializer_class = s.AgentSerializer
@@ -207,7 +219,10 @@ class SessionViewSet(
             return s.SessionCreateSerializer
         return super().get_serializer_class()
 
-    @extend_schema(request=s.SessionCreateSerializer, responses={201: s.SessionSerializer})
+    @extend_schema(
+        request=s.SessionCreateSerializer,
+        responses={201: s.SessionSerializer, **error_responses(409)},
+    )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Start a session pinned to the agent's current version."""
         serializer = self.get_serializer(data=request.data)
@@ -220,8 +235,16 @@ class SessionViewSet(
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("after", int, description="Only events with a greater seq."),
-            OpenApiParameter("limit", int, description="At most this many (default 100, max 500)."),
+            OpenApiParameter(
+                "after",
+                {"type": "integer", "minimum": 0},
+                description="Only events with a greater seq.",
+            ),
+            OpenApiParameter(
+                "limit",
+                {"type": "integer", "minimum": 0},
+                description="At most this many (default 100, max 500).",
+            ),
         ],
         responses=EventPage,
     )
@@ -232,7 +255,10 @@ class SessionViewSet(
         page = paginator.paginate_queryset(self.get_object().events.all(), request)
         return paginator.get_paginated_response([event.payload for event in page])
 
-    @extend_schema(request=s.MessageSerializer, responses={202: s.RunSerializer})
+    @extend_schema(
+        request=s.MessageSerializer,
+        responses={202: s.RunSerializer, **error_responses(409, 429)},
+    )
     @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
     def messages(self, request: Request, pk: str | None = None) -> Response:
         """Send a message: queues a run of the pinned agent version and answers with it."""
@@ -241,7 +267,7 @@ class SessionViewSet(
         run = services.start_run(self.get_object(), message.validated_data["text"])
         return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=live.ApprovalBody, responses={204: None})
+    @extend_schema(request=live.ApprovalBody, responses={204: None, **error_responses(409)})
     @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
     def approvals(self, request: Request, pk: str | None = None) -> Response:
         """Decide a tool call of this session's run that waits for approval: approve it
@@ -285,7 +311,7 @@ class RunViewSet(OwnedQuerysetMixin, viewsets.ReadOnlyModelViewSet[Run]):
     owner_path = "session__owner"
     filterset_class = RunFilter
 
-    @extend_schema(request=None, responses=s.RunSerializer)
+    @extend_schema(request=None, responses={200: s.RunSerializer, **error_responses(409)})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Cancel a queued or running run; a finished one answers 409."""

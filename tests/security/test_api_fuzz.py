@@ -1,0 +1,211 @@
+"""schemathesis over /api/schema/: every operation, 100 generated requests each, sent
+in-process to the WSGI application as a signed-in user (token auth, as the schema
+declares). No request may get a server error or a response the schema does not
+describe, and a request the schema calls valid is only refused for a reason the schema
+cannot state (a name already taken, an object that is not yours, wrong credentials).
+
+WSGI rather than ASGI: both hand requests to the same Django views, and WSGI keeps each
+request on this thread, inside a savepoint rolled back after it, so the examples do not
+see each other's writes and the fixture objects survive every DELETE.
+
+Half of the requests to an operation with an ``{id}`` name one of the user's own
+objects (the other half a generated id), and half of the bodies naming an agent or a
+model name the user's own, so the fuzzer gets past the 404s and "no such agent"s.
+An AgentSpec is recursive (sub-agents are specs), which schemathesis's generator does
+not follow (it sends any JSON value): specs come from ``agent_specs()`` below instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import schemathesis
+from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections, transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rest_framework.authtoken.models import Token
+from schemathesis import GenerationMode
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+from agents_core import specs as core_specs
+from studio.models import Agent, ModelConfig, Run, RunStatus, Session
+from tests.studio.conftest import make_agent, make_session
+
+EXAMPLES = 100
+
+wsgi_application = get_wsgi_application()
+schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_application)
+OPERATIONS = [result.ok() for result in schema.get_all_operations()]
+
+# 400 codes a schema-valid request may still meet: facts about stored objects or
+# credentials, which an OpenAPI schema cannot state. Anything else is a schema gap.
+STATEFUL_CODES = {
+    "authorization",  # wrong username or password (POST /api/auth/token/)
+    "does_not_exist",  # a related id that is not one of yours
+    "unique",  # a name you already use
+    "in_use",  # renaming what other agents refer to by name
+    "spec_error",  # a spec naming models, tools or agents you do not have
+    # A URL whose host does not resolve, or resolves to an address the deployment's
+    # STUDIO_OUTBOUND_ALLOWLIST does not admit (studio.security).
+    "unresolvable",
+    "address_not_allowed",
+    "outbound_url",  # the same check, as the MCP servers API reports it
+}
+# Cross-field requirements (a field needed given another's value, possibly the stored
+# one on PATCH), which OpenAPI has no plain way to say.
+CONDITIONAL_FIELDS = {("model", "required"), ("url", "required"), ("command", "required")}
+
+
+def test_every_api_route_is_in_the_schema() -> None:
+    labels = {operation.label for operation in OPERATIONS}
+    for expected in (
+        "POST /api/auth/token/",
+        "POST /api/agents/import/",
+        "POST /api/sessions/{id}/messages/",
+        "POST /api/sessions/{id}/approvals/",
+        "POST /api/runs/{id}/cancel/",
+        "DELETE /api/models/{id}/",
+    ):
+        assert expected in labels
+    assert len(labels) >= 32
+
+
+@dataclass(frozen=True)
+class Fixtures:
+    """The user's objects the fuzzer's requests may name."""
+
+    token: str
+    agent: Agent
+    model: ModelConfig
+    session: Session
+    run: Run
+
+    def path_ids(self, path: str) -> dict[str, Any]:
+        """Path parameters naming the user's own object, or {} for other resources."""
+        ids = {"agents": self.agent, "models": self.model, "sessions": self.session}
+        ids["runs"] = self.run
+        owned = ids.get(path.split("/")[2])
+        if owned is None or "{id}" not in path:
+            return {}
+        return {"id": str(owned.pk), **({"number": 1} if "{number}" in path else {})}
+
+
+@pytest.fixture
+def fixtures(ada: User) -> Fixtures:
+    agent = make_agent(ada)
+    session = make_session(ada, agent)
+    run = Run.objects.create(session=session, message="hi", status=RunStatus.SUCCEEDED)
+    model = ModelConfig.objects.get(owner=ada, name="scripted")
+    token = Token.objects.create(user=ada).key
+    return Fixtures(token, agent, model, session, run)
+
+
+@pytest.fixture
+def _one_connection() -> Iterator[None]:
+    """Requests share the test's connection (and its transaction), as Django's test
+    client arranges: the WSGI handler would otherwise close it after each request."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+NAME = st.from_regex(core_specs.NAME_PATTERN, fullmatch=True)
+TEXT = st.text(st.characters(exclude_characters="\x00"), max_size=300)
+
+
+def agent_specs(model: str) -> st.SearchStrategy[dict[str, Any]]:
+    """LLM agent specs within the AgentSpec schema, naming ``model`` or another name."""
+    return st.fixed_dictionaries(
+        {"name": NAME, "model": st.sampled_from([model, "gpt-x"])},
+        optional={
+            "type": st.sampled_from(["llm", "react"]),
+            "description": TEXT,
+            "instruction": TEXT,
+            "max_iterations": st.integers(1, 1000),
+            "output_key": st.from_regex(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$", fullmatch=True),
+        },
+    )
+
+
+def cases(operation: Any, fixtures: Fixtures) -> st.SearchStrategy[Any]:
+    generated = operation.as_strategy(generation_mode=GenerationMode.POSITIVE)
+    own_ids = fixtures.path_ids(operation.path)
+    if own_ids:
+        own = operation.as_strategy(
+            generation_mode=GenerationMode.POSITIVE, path_parameters=own_ids
+        )
+        generated = st.one_of(generated, own)
+    extras = st.tuples(st.booleans(), agent_specs(fixtures.model.name))
+    return st.tuples(generated, extras).map(lambda pair: _complete(pair[0], *pair[1], fixtures))
+
+
+def _complete(case: Any, own: bool, spec: dict[str, Any], fixtures: Fixtures) -> Any:
+    """A drawn spec in place of the generated one; for half the bodies, the user's own
+    agent and (in the spec) the agent's own name."""
+    body = case.body
+    if not isinstance(body, dict):
+        return case
+    if "spec" in body:
+        body["spec"] = spec
+    if own and "agent" in body:
+        body["agent"] = str(fixtures.agent.pk)
+    if own and "spec" in body and "name" in body:
+        spec["name"] = body["name"]
+    return case
+
+
+def refused_for_a_schema_reason(response: Any) -> list[tuple[str, str]]:
+    """The (path, code) of each problem in a 400 that the schema could have stated."""
+    if response.status_code != 400:
+        return []
+    problems = response.json().get("errors") or [{"path": "", "code": response.json()["code"]}]
+    return [
+        (p["path"], p["code"])
+        for p in problems
+        if p["code"] not in STATEFUL_CODES
+        and (p["path"].split(".")[0], p["code"]) not in CONDITIONAL_FIELDS
+    ]
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("_one_connection")
+@pytest.mark.parametrize("operation", OPERATIONS, ids=[op.label for op in OPERATIONS])
+def test_operation(operation: Any, fixtures: Fixtures) -> None:
+    headers = {"Authorization": f"Token {fixtures.token}"}
+    statuses: dict[int, int] = {}
+    started = time.monotonic()
+
+    @given(case=cases(operation, fixtures))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+    def fuzz(case: Any) -> None:
+        cache.clear()  # the sign-in throttle's counters: answer more than 429s
+        with transaction.atomic():
+            response = case.call(headers=headers)
+            transaction.set_rollback(True)
+        statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+        case.validate_response(
+            response, headers=headers, excluded_checks=[positive_data_acceptance]
+        )
+        problems = refused_for_a_schema_reason(response)
+        assert not problems, f"schema-valid body refused: {problems}: {response.text[:500]}"
+
+    fuzz()
+    seconds = time.monotonic() - started
+    print(f"\n{operation.label}: {sum(statuses.values())} requests, {seconds:.1f}s, {statuses}")
+    assert sum(statuses.values()) >= EXAMPLES
