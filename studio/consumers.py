@@ -1,16 +1,18 @@
 """The live timeline websocket, ``/ws/sessions/<uuid>/?after=<seq>``; the protocol is
 described in ``studio.live``.
 
-The consumer checks access, joins the session's group before reading the backlog, then
-sends stored events strictly in seq order: it remembers the last seq it sent, drops
-anything at or below it, and fills any gap (a message the channel layer dropped) from
-the database before going on. Starting, cancelling and deciding go to the services.
+The consumer checks access, makes sure its process is in the session's group before
+reading the backlog, then sends stored events strictly in seq order: it remembers the
+last seq it sent, drops anything at or below it, and fills any gap (a message the
+channel layer dropped) from the database before going on. Starting, cancelling and
+deciding go to the services.
 
-The viewers of one session in this process share a ``SessionWatch``: one resync task
-that reads the session's cursor every ``STUDIO_LIVE_RESYNC_S`` for all of them, and one
-read of the events (and status) they lack, instead of a query per viewer. A channel
-layer outage (Redis stalled or away) never closes a socket: joining the group is
-retried by the watch, and what was published meanwhile comes from the database.
+The viewers of one session in this process share a ``SessionWatch``: one member of the
+group that hands every message to each of them, one resync task that reads the
+session's cursor every ``STUDIO_LIVE_RESYNC_S`` for all of them, and one read of the
+events (and status) they lack, instead of a receive and a query per viewer. A channel
+layer outage (Redis stalled or away) never closes a socket: the watch tries joining
+again at each resync, and what was published meanwhile comes from the database.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any, ClassVar
 
-from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import get_channel_layer
 from django.conf import settings
 
 from studio import live, services
@@ -34,15 +36,15 @@ from studio.runs import manager
 
 logger = logging.getLogger("studio.consumers")
 
-_LIVE_MESSAGES = frozenset({"live.batch"})
-
 Page = list[tuple[int, str]]
 
 
 class SessionWatch:
-    """What the viewers of one session in this process share: a resync every
-    ``STUDIO_LIVE_RESYNC_S`` (one cursor read for all), and reads of stored events
-    and of the status (concurrent identical reads are made once).
+    """What the viewers of one session in this process share: one member of the
+    session's group, which hands each message to every local viewer (a message per
+    process rather than per viewer goes through the channel layer); a resync every
+    ``STUDIO_LIVE_RESYNC_S`` (one cursor read for all); and reads of stored events and
+    of the status (concurrent identical reads are made once).
 
     What the database held one interval ago and has still not reached a viewer is
     missing; anything newer is most likely on its way, and reading it now would race
@@ -53,27 +55,75 @@ class SessionWatch:
 
     def __init__(self, session_pk: uuid.UUID) -> None:
         self.session_pk = session_pk
+        self.group = live.group_name(session_pk)
         self.viewers: set[SessionConsumer] = set()
+        self.layer = get_channel_layer()
+        self.channel: str | None = None
+        self._joining = asyncio.Lock()
         self._reads: dict[tuple[Any, ...], asyncio.Future[Any]] = {}
+        self._deliveries: set[asyncio.Task[None]] = set()
         self._loop = asyncio.get_running_loop()
-        self._task = self._loop.create_task(
-            self._resync_forever(), name=f"resync-{session_pk}", context=contextvars.Context()
-        )
+        self._tasks = [self._start(self._resync_forever(), "resync")]
+
+    def _start(self, work: Coroutine[Any, Any, None], what: str) -> asyncio.Task[None]:
+        name = f"{what}-{self.session_pk}"
+        return self._loop.create_task(work, name=name, context=contextvars.Context())
 
     @classmethod
-    def enter(cls, session_pk: uuid.UUID, viewer: SessionConsumer) -> SessionWatch:
+    async def enter(cls, session_pk: uuid.UUID, viewer: SessionConsumer) -> SessionWatch:
+        """The session's watch, with ``viewer`` among its viewers, joined to the group
+        unless the channel layer is down (the next resync tries again)."""
         watch = cls._watches.get(session_pk)
-        if watch is None or watch._loop is not asyncio.get_running_loop() or watch._task.done():
+        if watch is None or watch._loop is not asyncio.get_running_loop():
             watch = cls._watches[session_pk] = cls(session_pk)
         watch.viewers.add(viewer)
+        await watch.join()
         return watch
 
-    def leave(self, viewer: SessionConsumer) -> None:
+    async def leave(self, viewer: SessionConsumer) -> None:
         self.viewers.discard(viewer)
-        if not self.viewers:
-            self._task.cancel()
-            if self._watches.get(self.session_pk) is self:
-                del self._watches[self.session_pk]
+        if self.viewers:
+            return
+        if self._watches.get(self.session_pk) is self:
+            del self._watches[self.session_pk]
+        for task in self._tasks:
+            task.cancel()
+        if self.channel is not None and self.layer is not None:
+            try:
+                await self.layer.group_discard(self.group, self.channel)
+            except Exception:  # the layer expires the membership by itself
+                logger.warning("could not leave %s", self.group, exc_info=True)
+
+    async def join(self) -> None:
+        async with self._joining:
+            if self.channel is not None or self.layer is None:
+                return
+            channel = await self.layer.new_channel()
+            try:
+                await self.layer.group_add(self.group, channel)
+            except Exception:
+                logger.warning("could not join %s", self.group, exc_info=True)
+                return
+            self.channel = channel
+            self._tasks.append(self._start(self._receive_forever(channel), "receive"))
+
+    async def _receive_forever(self, channel: str) -> None:
+        assert self.layer is not None  # noqa: S101 (joined)
+        while True:
+            message = await self.layer.receive(channel)
+            if message.get("type") != "live.batch":
+                continue
+            # A task per viewer: one catching up from the database delays no other.
+            # Each viewer takes them in order (its lock is first come, first served).
+            for viewer in list(self.viewers):
+                task = self._loop.create_task(viewer.live_batch(message))
+                self._deliveries.add(task)
+                task.add_done_callback(self._delivered)
+
+    def _delivered(self, task: asyncio.Task[None]) -> None:
+        self._deliveries.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.warning("a live message did not reach a viewer", exc_info=task.exception())
 
     async def events(self, after: int, upto: int | None) -> Page:
         """``live.stored_events``, read once for every viewer asking at the same time."""
@@ -105,9 +155,8 @@ class SessionWatch:
                     for viewer in list(self.viewers):
                         await viewer.close(code=live.CLOSE_NOT_FOUND)
                     return
+                await self.join()
                 viewers = list(self.viewers)
-                for viewer in viewers:
-                    await viewer.join()
                 if before is not None:  # together, so that they share their reads
                     done = await asyncio.gather(
                         *(viewer.make_good(*before) for viewer in viewers), return_exceptions=True
@@ -124,7 +173,6 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
     last_seq = 0
     status_key: tuple[Any, ...] | None = None
     status_seq = 0
-    joined = False
     watch: SessionWatch | None = None
 
     async def connect(self) -> None:
@@ -141,44 +189,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
         except live.Refused as refused:
             await self.close(code=refused.close_code)
             return
-        self.watch = SessionWatch.enter(self.session.pk, self)
-        await self.join()
-        async with self.lock:
+        async with self.lock:  # live messages wait until the backlog is sent
+            self.watch = await SessionWatch.enter(self.session.pk, self)
             self.last_seq = after
             await self._catch_up(upto=None)
             await self._send_status(await self.watch.status(), force=True)
 
-    async def join(self) -> None:
-        """Join the session's group, unless done; a layer outage leaves it to the watch's
-        next resync, and the database fills in meanwhile."""
-        if self.joined or self.session is None:
-            return
-        try:
-            await self.channel_layer.group_add(live.group_name(self.session.pk), self.channel_name)
-        except Exception:
-            logger.warning("could not join the group of %s", self.session.pk, exc_info=True)
-        else:
-            self.joined = True
-
     async def disconnect(self, code: int) -> None:
         if self.watch is not None:
-            self.watch.leave(self)
-        if self.session is not None and self.joined:
-            group = live.group_name(self.session.pk)
-            try:
-                await self.channel_layer.group_discard(group, self.channel_name)
-            except Exception:  # the layer expires the membership by itself
-                logger.warning("could not leave %s", group, exc_info=True)
-
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # Channels closes stale database connections before every handler, a hop onto
-        # the one thread all ORM work shares. Live frames are the hot path (viewers times
-        # events) and reach the database only through database_sync_to_async, which
-        # closes them itself, so they skip that hop.
-        if message["type"] in _LIVE_MESSAGES:
-            await getattr(self, get_handler_name(message))(message)
-            return
-        await super().dispatch(message)
+            await self.watch.leave(self)
 
     # From the group
 
