@@ -8,8 +8,11 @@ document.addEventListener("submit", async (event) => {
   if (!(form instanceof HTMLFormElement) || !form.dataset.confirm || form.dataset.confirmed) return;
   event.preventDefault();
   if (await confirmDialog(form.dataset.confirm, { action: form.dataset.confirmAction || "Delete" })) {
+    // The button that was pressed submits again: its formaction says what to delete
+    // where one form serves many rows. Only this submission skips the question.
     form.dataset.confirmed = "1";
-    form.requestSubmit();
+    form.requestSubmit(event.submitter ?? undefined);
+    delete form.dataset.confirmed;
   }
 });
 
