@@ -75,7 +75,7 @@ from urllib.parse import parse_qs
 
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from rest_framework.renderers import JSONRenderer
 
 from agents_core import events as core_events
@@ -273,9 +273,28 @@ class _Frame(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _no_nul[T](value: T) -> T:
+    """``value``, if no string in it holds a NUL character, which PostgreSQL cannot
+    store (in text or JSON)."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str) and "\x00" in item:
+            raise ValueError("text must not contain NUL characters")
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]
+
+
 class UserMessageFrame(_Frame):
     type: Literal["user_message"]
-    text: str = Field(min_length=1, max_length=50_000)
+    text: Text = Field(min_length=1, max_length=50_000)
 
 
 class CancelFrame(_Frame):
@@ -285,11 +304,11 @@ class CancelFrame(_Frame):
 class ApprovalBody(_Frame):
     """A decision on a pending approval (``POST /api/sessions/{id}/approvals/``)."""
 
-    call_id: str = Field(min_length=1, max_length=200)
+    call_id: Text = Field(min_length=1, max_length=200)
     args_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
     decision: Literal["approve", "deny"]
-    edited_args: dict[str, Any] | None = None
-    reason: str = Field(default="", max_length=2_000)
+    edited_args: Annotated[dict[str, Any] | None, AfterValidator(_no_nul)] = None
+    reason: Text = Field(default="", max_length=2_000)
 
 
 class ApprovalFrame(ApprovalBody):
