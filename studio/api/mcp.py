@@ -8,18 +8,26 @@ values are write-only: responses carry their names only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from drf_spectacular.extensions import (
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import (
     OpenApiResponse,
+    PolymorphicProxySerializer,
     extend_schema,
     extend_schema_view,
     inline_serializer,
 )
 from rest_framework import exceptions, serializers, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -29,60 +37,161 @@ from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.errors import ConflictError
 from studio.models import McpServer
 
+# Fields, each with the schema of exactly what it accepts
 
-def _secret_values(help_text: str) -> serializers.DictField:
-    return serializers.DictField(
-        child=serializers.CharField(
-            max_length=mcp.MAX_VALUE_CHARS, allow_blank=True, trim_whitespace=False
-        ),
-        write_only=True,
-        required=False,
-        help_text=help_text,
+
+class HeaderMapField(serializers.DictField):
+    """HTTP headers: names and values as ``studio.mcp`` checks them."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=_value_field(), **kwargs)
+
+
+class EnvMapField(serializers.DictField):
+    """Environment variables: names from ``STUDIO_MCP_ENV_ALLOWLIST`` only."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=_value_field(), **kwargs)
+
+
+def _value_field() -> serializers.RegexField:
+    return serializers.RegexField(
+        mcp.VALUE_PATTERN, max_length=mcp.MAX_VALUE_CHARS, allow_blank=True, trim_whitespace=False
     )
 
 
-class McpServerSerializer(serializers.ModelSerializer[McpServer]):
-    name = serializers.RegexField(
+class _HeaderMapSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
+    target_class = HeaderMapField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer_field(
+            self.target, direction, bypass_extensions=True
+        )
+        return {
+            **schema,
+            "propertyNames": {"pattern": mcp.HEADER_NAME_PATTERN},
+            "maxProperties": mcp.MAX_HEADERS,
+        }
+
+
+class _EnvMapSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
+    target_class = EnvMapField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer_field(
+            self.target, direction, bypass_extensions=True
+        )
+        names = sorted(n for n in mcp.env_allowlist() if re.fullmatch(mcp.ENV_NAME_PATTERN, n))
+        if not names:
+            return {**schema, "maxProperties": 0}
+        return {**schema, "propertyNames": {"enum": names}, "maxProperties": mcp.MAX_ENV}
+
+
+class ClosedSchema:
+    """A serializer whose schema admits no property it does not name."""
+
+
+class _ClosedSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    target_class = ClosedSchema
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
+        if direction == "response":
+            # What a request must match, a response need not: an http server shows an
+            # empty command, a stdio one an empty url.
+            for name in ("url", "command"):
+                if name in schema["properties"]:
+                    schema["properties"][name] = {
+                        k: v
+                        for k, v in schema["properties"][name].items()
+                        if k not in ("pattern", "minLength")
+                    }
+        return {**schema, "additionalProperties": False}
+
+
+def _name_field() -> serializers.RegexField:
+    return serializers.RegexField(
         core_specs.NAME_PATTERN,
         max_length=64,
         help_text="Letters, digits, '_' or '-', starting with a letter or '_': agent specs "
         'name the server by it ({"mcp": [{"server": name}]}).',
     )
-    description = serializers.CharField(max_length=500, required=False, allow_blank=True)
+
+
+def _description_field() -> serializers.CharField:
+    return serializers.CharField(max_length=500, required=False, allow_blank=True)
+
+
+def _url_field(*, required: bool) -> serializers.RegexField:
+    return serializers.RegexField(
+        mcp.URL_PATTERN,
+        max_length=mcp.MAX_URL_CHARS,
+        required=required,
+        help_text="http only: the streamable HTTP endpoint. Loopback, private, link-local "
+        "and metadata addresses are refused unless STUDIO_OUTBOUND_ALLOWLIST admits them.",
+    )
+
+
+def _headers_field() -> HeaderMapField:
+    return HeaderMapField(
+        write_only=True,
+        required=False,
+        help_text="http only. Write-only: sent with every request (e.g. Authorization), "
+        "stored encrypted. Omit to keep the stored headers; {} removes them.",
+    )
+
+
+def _command_field(*, required: bool) -> serializers.RegexField:
+    return serializers.RegexField(
+        mcp.COMMAND_PATTERN,
+        max_length=mcp.MAX_COMMAND_CHARS,
+        required=required,
+        trim_whitespace=False,
+        help_text="stdio only: the program, run exactly as given, without a shell.",
+    )
+
+
+def _args_field() -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.RegexField(
+            mcp.ARG_PATTERN,
+            max_length=mcp.MAX_VALUE_CHARS,
+            allow_blank=True,
+            trim_whitespace=False,
+        ),
+        max_length=mcp.MAX_ARGS,
+        required=False,
+        help_text="stdio only: the program's arguments, each passed as is.",
+    )
+
+
+def _env_field() -> EnvMapField:
+    return EnvMapField(
+        write_only=True,
+        required=False,
+        help_text="stdio only. Write-only: environment variables, each named in "
+        "STUDIO_MCP_ENV_ALLOWLIST; stored encrypted. Omit to keep them; {} removes them.",
+    )
+
+
+class McpServerSerializer(ClosedSchema, serializers.ModelSerializer[McpServer]):
+    """A server as shown, and a change to one (PATCH): fields of the other transport, or
+    a different transport, conflict with the stored server (409)."""
+
+    name = _name_field()
+    description = _description_field()
     transport = serializers.ChoiceField(
         choices=McpServer.Transport.choices,
         help_text="http: any user, needs url. stdio: staff only, needs command. "
         "Cannot be changed once the server exists.",
     )
-    url = serializers.URLField(
-        max_length=2_000,
-        required=False,
-        allow_blank=True,
-        help_text="http only: the streamable HTTP endpoint. Loopback, private, link-local "
-        "and metadata addresses are refused unless STUDIO_OUTBOUND_ALLOWLIST admits them.",
-    )
-    headers = _secret_values(
-        "http only. Write-only: sent with every request (e.g. Authorization), stored "
-        "encrypted. Omit to keep the stored headers; {} removes them."
-    )
+    url = _url_field(required=False)
+    headers = _headers_field()
     header_names = serializers.ListField(child=serializers.CharField(), read_only=True)
-    command = serializers.CharField(
-        max_length=1_000,
-        required=False,
-        allow_blank=True,
-        trim_whitespace=False,
-        help_text="stdio only: the program, run exactly as given, without a shell.",
-    )
-    args = serializers.ListField(
-        child=serializers.CharField(max_length=mcp.MAX_VALUE_CHARS, trim_whitespace=False),
-        max_length=mcp.MAX_ARGS,
-        required=False,
-        help_text="stdio only: the program's arguments, each passed as is.",
-    )
-    env = _secret_values(
-        "stdio only. Write-only: environment variables, each named in "
-        "STUDIO_MCP_ENV_ALLOWLIST; stored encrypted. Omit to keep them; {} removes them."
-    )
+    command = _command_field(required=False)
+    args = _args_field()
+    env = _env_field()
     env_names = serializers.ListField(child=serializers.CharField(), read_only=True)
     command_line = serializers.CharField(
         read_only=True, help_text="stdio: the exact command and arguments, shell-quoted."
@@ -130,18 +239,31 @@ class McpServerSerializer(serializers.ModelSerializer[McpServer]):
         current = self.instance if isinstance(self.instance, McpServer) else None
         transport = attrs.get("transport", current.transport if current else None)
         if current is not None and transport != current.transport:
-            raise serializers.ValidationError(
-                {"transport": ["cannot be changed: register a new server instead"]},
-                code="immutable",
+            raise ConflictError(
+                f"this server's transport is {current.transport}: register a new server "
+                "to use another",
+                code="transport_immutable",
             )
         if transport == McpServer.Transport.HTTP:
+            self._refuse_fields(attrs, current, ("command", "args", "env"), "an http server")
             self._validate_http(attrs, current)
         else:
+            self._refuse_fields(attrs, current, ("url", "headers"), "a stdio server")
             self._validate_stdio(attrs, current)
         return attrs
 
+    @staticmethod
+    def _refuse_fields(
+        attrs: Mapping[str, Any], current: McpServer | None, fields: tuple[str, ...], what: str
+    ) -> None:
+        for field in fields:
+            if field not in attrs:
+                continue
+            if current is not None:  # a well-formed change, for the wrong kind of server
+                raise ConflictError(f"{what} has no {field}", code="not_for_transport")
+            raise serializers.ValidationError({field: [f"{what} takes no {field}"]}, "invalid")
+
     def _validate_http(self, attrs: dict[str, Any], current: McpServer | None) -> None:
-        _refuse_fields(attrs, ("command", "args", "env"), "an http server")
         url = attrs.get("url", current.url if current else "")
         if not url:
             raise serializers.ValidationError({"url": ["an http server needs a url"]}, "required")
@@ -150,7 +272,6 @@ class McpServerSerializer(serializers.ModelSerializer[McpServer]):
             _check("headers", mcp.check_headers, attrs["headers"])
 
     def _validate_stdio(self, attrs: dict[str, Any], current: McpServer | None) -> None:
-        _refuse_fields(attrs, ("url", "headers"), "a stdio server")
         command = attrs.get("command", current.command if current else "")
         if not command:
             raise serializers.ValidationError(
@@ -183,17 +304,42 @@ class McpServerSerializer(serializers.ModelSerializer[McpServer]):
         return instance
 
 
-def _refuse_fields(attrs: Mapping[str, Any], fields: tuple[str, ...], what: str) -> None:
-    for field in fields:
-        if attrs.get(field):
-            raise serializers.ValidationError({field: [f"{what} takes no {field}"]}, "invalid")
-
-
 def _check(field: str, check: Any, value: Any) -> None:
     try:
         check(value)
     except mcp.InvalidValue as exc:
         raise serializers.ValidationError({field: [exc.message]}, exc.code) from None
+
+
+class HttpMcpServerCreateSerializer(ClosedSchema, serializers.Serializer[McpServer]):
+    """Registering an http server (any user). Schema only: McpServerSerializer validates."""
+
+    name = _name_field()
+    description = _description_field()
+    transport = serializers.ChoiceField(choices=[McpServer.Transport.HTTP.value])
+    url = _url_field(required=True)
+    headers = _headers_field()
+
+
+class StdioMcpServerCreateSerializer(ClosedSchema, serializers.Serializer[McpServer]):
+    """Registering a stdio server (staff only). Schema only: McpServerSerializer validates."""
+
+    name = _name_field()
+    description = _description_field()
+    transport = serializers.ChoiceField(choices=[McpServer.Transport.STDIO.value])
+    command = _command_field(required=True)
+    args = _args_field()
+    env = _env_field()
+
+
+_CREATE_BODY = PolymorphicProxySerializer(
+    component_name="McpServerCreate",
+    serializers={
+        McpServer.Transport.HTTP.value: HttpMcpServerCreateSerializer,
+        McpServer.Transport.STDIO.value: StdioMcpServerCreateSerializer,
+    },
+    resource_type_field_name="transport",
+)
 
 
 class McpToolInfoSerializer(serializers.Serializer[mcp.ToolInfo]):
@@ -225,11 +371,30 @@ _ERRORS = {
 _NOT_FOUND = {404: OpenApiResponse(_ERROR_BODY, description="Not one of your servers.")}
 
 
+class _McpServerSchema(AutoSchema):
+    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
+        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[no-untyped-call]
+        # A oneOf body has no top-level "required", so drf-spectacular would call it
+        # optional; registering a server needs one.
+        if body is not None and getattr(self.view, "action", None) == "create":
+            body["required"] = True
+        return body
+
+
 @extend_schema_view(
     list=extend_schema(summary="Your MCP servers (header and environment values never shown)"),
     retrieve=extend_schema(responses={200: McpServerSerializer, **_NOT_FOUND}),
-    create=extend_schema(responses={201: McpServerSerializer, **_ERRORS}),
-    partial_update=extend_schema(responses={200: McpServerSerializer, **_ERRORS, **_NOT_FOUND}),
+    create=extend_schema(request=_CREATE_BODY, responses={201: McpServerSerializer, **_ERRORS}),
+    partial_update=extend_schema(
+        responses={
+            200: McpServerSerializer,
+            **_ERRORS,
+            **_NOT_FOUND,
+            409: OpenApiResponse(
+                _ERROR_BODY, description="A field of the other transport, or another transport."
+            ),
+        }
+    ),
     destroy=extend_schema(
         responses={
             204: None,
@@ -242,6 +407,9 @@ class McpServerViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[McpServer]):
     queryset = McpServer.objects.all()
     serializer_class = McpServerSerializer
     permission_classes = [*viewsets.ModelViewSet.permission_classes, IsOwner]
+    schema = _McpServerSchema()
+    # JSON only: headers, args and env do not fit a form.
+    parser_classes = [JSONParser]
     # No PUT: write-only secrets make "replace the whole object" ambiguous.
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
