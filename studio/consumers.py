@@ -244,6 +244,8 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             await self.send(text_data=live.error_frame("invalid", str(exc)))
         except StudioError as exc:
             await self.send(text_data=live.error_frame(exc.code, exc.message))
+        except Session.DoesNotExist:  # deleted while the socket was open
+            await self.close(code=live.CLOSE_NOT_FOUND)
 
     async def _handle(
         self,
