@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,8 +37,8 @@ from agents_core import builder as core_builder
 from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.tools.base import BaseTool, ToolContext
-from studio import agent_specs, security
-from studio.models import McpServer, Run, RunStatus
+from studio import security
+from studio.models import Agent, McpServer, Run
 from studio.tools import workspace_dir
 
 if TYPE_CHECKING:
@@ -292,18 +292,38 @@ async def check_connection(server: McpServer) -> ConnectionCheck:
 
 
 def servers_for_run(run: Run) -> list[McpServer]:
-    """The owner's servers the run's pinned agent tree names (through references too);
-    none unless the run is still queued."""
-    fresh = Run.objects.select_related("session__owner", "session__agent_version").get(pk=run.pk)
+    """The owner's servers the run's pinned agent tree names (through references too)."""
+    fresh = Run.objects.select_related("session__agent_version").get(pk=run.pk)
     version = fresh.session.agent_version
-    if fresh.status != RunStatus.QUEUED or version is None:
+    if version is None:
         return []
-    owner = fresh.session.owner
+    owner_id = fresh.session.owner_id
     spec = core_specs.AgentSpec.model_validate(version.spec)
-    names = core_builder.mcp_server_names(spec, agent_specs.owner_agent_specs(owner))
+    names = core_builder.mcp_server_names(spec, _AgentSpecsByName(owner_id))
     if not names:
         return []
-    return list(McpServer.objects.filter(owner_id=owner.pk, name__in=names))
+    return list(McpServer.objects.filter(owner_id=owner_id, name__in=names))
+
+
+class _AgentSpecsByName(Mapping[str, core_specs.AgentSpec]):
+    """The owner's agents' current specs, each read when a reference asks for it: a run
+    of a tree without references costs no query for them."""
+
+    def __init__(self, owner_id: int) -> None:
+        self._agents = Agent.objects.filter(owner_id=owner_id, current_version__isnull=False)
+
+    def __getitem__(self, name: str) -> core_specs.AgentSpec:
+        row = self._agents.filter(name=name).values_list("current_version__spec", flat=True)
+        spec = row.first()
+        if spec is None:
+            raise KeyError(name)
+        return core_specs.AgentSpec.model_validate(spec)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._agents.values_list("name", flat=True))
+
+    def __len__(self) -> int:
+        return self._agents.count()
 
 
 OpenedTools = Mapping[str, Sequence[BaseTool] | core_exceptions.AgentsCoreError]
