@@ -91,47 +91,23 @@ async def execute_run(
 ) -> Run:
     """Run ``run`` (which must be queued) to its end; every event, partial ones
     included, goes to ``on_event`` after it is stored. Returns the finished run.
-    The MCP servers its agents name stay connected for the whole run."""
-    servers = await db_sync_to_async(mcp.servers_for_run)(run)
-    async with mcp.open_tools(servers) as mcp_tools:
-        return await _execute_run(run, mcp_tools, on_event, on_claimed, cancel_token, approvals)
 
-
-async def _execute_run(
-    run: Run,
-    mcp_tools: mcp.OpenedTools,
-    on_event: EventSink | None,
-    on_claimed: RunSink | None,
-    cancel_token: CancellationToken | None,
-    approvals: ApprovalBroker | None,
-) -> Run:
+    The run is claimed first, and its lease held from then on, so it is nobody's only
+    for a moment (``studio.recovery``); then the MCP servers its agents name connect,
+    staying connected for the whole run, and its agent is built."""
     token = cancel_token or CancellationToken()
-    prepared = await db_sync_to_async(_prepare)(run, mcp_tools)
-    if prepared is None:
-        return await Run.objects.aget(pk=run.pk)
-    if on_claimed is not None:
-        await on_claimed(run)
-    runner = Runner(
-        prepared.agent,
-        session_service=DjangoSessionService(),
-        app_name=DEFAULT_APP_NAME,
-        run_config=prepared.run_config,
-        approvals=approvals,
-    )
-    outcome = _Outcome(usage=Usage())
+    await db_sync_to_async(_claim)(run)
     lease = asyncio.create_task(_keep_lease(run, token), name=f"lease-{run.pk}")
+    outcome = _Outcome(usage=Usage())
+    prepared: _Prepared | None = None
     try:
-        stream = runner.astream(
-            user_id=prepared.user_id,
-            session_id=prepared.session_key,
-            message=run.message,
-            cancel_token=token,
-        )
-        async with contextlib.aclosing(stream) as events:
-            async for event in events:
-                await _observe(run, event, outcome)
-                if on_event is not None:
-                    await on_event(event)
+        if on_claimed is not None:
+            await on_claimed(run)
+        servers = await db_sync_to_async(mcp.servers_for_run)(run)
+        async with mcp.open_tools(servers) as mcp_tools:
+            prepared = await db_sync_to_async(_prepare)(run, mcp_tools)
+            if prepared is not None:
+                await _stream(run, prepared, token, approvals, outcome, on_event)
     except asyncio.CancelledError:
         await db_sync_to_async(recovery.interrupt)(run.pk, force=True)
         raise
@@ -142,8 +118,38 @@ async def _execute_run(
         lease.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await lease
+    if prepared is None:
+        return await Run.objects.aget(pk=run.pk)
     status = _status_of(outcome.error)
     return await _retrying(f"record how run {run.pk} ended", _finish, run, outcome, *status)
+
+
+async def _stream(
+    run: Run,
+    prepared: _Prepared,
+    token: CancellationToken,
+    approvals: ApprovalBroker | None,
+    outcome: _Outcome,
+    on_event: EventSink | None,
+) -> None:
+    runner = Runner(
+        prepared.agent,
+        session_service=DjangoSessionService(),
+        app_name=DEFAULT_APP_NAME,
+        run_config=prepared.run_config,
+        approvals=approvals,
+    )
+    stream = runner.astream(
+        user_id=prepared.user_id,
+        session_id=prepared.session_key,
+        message=run.message,
+        cancel_token=token,
+    )
+    async with contextlib.aclosing(stream) as events:
+        async for event in events:
+            await _observe(run, event, outcome)
+            if on_event is not None:
+                await on_event(event)
 
 
 async def _keep_lease(run: Run, token: CancellationToken) -> None:
@@ -247,25 +253,33 @@ async def _retrying[**P, R](
         pause = min(pause * 2, 1.0)
 
 
-def _prepare(run: Run, mcp_tools: mcp.OpenedTools) -> _Prepared | None:
-    """Build the run's agent and claim the run for this process; a version that no
-    longer builds fails the run with an error event, and ``None`` is returned."""
-    fresh = Run.objects.select_related("session__owner", "session__agent_version__agent").get(
-        pk=run.pk
+def _claim(run: Run) -> None:
+    """Claim queued ``run`` for this process (``ConflictError`` when it is not queued)."""
+    version_id = Session.objects.filter(pk=run.session_id).values_list(
+        "agent_version_id", flat=True
     )
-    session, version = fresh.session, fresh.session.agent_version
-    if fresh.status != RunStatus.QUEUED or version is None:
-        raise ConflictError(f"run {run.pk} is {fresh.status}, not queued", code="run_not_queued")
+    if version_id.first() is None:
+        raise ConflictError(f"run {run.pk} has no agent to run", code="run_not_queued")
+    if not services.claim_run(run, owner=PROCESS_ID, lease_s=settings.STUDIO_RUN_LEASE_S):
+        status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        raise ConflictError(f"run {run.pk} is {status}, not queued", code="run_not_queued")
+
+
+def _prepare(run: Run, mcp_tools: mcp.OpenedTools) -> _Prepared | None:
+    """Build claimed ``run``'s agent; a version that no longer builds fails the run with
+    an error event, and ``None`` is returned."""
+    session = Session.objects.select_related("owner", "agent_version__agent").get(pk=run.session_id)
+    version = session.agent_version
     try:
+        if version is None:
+            raise core_exceptions.SpecError("the session's agent version was deleted")
         agent, run_config = agent_specs.build(version, mcp_tools=mcp.connected_tools(mcp_tools))
     except core_exceptions.AgentsCoreError as exc:
         error = services.terminal_error(session, exc.code, str(exc))
         stored = append_event_sync(session.key, error)
-        fresh.invocation_id = stored.invocation_id
-        services.finish_run(fresh, RunStatus.FAILED, code=exc.code, message=str(exc))
+        run.invocation_id = stored.invocation_id
+        services.finish_run(run, RunStatus.FAILED, code=exc.code, message=str(exc))
         return None
-    if not services.claim_run(run, owner=PROCESS_ID, lease_s=settings.STUDIO_RUN_LEASE_S):
-        raise ConflictError(f"run {run.pk} is no longer queued", code="run_not_queued")
     return _Prepared(agent, run_config, session.owner.get_username(), session.key)
 
 
@@ -314,8 +328,8 @@ async def execute_and_publish(
             cancel_token=execution.token,
             approvals=approvals,
         )
-    except ConflictError:
-        pass  # cancelled before it started
+    except ConflictError as exc:  # cancelled (or otherwise ended) before it started
+        logger.info("run %s did not start: %s", execution.run_id, exc.message)
     except Exception:
         logger.exception("run %s failed", execution.run_id)
     except asyncio.CancelledError:  # the process is stopping

@@ -28,10 +28,14 @@ _executing_lock = threading.Lock()
 
 
 @task()
-async def execute_queued_run(run_id: str) -> None:
+async def execute_queued_run(run_id: str) -> str:
     """Execute queued run ``run_id`` to its end, publishing its events to its viewers.
-    A run cancelled or ended meanwhile is left as it is."""
+    A run cancelled or ended meanwhile is left as it is. Returns the run's status (the
+    task's result), or ``deleted``."""
     await execute(uuid.UUID(run_id))
+    status = await db_sync_to_async(_status_of)(uuid.UUID(run_id)) or "deleted"
+    logger.info("run %s: %s", run_id, status)
+    return status
 
 
 async def execute(run_id: uuid.UUID) -> None:

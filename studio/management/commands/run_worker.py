@@ -5,11 +5,14 @@ runs go to workers; it polls the queue every 0.2 s rather than every second, nev
 autoreloads (a reload would cut the run in progress, and killing the reloader would
 leave its child running); and on SIGINT or SIGTERM the run in progress ends
 ``interrupted`` at once, as on a stopping server, instead of the worker waiting for it
-to finish (which may be many minutes). The other ``db_worker`` options apply.
+to finish (which may be many minutes); and when the database does not answer, it waits
+for it rather than exiting. The other ``db_worker`` options apply.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from argparse import ArgumentParser
 from types import FrameType
 from typing import Any
@@ -20,8 +23,23 @@ from django_tasks_db.management.commands import db_worker
 
 from studio import runs, tasks
 
+logger = logging.getLogger("studio.worker")
+
 
 class Worker(db_worker.Worker):
+    def run(self) -> None:
+        """``db_worker``'s loop, which stops the process when the database does not
+        answer a poll; here the worker waits for it to come back instead."""
+        while True:
+            try:
+                super().run()
+                return
+            except runs.DATABASE_GONE:
+                logger.warning("the database is unreachable; polling again in 1 s", exc_info=True)
+            if not self.running:
+                return
+            time.sleep(1)
+
     def shutdown(self, signum: int, frame: FrameType | None) -> None:
         tasks.interrupt_executing()
         super().shutdown(signum, frame)
