@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.db import IntegrityError, transaction
 from drf_spectacular.extensions import (
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
@@ -290,7 +291,7 @@ class McpServerSerializer(ClosedSchema, serializers.ModelSerializer[McpServer]):
         server = McpServer(owner_id=owner.pk, created_by_id=owner.pk, **validated_data)
         server.set_headers(headers)
         server.set_env(env)
-        server.save()
+        _save_unique(server)
         return server
 
     def update(self, instance: McpServer, validated_data: dict[str, Any]) -> McpServer:
@@ -300,8 +301,19 @@ class McpServerSerializer(ClosedSchema, serializers.ModelSerializer[McpServer]):
             instance.set_env(validated_data.pop("env"))
         for field, value in validated_data.items():
             setattr(instance, field, value)
-        instance.save()
+        _save_unique(instance)
         return instance
+
+
+def _save_unique(server: McpServer) -> None:
+    """Save; a name taken by a concurrent request is the same 400 as one taken before."""
+    try:
+        with transaction.atomic():
+            server.save()
+    except IntegrityError:
+        raise serializers.ValidationError(
+            {"name": [f"you already have an MCP server named {server.name!r}"]}, "unique"
+        ) from None
 
 
 def _check(field: str, check: Any, value: Any) -> None:

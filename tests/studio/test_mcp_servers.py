@@ -20,6 +20,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from studio import services
+from studio.api.mcp import McpServerSerializer
 from studio.models import Agent, Event, McpServer, ModelConfig, Run, RunStatus
 from studio.runs import execute_run
 from tests.studio.conftest import client_for, results
@@ -396,3 +397,16 @@ def test_rotating_the_encryption_key_keeps_mcp_secrets_readable(
     settings.FIELD_ENCRYPTION_KEYS = [new]
     server.refresh_from_db()
     assert server.headers() == {"Authorization": CANARY}
+
+
+@pytest.mark.django_db
+def test_a_name_taken_between_the_check_and_the_save_is_a_400(
+    api: APIClient, ada: User, mcp_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As if a concurrent request registered the name after this one checked it.
+    monkeypatch.setattr(McpServerSerializer, "validate_name", lambda self, name: name)
+    http_server(ada, mcp_url, name="docs")
+    response = register(api, name="docs", transport="http", url=mcp_url)
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["code"] == "unique"
+    assert McpServer.objects.filter(owner=ada, name="docs").count() == 1
