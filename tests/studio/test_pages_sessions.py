@@ -1,0 +1,106 @@
+"""The session pages' server side: the timeline carries its newest events as data, and
+the session list's rows share one delete form."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+
+from agents_core import events as core_events
+from studio.models import Event, Session
+from studio.session_service import append_event_sync
+from studio.views import TIMELINE_PAGE_SIZE
+from tests.studio.conftest import make_session
+
+pytestmark = pytest.mark.django_db
+
+PAYLOAD = "</script><script>alert(1)</script>"
+
+
+def add_event(session: Session, text: str) -> core_events.Event:
+    event = core_events.Event(
+        type=core_events.EventType.AGENT_MESSAGE,
+        invocation_id="inv",
+        session_id=session.key,
+        author="helper",
+        parts=[core_events.TextPart(text=text)],
+    )
+    return append_event_sync(session.key, event)
+
+
+def signed_in(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def timeline_data(html: str) -> dict[str, Any]:
+    found = re.search(r'<script id="timeline-data" type="application/json">(.*?)</script>', html)
+    assert found is not None
+    return json.loads(found.group(1))  # type: ignore[no-any-return]
+
+
+def test_the_timeline_comes_with_its_newest_page_of_events_as_escaped_data(ada: User) -> None:
+    session = make_session(ada)
+    total = TIMELINE_PAGE_SIZE + 10
+    for n in range(total - 1):
+        add_event(session, f"message {n}")
+    add_event(session, PAYLOAD)
+
+    response = signed_in(ada).get(reverse("session-timeline", args=[session.pk]))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert PAYLOAD not in html  # the data cannot close its script element
+    data = timeline_data(html)
+    events = data["events"]
+    assert [e["seq"] for e in events] == list(range(11, total + 1))
+    stored = Event.objects.filter(session=session, seq__gt=10).order_by("seq")
+    assert events == [row.payload for row in stored]
+    assert events[-1]["parts"][0]["text"] == PAYLOAD
+
+
+def test_the_timeline_carries_no_event_past_the_last_seq_it_read(ada: User) -> None:
+    session = make_session(ada)
+    for n in range(3):
+        add_event(session, f"message {n}")
+    # A stored row the session's counter does not count yet (as while another writer's
+    # transaction commits): the page's socket is the one to deliver it.
+    Session.objects.filter(pk=session.pk).update(last_seq=2)
+
+    response = signed_in(ada).get(reverse("session-timeline", args=[session.pk]))
+
+    data = timeline_data(response.content.decode())
+    assert [e["seq"] for e in data["events"]] == [1, 2]
+
+
+def test_another_users_timeline_is_not_found(ada: User, bob: User) -> None:
+    session = make_session(ada)
+    add_event(session, "private")
+
+    response = signed_in(bob).get(reverse("session-timeline", args=[session.pk]))
+
+    assert response.status_code == 404
+    assert b"private" not in response.content
+
+
+def test_the_session_list_rows_share_one_delete_form(ada: User) -> None:
+    sessions = [make_session(ada, title=f"s{n}") for n in range(3)]
+    client = signed_in(ada)
+
+    html = client.get(reverse("sessions")).content.decode()
+
+    table = html[html.index('<table class="list"') : html.index("</table>")]
+    assert "csrfmiddlewaretoken" not in table  # one token, in the shared form
+    assert re.search(r'<form id="delete-session"[^>]*>\s*<input type="hidden" name="csrf', html)
+    actions = re.findall(r'form="delete-session" formaction="([^"]+)"', html)
+    assert sorted(actions) == sorted(reverse("session-delete", args=[s.pk]) for s in sessions)
+    response = client.post(actions[0], {"next": reverse("sessions")})
+    assert response.status_code == 302
+    assert Session.objects.filter(owner=ada).count() == 2
