@@ -22,8 +22,31 @@ from studio.llms import parse_options
 from studio.models import Agent, AgentVersion, ModelConfig, Run, Session
 
 
+class StoredJSONField(serializers.JSONField):
+    """JSON that PostgreSQL can store: no NUL character and no lone surrogate in any
+    string or key (jsonb refuses both; DRF's text fields refuse them the same way)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        stack: list[Any] = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str) and _UNSTORABLE.search(item):
+                raise serializers.ValidationError(
+                    "NUL and lone surrogate characters are not allowed.", code="unstorable_text"
+                )
+            if isinstance(item, dict):
+                stack.extend([*item.keys(), *item.values()])
+            elif isinstance(item, list):
+                stack.extend(item)
+        return value
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 @extend_schema_field(core_specs.AgentSpec)  # type: ignore[arg-type]  # pydantic: supported
-class AgentSpecField(serializers.JSONField):
+class AgentSpecField(StoredJSONField):
     """An AgentSpec document: its shape is checked by ``agent_specs.validate`` (which
     also resolves the models, tools and agents it names among the owner's own)."""
 
@@ -63,6 +86,9 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
         read_only=True, help_text="At most the key's last four characters, e.g. '...3xYz'."
     )
     has_api_key = serializers.BooleanField(read_only=True)
+    options = StoredJSONField(
+        required=False, help_text="Provider-specific settings, checked against the provider."
+    )
 
     class Meta:
         model = ModelConfig
