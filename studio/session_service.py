@@ -81,6 +81,8 @@ class DjangoSessionService(core_sessions.BaseSessionService):
         if event.partial:
             raise core_exceptions.SessionError("partial events are never stored")
         stored = await _append_retrying(session.id, event)
+        if session.events and session.events[-1].id == stored.id:
+            return stored  # appended again: this session mirrors it already
         core_sessions.apply_state_delta(session.state, stored.actions.state_delta)
         session.add_stored(stored)
         session.updated_at = stored.created_at
@@ -117,10 +119,16 @@ async def _append_retrying(session_key: str, event: core_events.Event) -> core_e
 def _append_once_sync(
     session_key: str, event: core_events.Event, *, retry: bool
 ) -> core_events.Event:
+    """One try. An event already stored (a retry whose lost commit landed, or the same
+    event appended again) is returned as stored, never stored twice."""
     try:
         if retry and (found := stored_event(session_key, event.id)) is not None:
             return found
         return append_event_sync(session_key, event)
+    except IntegrityError:
+        if (found := stored_event(session_key, event.id)) is not None:
+            return found
+        raise
     except CONNECTION_ERRORS:
         with contextlib.suppress(Error):
             connection.close()  # the next try opens a new one

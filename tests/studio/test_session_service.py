@@ -96,3 +96,21 @@ async def test_async_event_commits_store_the_same_events_and_state(
     assert row.state == {"b": [2], "c": {"d": 3}} == session.state
     payloads = [e.payload async for e in Event.objects.filter(session=row).order_by("seq")]
     assert payloads == [event.to_wire() for event in stored]
+
+
+async def test_appending_an_already_stored_event_returns_it_as_stored(ada: User) -> None:
+    service = DjangoSessionService()
+    session = await service.create_session(app_name="studio", user_id="ada")
+    event = core_events.Event(
+        type=core_events.EventType.USER_MESSAGE,
+        invocation_id="i",
+        session_id=session.id,
+        author="user",
+        actions=core_events.EventActions(state_delta={"k": 1}),
+    )
+    first = await service.append_event(session, event)
+    again = await service.append_event(session, event)
+    assert again == first and again.seq == 1
+    assert session.events == [first] and session.state == {"k": 1}
+    assert [e.seq async for e in Event.objects.filter(session__key=session.id)] == [1]
+    assert (await Session.objects.aget(key=session.id)).last_seq == 1
