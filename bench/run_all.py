@@ -168,14 +168,15 @@ def _persistence_notes(d: dict[str, Any]) -> str:
         f"{d['database']}, CONN_MAX_AGE={d['conn_max_age']}; direct `append_event_sync` "
         f"{_per_s(d['append_event_sync_direct_per_s'])}"
     )
-    if "service_persistent_connection_per_s" in d:
-        kept = d["service_persistent_connection_per_s"]
-        text += f"; service with a persistent connection {_per_s(kept)}"
-    if "service_no_health_checks_per_s" in d:
-        text += f"; without CONN_HEALTH_CHECKS {_per_s(d['service_no_health_checks_per_s'])}"
-    if "service_also_synchronous_commit_off_per_s" in d:
-        off = d["service_also_synchronous_commit_off_per_s"]
-        text += f"; and synchronous_commit=off {_per_s(off)}"
+    if "service_event_commit_async_per_s" in d:
+        text += f"; STUDIO_EVENT_COMMIT=async {_per_s(d['service_event_commit_async_per_s'])}"
+    if "insert_commit_ms" in d:
+        text += (
+            f"; one-row commit {d['insert_commit_ms']} ms"
+            f" ({d['insert_commit_no_flush_ms']} ms without the WAL flush)"
+        )
+    if "service_debug_off_per_s" in d:
+        text += f"; with DEBUG off {_per_s(d['service_debug_off_per_s'])}"
     return text
 
 
