@@ -208,7 +208,10 @@ async def _end_on_error(
         logger.error("run %s: the database stayed away; the lease sweep will end it", run.pk)
         return
     if stored is not None and on_event is not None:
-        await on_event(stored)
+        try:
+            await on_event(stored)
+        except Exception:  # the sink itself may be what failed; the event is stored
+            logger.warning("run %s: could not pass on its error event", run.pk, exc_info=True)
 
 
 @db_sync_to_async

@@ -142,3 +142,8 @@ def test_run_agent_fails_with_the_runs_error_when_the_agent_no_longer_builds(ada
     assert (run.status, run.error_code) == ("failed", "spec_error")
     error = run.session.events.get()
     assert (error.type, error.payload["error"]["code"]) == ("error", "spec_error")
+
+
+def test_run_worker_refuses_to_start_unless_runs_go_to_workers() -> None:
+    with pytest.raises(CommandError, match="STUDIO_RUN_EXECUTION=worker"):
+        call_command("run_worker", stdout=io.StringIO(), stderr=io.StringIO())

@@ -141,3 +141,35 @@ async def test_a_run_holds_a_lease_of_this_process_while_it_executes_and_then_re
     finished = await execute_run(run, on_event=note_lease)
     assert held == [(runs.PROCESS_ID, True, 0)]
     assert (finished.owner_process, finished.lease_expires_at) == ("", None)
+
+
+async def test_a_run_that_stops_on_an_unexpected_error_ends_with_a_stored_error_event(
+    ada: User,
+) -> None:
+    run = await queued_run(ada)
+    seen: list[core_events.Event] = []
+
+    async def failing_once(event: core_events.Event) -> None:
+        seen.append(event)
+        if len(seen) == 2:
+            raise RuntimeError("the viewers' channel broke")
+
+    with pytest.raises(RuntimeError):
+        await execute_run(run, on_event=failing_once)
+    failed = await Run.objects.aget(pk=run.pk)
+    assert (failed.status, failed.error_code) == (RunStatus.FAILED, "internal_error")
+    assert (failed.owner_process, failed.lease_expires_at) == ("", None)
+    stored = [e async for e in Event.objects.filter(session_id=run.session_id).order_by("seq")]
+    last = stored[-1].payload
+    assert (last["type"], last["error"]["code"]) == ("error", "internal_error")
+    assert "RuntimeError" in last["error"]["message"]
+    assert seen[-1].to_wire() == last  # the viewers were told
+    assert last["invocation_id"] == failed.invocation_id == seen[0].invocation_id
+    # The session runs again.
+    again = await queued_run_on(run.session_id)
+    assert (await execute_run(again)).status == RunStatus.SUCCEEDED
+
+
+@sync_to_async
+def queued_run_on(session_pk: object) -> Run:
+    return services.start_run(Session.objects.get(pk=session_pk), "again")

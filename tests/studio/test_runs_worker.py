@@ -1,0 +1,158 @@
+"""Worker execution (``STUDIO_RUN_EXECUTION=worker``) in one process: runs enqueued
+through Django's tasks framework on the database backend, executed by the worker task,
+stopped by a cancel recorded in the database, decided through the channel layer relay,
+and not swept while their task waits for a worker. tests/scale runs the same with
+separate processes on PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from asgiref.local import Local
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.tasks import TaskResultStatus, task_backends
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from studio import live, recovery, runs, services, tasks, worker
+from studio.errors import ConflictError
+from studio.models import Event, Run, RunStatus, Session
+from tests.studio.conftest import make_session
+from tests.support.live import (
+    eventually,
+    new_session,
+    run_manager,  # noqa: F401  (an autouse fixture)
+    scripted_agent,
+    slow_agent,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _forget_task_backends() -> None:
+    """Django caches the TASKS backends on first use; tests change the setting."""
+    task_backends._settings = None
+    task_backends.__dict__.pop("settings", None)
+    task_backends._connections = Local(task_backends.thread_critical)
+
+
+@pytest.fixture(autouse=True)
+def worker_execution(settings: Any) -> Iterator[None]:
+    settings.STUDIO_RUN_EXECUTION = "worker"
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    _forget_task_backends()
+    yield
+    _forget_task_backends()
+
+
+def task_of(run: Run) -> DBTaskResult | None:
+    return DBTaskResult.objects.filter(
+        task_path=worker.TASK_PATH, args_kwargs__kwargs__run_id=str(run.pk)
+    ).first()
+
+
+@sync_to_async
+def start(session: Session, text: str = "go") -> Run:
+    return services.start_run(session, text)
+
+
+@sync_to_async
+def stored(session: Session) -> list[dict[str, Any]]:
+    rows = Event.objects.filter(session=session).order_by("seq")
+    return list(rows.values_list("payload", flat=True))
+
+
+def test_starting_a_run_enqueues_its_task_once_the_run_is_committed(ada: User) -> None:
+    run = services.start_run(make_session(ada), "hello")
+    queued = task_of(run)
+    assert queued is not None and queued.status == TaskResultStatus.READY
+    assert tasks.execute_queued_run.module_path == worker.TASK_PATH
+    assert Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
+
+
+def test_a_queued_run_whose_task_waits_for_a_worker_is_not_abandoned(ada: User) -> None:
+    waiting = services.start_run(make_session(ada), "one")
+    lost = services.start_run(make_session(ada), "two")
+    taken = services.start_run(make_session(ada), "three")
+    DBTaskResult.objects.filter(args_kwargs__kwargs__run_id=str(lost.pk)).delete()
+    later = timezone.now() + timedelta(seconds=3 * 30)
+    # Taken by a worker that died before claiming the run, longer than a lease ago.
+    DBTaskResult.objects.filter(args_kwargs__kwargs__run_id=str(taken.pk)).update(
+        status=TaskResultStatus.RUNNING, started_at=later - timedelta(seconds=60)
+    )
+    assert set(recovery.abandoned_runs(later)) == {lost.pk, taken.pk}
+    assert recovery.interrupt(lost.pk, now=later) is not None
+    assert Run.objects.get(pk=waiting.pk).status == RunStatus.QUEUED
+
+
+async def test_the_worker_task_executes_a_queued_run_to_its_end(ada: User) -> None:
+    session = await new_session(ada)
+    run = await start(session)
+    assert await tasks.execute_queued_run.acall(run_id=str(run.pk)) == RunStatus.SUCCEEDED
+    events = await stored(session)
+    assert events[0]["type"] == "user_message"
+    assert events[-1]["type"] == "agent_end"
+    finished = await Run.objects.aget(pk=run.pk)
+    assert (finished.owner_process, finished.lease_expires_at) == ("", None)
+    # Ended already: running its task again changes nothing.
+    assert await tasks.execute_queued_run.acall(run_id=str(run.pk)) == RunStatus.SUCCEEDED
+    assert await stored(session) == events
+
+
+async def test_a_cancel_recorded_in_the_database_stops_the_worker_run(ada: User) -> None:
+    await sync_to_async(slow_agent)(ada)
+    session = await new_session(ada, "slow")
+    run = await start(session)
+    executing = asyncio.create_task(tasks.execute(run.pk))
+    await eventually(lambda: Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).aexists())
+    await sync_to_async(services.cancel_run)(run)
+    await asyncio.wait_for(executing, timeout=10)
+    events = await stored(session)
+    assert (events[-1]["type"], events[-1]["error"]["code"]) == ("error", "cancelled")
+    cancelled = await Run.objects.aget(pk=run.pk)
+    assert (cancelled.status, cancelled.owner_process) == (RunStatus.CANCELLED, "")
+
+
+CAREFUL_SCRIPT = [
+    {"text": "checking", "tool_calls": [{"name": "calculator", "args": {"expression": "6 * 7"}}]},
+    {"text": "the answer is 42"},
+]
+
+
+async def test_a_decision_sent_to_the_manager_is_relayed_to_the_worker_run(ada: User) -> None:
+    tools = [{"name": "calculator", "requires_approval": True}]
+    await sync_to_async(scripted_agent)(ada, "careful", CAREFUL_SCRIPT, tools=tools)
+    session = await new_session(ada, "careful")
+    run = await start(session)
+    executing = asyncio.create_task(tasks.execute(run.pk))
+
+    async def requested() -> list[dict[str, Any]]:
+        return [e for e in await stored(session) if e["type"] == "approval_request"]
+
+    approval = (await eventually(requested))[0]["approval"]
+
+    def body(**changes: Any) -> live.ApprovalBody:
+        fields = {"call_id": approval["call_id"], "args_hash": approval["args_hash"]}
+        return live.ApprovalBody(**{**fields, "decision": "approve", **changes})
+
+    for refused in [body(args_hash="0" * 64), body(call_id="unknown")]:
+        with pytest.raises(ConflictError) as caught:
+            await runs.manager.adecide(session, refused, decided_by="ada")
+        assert caught.value.code == "approval_not_pending"
+
+    await runs.manager.adecide(session, body(), decided_by="ada")
+    await asyncio.wait_for(executing, timeout=10)
+    events = await stored(session)
+    [decided] = [e for e in events if e["type"] == "approval_decision"]
+    assert (decided["approval"]["decision"], decided["approval"]["decided_by"]) == (
+        "approve",
+        "ada",
+    )
+    assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.SUCCEEDED
+    with pytest.raises(ConflictError):
+        await runs.manager.adecide(session, body(decision="deny"), decided_by="ada")
