@@ -13,9 +13,9 @@ from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
 from agents_core import events as core_events
-from studio import live
+from studio import live, services
 from studio.asgi import application
-from studio.models import Session
+from studio.models import Run, RunStatus, Session
 from studio.session_service import append_event_sync
 from tests.studio.conftest import client_for, make_agent, make_session
 from tests.support.live import (
@@ -273,3 +273,49 @@ async def test_a_run_goes_on_when_publishing_fails_and_viewers_resync(
     assert viewer.run_status == "succeeded"
     assert viewer.events == await stored(session)
     assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))
+
+
+# A run that ends elsewhere
+
+
+@sync_to_async
+def claimed_elsewhere(session: Session) -> Run:
+    """A running run of ``session`` that another process executes."""
+    run = Run.objects.create(session=session, message="elsewhere")
+    assert services.claim_run(run, owner="other-host:1:0000", lease_s=60)
+    return run
+
+
+@sync_to_async
+def executor_ends(session: Session, run: Run) -> core_events.Event:
+    """What that process does once it hears of the cancel: store the run's last event,
+    then let go of the run."""
+    last = append_event_sync(session.key, services.terminal_error(session, "cancelled", "bye"))
+    services.finish_run(run, RunStatus.CANCELLED, code="cancelled", message="bye")
+    return last
+
+
+async def test_a_run_cancelled_elsewhere_ends_for_viewers_only_after_its_last_event(
+    ada: User, settings: Any
+) -> None:
+    settings.STUDIO_LIVE_RESYNC_S = 0.05
+    session = await new_session(ada)
+    run = await claimed_elsewhere(session)
+    viewer = await watch(application, session, ada)
+    assert viewer.run_status == "running"
+
+    await sync_to_async(services.cancel_run)(run)  # recorded, but its executor goes on
+    status = await sync_to_async(live.snapshot)(session.pk)
+    assert (status.run or {})["status"] == "running"
+    assert status.waiting_for == "model"
+
+    last = await executor_ends(session, run)
+    await viewer.until(lambda v: v.run_status == "cancelled")
+    ended_at = next(
+        i
+        for i, frame in enumerate(viewer.frames)
+        if frame["type"] == "status" and frame["run"]["status"] == "cancelled"
+    )
+    seqs_before_end = [f["event"]["seq"] for f in viewer.frames[:ended_at] if f["type"] == "event"]
+    assert seqs_before_end[-1] == last.seq
+    assert viewer.events == await stored(session)
