@@ -4,6 +4,7 @@ and coming back, a server restart, and a session of 10,000 events."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -246,4 +247,7 @@ def test_a_session_of_ten_thousand_events_opens_on_its_newest_page(
     last_tool.click()
     expect(page.locator(".tool[data-tool=calculator]").last).to_have_attribute("open", "")
     assert page.evaluate("document.querySelectorAll('*').length") < 15_000
+    seq = page.locator(".ev[data-seq] .seq").last
+    seq.hover()  # times are written as tooltips on demand
+    expect(seq).to_have_attribute("title", re.compile(r"\d{1,2}:\d{2}:\d{2}"))
     assert json.loads(page.locator("#timeline-data").text_content() or "{}")["page_size"] == 250

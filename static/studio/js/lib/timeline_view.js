@@ -21,6 +21,12 @@ export class TimelineView {
     this.runs = new Map(); // invocation id -> Run JSON
     this.activeInvocation = null;
     this.reset();
+    // Times are tooltips: written when the pointer first reaches them, so the first
+    // render formats none (and loads no locale data) for hundreds of rows.
+    root.addEventListener("pointerover", (event) => {
+      const el = event.target instanceof Element ? event.target.closest("[data-time]") : null;
+      if (el && !el.title) el.title = `${el.dataset.timeLabel || ""}${formatTime(el.dataset.time)}`;
+    });
   }
 
   reset() {
@@ -253,14 +259,15 @@ export class TimelineView {
     step.timer.textContent = formatDuration(Date.parse(event.created_at) - step.startMs);
     step.timer.dataset.seq = event.seq;
     step.timer.dataset.type = event.type;
-    step.timer.title = `ended ${formatTime(event.created_at)}`;
+    step.timer.dataset.time = event.created_at;
+    step.timer.dataset.timeLabel = "ended ";
   }
 
   // Rows
 
   row(event, label, ...body) {
     return h("div", { class: `ev ${event.type}`, dataset: { seq: event.seq, type: event.type } },
-      h("span", { class: "seq", title: formatTime(event.created_at) }, `#${event.seq}`),
+      h("span", { class: "seq", dataset: { time: event.created_at } }, `#${event.seq}`),
       h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), figures(event)), ...body));
   }
 

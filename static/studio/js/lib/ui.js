@@ -47,11 +47,15 @@ export function formatClock(ms) {
 }
 
 // One formatter for every call: toLocaleTimeString(locales, options) builds a new
-// Intl.DateTimeFormat each time, which dominated the timeline's first render.
-const TIME_FORMAT = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+// Intl.DateTimeFormat each time, which dominated the timeline's first render. Built on
+// first use, not when the module loads: the first one loads the locale's data (tens of
+// ms), which pages that never show a time (every page imports this module) skip.
+let timeFormat = null;
 
 export function formatTime(iso) {
   if (!iso) return "";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? "" : TIME_FORMAT.format(date);
+  if (Number.isNaN(date.getTime())) return "";
+  timeFormat ??= new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return timeFormat.format(date);
 }
