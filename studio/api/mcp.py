@@ -8,16 +8,11 @@ values are write-only: responses carry their names only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db import IntegrityError, transaction
-from drf_spectacular.extensions import (
-    OpenApiSerializerExtension,
-    OpenApiSerializerFieldExtension,
-)
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import (
     OpenApiResponse,
@@ -32,167 +27,30 @@ from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents_core import specs as core_specs
 from studio import agent_specs, mcp
+from studio.api import mcp_fields as f
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.errors import ConflictError
 from studio.models import McpServer
 
-# Fields, each with the schema of exactly what it accepts
 
-
-class HeaderMapField(serializers.DictField):
-    """HTTP headers: names and values as ``studio.mcp`` checks them."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(child=_value_field(), **kwargs)
-
-
-class EnvMapField(serializers.DictField):
-    """Environment variables: names from ``STUDIO_MCP_ENV_ALLOWLIST`` only."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(child=_value_field(), **kwargs)
-
-
-def _value_field() -> serializers.RegexField:
-    return serializers.RegexField(
-        mcp.VALUE_PATTERN, max_length=mcp.MAX_VALUE_CHARS, allow_blank=True, trim_whitespace=False
-    )
-
-
-class _HeaderMapSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
-    target_class = HeaderMapField
-
-    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
-        schema: dict[str, Any] = auto_schema._map_serializer_field(
-            self.target, direction, bypass_extensions=True
-        )
-        return {
-            **schema,
-            "propertyNames": {"pattern": mcp.HEADER_NAME_PATTERN},
-            "maxProperties": mcp.MAX_HEADERS,
-        }
-
-
-class _EnvMapSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
-    target_class = EnvMapField
-
-    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
-        schema: dict[str, Any] = auto_schema._map_serializer_field(
-            self.target, direction, bypass_extensions=True
-        )
-        names = sorted(n for n in mcp.env_allowlist() if re.fullmatch(mcp.ENV_NAME_PATTERN, n))
-        if not names:
-            return {**schema, "maxProperties": 0}
-        return {**schema, "propertyNames": {"enum": names}, "maxProperties": mcp.MAX_ENV}
-
-
-class ClosedSchema:
-    """A serializer whose schema admits no property it does not name."""
-
-
-class _ClosedSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
-    target_class = ClosedSchema
-    match_subclasses = True
-
-    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
-        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)
-        if direction == "response":
-            # What a request must match, a response need not: an http server shows an
-            # empty command, a stdio one an empty url.
-            for name in ("url", "command"):
-                if name in schema["properties"]:
-                    schema["properties"][name] = {
-                        k: v
-                        for k, v in schema["properties"][name].items()
-                        if k not in ("pattern", "minLength")
-                    }
-        return {**schema, "additionalProperties": False}
-
-
-def _name_field() -> serializers.RegexField:
-    return serializers.RegexField(
-        core_specs.NAME_PATTERN,
-        max_length=64,
-        help_text="Letters, digits, '_' or '-', starting with a letter or '_': agent specs "
-        'name the server by it ({"mcp": [{"server": name}]}).',
-    )
-
-
-def _description_field() -> serializers.CharField:
-    return serializers.CharField(max_length=500, required=False, allow_blank=True)
-
-
-def _url_field(*, required: bool) -> serializers.RegexField:
-    return serializers.RegexField(
-        mcp.URL_PATTERN,
-        max_length=mcp.MAX_URL_CHARS,
-        required=required,
-        help_text="http only: the streamable HTTP endpoint. Loopback, private, link-local "
-        "and metadata addresses are refused unless STUDIO_OUTBOUND_ALLOWLIST admits them.",
-    )
-
-
-def _headers_field() -> HeaderMapField:
-    return HeaderMapField(
-        write_only=True,
-        required=False,
-        help_text="http only. Write-only: sent with every request (e.g. Authorization), "
-        "stored encrypted. Omit to keep the stored headers; {} removes them.",
-    )
-
-
-def _command_field(*, required: bool) -> serializers.RegexField:
-    return serializers.RegexField(
-        mcp.COMMAND_PATTERN,
-        max_length=mcp.MAX_COMMAND_CHARS,
-        required=required,
-        trim_whitespace=False,
-        help_text="stdio only: the program, run exactly as given, without a shell.",
-    )
-
-
-def _args_field() -> serializers.ListField:
-    return serializers.ListField(
-        child=serializers.RegexField(
-            mcp.ARG_PATTERN,
-            max_length=mcp.MAX_VALUE_CHARS,
-            allow_blank=True,
-            trim_whitespace=False,
-        ),
-        max_length=mcp.MAX_ARGS,
-        required=False,
-        help_text="stdio only: the program's arguments, each passed as is.",
-    )
-
-
-def _env_field() -> EnvMapField:
-    return EnvMapField(
-        write_only=True,
-        required=False,
-        help_text="stdio only. Write-only: environment variables, each named in "
-        "STUDIO_MCP_ENV_ALLOWLIST; stored encrypted. Omit to keep them; {} removes them.",
-    )
-
-
-class McpServerSerializer(ClosedSchema, serializers.ModelSerializer[McpServer]):
+class McpServerSerializer(f.ClosedSchema, serializers.ModelSerializer[McpServer]):
     """A server as shown, and a change to one (PATCH): fields of the other transport, or
     a different transport, conflict with the stored server (409)."""
 
-    name = _name_field()
-    description = _description_field()
+    name = f.name_field()
+    description = f.description_field()
     transport = serializers.ChoiceField(
         choices=McpServer.Transport.choices,
         help_text="http: any user, needs url. stdio: staff only, needs command. "
         "Cannot be changed once the server exists.",
     )
-    url = _url_field(required=False)
-    headers = _headers_field()
+    url = f.url_field(required=False)
+    headers = f.headers_field()
     header_names = serializers.ListField(child=serializers.CharField(), read_only=True)
-    command = _command_field(required=False)
-    args = _args_field()
-    env = _env_field()
+    command = f.command_field(required=False)
+    args = f.args_field()
+    env = f.env_field()
     env_names = serializers.ListField(child=serializers.CharField(), read_only=True)
     command_line = serializers.CharField(
         read_only=True, help_text="stdio: the exact command and arguments, shell-quoted."
@@ -323,25 +181,25 @@ def _check(field: str, check: Any, value: Any) -> None:
         raise serializers.ValidationError({field: [exc.message]}, exc.code) from None
 
 
-class HttpMcpServerCreateSerializer(ClosedSchema, serializers.Serializer[McpServer]):
+class HttpMcpServerCreateSerializer(f.ClosedSchema, serializers.Serializer[McpServer]):
     """Registering an http server (any user). Schema only: McpServerSerializer validates."""
 
-    name = _name_field()
-    description = _description_field()
+    name = f.name_field()
+    description = f.description_field()
     transport = serializers.ChoiceField(choices=[McpServer.Transport.HTTP.value])
-    url = _url_field(required=True)
-    headers = _headers_field()
+    url = f.url_field(required=True)
+    headers = f.headers_field()
 
 
-class StdioMcpServerCreateSerializer(ClosedSchema, serializers.Serializer[McpServer]):
+class StdioMcpServerCreateSerializer(f.ClosedSchema, serializers.Serializer[McpServer]):
     """Registering a stdio server (staff only). Schema only: McpServerSerializer validates."""
 
-    name = _name_field()
-    description = _description_field()
+    name = f.name_field()
+    description = f.description_field()
     transport = serializers.ChoiceField(choices=[McpServer.Transport.STDIO.value])
-    command = _command_field(required=True)
-    args = _args_field()
-    env = _env_field()
+    command = f.command_field(required=True)
+    args = f.args_field()
+    env = f.env_field()
 
 
 _CREATE_BODY = PolymorphicProxySerializer(
