@@ -213,6 +213,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("STUDIO_LOG_LEVEL", "INFO")},
+    # The MCP SDK logs whole protocol messages at DEBUG, which may quote a secret a
+    # server echoed back (studio.mcp removes them only from what agents see).
+    "loggers": {"mcp": {"level": "INFO"}},
 }
 
 REST_FRAMEWORK = {
