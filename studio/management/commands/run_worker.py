@@ -1,16 +1,21 @@
 """Executes queued runs (``STUDIO_RUN_EXECUTION=worker``); see ``studio.worker``.
 
-``django_tasks_db``'s ``db_worker`` with Studio's defaults: it refuses to start unless
-runs go to workers; it polls the queue every 0.2 s rather than every second, never
-autoreloads (a reload would cut the run in progress, and killing the reloader would
-leave its child running); and on SIGINT or SIGTERM the run in progress ends
-``interrupted`` at once, as on a stopping server, instead of the worker waiting for it
-to finish (which may be many minutes); and when the database does not answer, it waits
-for it rather than exiting. The other ``db_worker`` options apply.
+``django_tasks_db``'s ``db_worker`` (one run at a time per process) with Studio's
+defaults. The other ``db_worker`` options apply. Unlike ``db_worker``, it
+
+- refuses to start unless runs go to workers;
+- polls the queue every 0.2 s rather than every second;
+- never autoreloads: a reload would cut the run in progress, and killing the reloader
+  would leave its child running;
+- imports what runs import lazily before its first run (``LAZY_IMPORTS``);
+- on SIGINT or SIGTERM ends the run in progress ``interrupted`` at once, as a stopping
+  server does, rather than waiting for it to finish (which may take many minutes);
+- waits for an unreachable database to come back rather than exiting.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 from argparse import ArgumentParser
@@ -24,6 +29,10 @@ from django_tasks_db.management.commands import db_worker
 from studio import runs, tasks
 
 logger = logging.getLogger("studio.worker")
+
+LAZY_IMPORTS = ("agents_core.tools.mcp", "agents_core.llm.openai")
+"""Modules runs import on first use, taking seconds: imported before the first run, so
+it does not stall its event loop, and with it its lease renewals, on them."""
 
 
 class Worker(db_worker.Worker):
@@ -77,6 +86,8 @@ class Command(db_worker.Command):
             worker_id=options["worker_id"],
             excluded_queue_names=excluded,
         )
+        for module in LAZY_IMPORTS:
+            importlib.import_module(module)
         worker.configure_signals()
         self.stderr.write(f"worker {runs.PROCESS_ID} started")
         worker.run()
