@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -307,7 +308,10 @@ def test_a_prefix_names_the_servers_tools_for_the_model(ada: User, mcp_url: str)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_stored_header_echoed_by_the_server_never_reaches_events(ada: User, mcp_url: str) -> None:
+def test_a_stored_header_echoed_by_the_server_never_reaches_events_or_logs(
+    ada: User, mcp_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     http_server(ada, mcp_url, **{"X-Api-Key": CANARY})
     agent = mcp_agent(ada, [call("header", name="X-Api-Key"), {"text": "done"}])
     run = run_agent(agent)
@@ -316,6 +320,8 @@ def test_a_stored_header_echoed_by_the_server_never_reaches_events(ada: User, mc
     assert result["result"] == "[redacted]"
     stored = json.dumps(list(Event.objects.values_list("payload", flat=True)))
     assert CANARY not in stored
+    assert caplog.records  # DEBUG logging was on
+    assert CANARY not in caplog.text
 
 
 @pytest.mark.django_db(transaction=True)
