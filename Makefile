@@ -46,8 +46,10 @@ lint: $(STAMP)
 install: $(STAMP)
 
 # Scaled out on this machine (README, "Scale out"): PostgreSQL database `studio`, Redis
-# db 0, two Daphnes on 127.0.0.1:8001 and :8002 and one run worker; Ctrl-C stops them all.
+# db 0, two Daphnes on 127.0.0.1:8001 and :8002 and WORKERS run workers (each executes
+# one run at a time); Ctrl-C stops them all (a run in progress ends interrupted).
 SCALED_DB  ?= postgres://postgres@127.0.0.1:5432/studio
+WORKERS    ?= 2
 SCALED_RUN := DATABASE_URL=$(SCALED_DB) REDIS_URL=redis://127.0.0.1:6379/0 STUDIO_RUN_EXECUTION=worker
 
 .PHONY: run-scaled
@@ -60,7 +62,7 @@ run-scaled: $(STAMP)
 	trap 'kill 0' INT TERM; \
 	$(SCALED_RUN) $(BIN)/python -m daphne -b 127.0.0.1 -p 8001 studio.asgi:application & \
 	$(SCALED_RUN) $(BIN)/python -m daphne -b 127.0.0.1 -p 8002 studio.asgi:application & \
-	$(SCALED_RUN) $(BIN)/python manage.py run_worker & \
+	for i in $$(seq $(WORKERS)); do $(SCALED_RUN) $(BIN)/python manage.py run_worker & done; \
 	wait
 
 # Benchmarks (bench/README.md): figures, not assertions; refreshes the README's table.
