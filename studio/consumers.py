@@ -111,12 +111,15 @@ class SessionWatch:
         assert self.layer is not None  # noqa: S101 (joined)
         while True:
             message = await self.layer.receive(channel)
-            if message.get("type") != "live.batch":
+            try:
+                batch = live.Batch.of(message)
+            except (KeyError, TypeError, ValueError):  # not ours: the resync covers for it
+                logger.warning("dropped a message to %s: %.200r", self.group, message)
                 continue
             # A task per viewer: one catching up from the database delays no other.
             # Each viewer takes them in order (its lock is first come, first served).
             for viewer in list(self.viewers):
-                task = self._loop.create_task(viewer.live_batch(message))
+                task = self._loop.create_task(viewer.live_batch(batch))
                 self._deliveries.add(task)
                 task.add_done_callback(self._delivered)
 
@@ -201,12 +204,12 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     # From the group
 
-    async def live_batch(self, message: dict[str, Any]) -> None:
+    async def live_batch(self, batch: live.Batch) -> None:
         async with self.lock:
-            for seq, after_seq, event_json in message["events"]:
+            for seq, after_seq, event_json in batch.events:
                 await self._forward(seq, after_seq, event_json)
-            if message["status"] is not None:
-                await self._send_status(live.Status(**message["status"]))
+            if batch.status is not None:
+                await self._send_status(batch.status, text=batch.status_text)
 
     async def _forward(self, seq: int | None, after_seq: int, event_json: str) -> None:
         """Send one published event if it is the next one: fill a gap from the database
@@ -276,15 +279,18 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             if len(page) < live.PAGE_SIZE:
                 return
 
-    async def _send_status(self, status: live.Status, *, force: bool = False) -> None:
-        """Send ``status`` (if it changed) after every event it has seen; never one
-        older than the last sent (a late message after a resync)."""
+    async def _send_status(
+        self, status: live.Status, *, force: bool = False, text: str = ""
+    ) -> None:
+        """Send ``status`` (if it changed; ``text`` is its frame, when rendered already)
+        after every event it has seen; never one older than the last sent (a late
+        message after a resync)."""
         if status.last_seq < self.status_seq:
             return
         await self._catch_up(upto=status.last_seq)
         if force or status.key != self.status_key:
             self.status_key, self.status_seq = status.key, status.last_seq
-            await self.send(text_data=live.status_frame(status))
+            await self.send(text_data=text or live.status_frame(status))
 
     async def make_good(self, last_seq: int, session_status: str) -> None:
         """Catch up with what the database held an interval ago (the watch's resync)."""

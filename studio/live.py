@@ -265,6 +265,24 @@ def status_frame(status: Status) -> str:
     return json.dumps({"type": "status", "run": status.run, "waiting_for": status.waiting_for})
 
 
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A ``live.batch`` message as a process's viewers take it, its status frame
+    rendered once for all of them."""
+
+    events: list[tuple[int | None, int, str]]
+    status: Status | None = None
+    status_text: str = ""
+
+    @classmethod
+    def of(cls, message: Mapping[str, Any]) -> Batch:
+        events = [(seq, after_seq, text) for seq, after_seq, text in message["events"]]
+        if message["status"] is None:
+            return cls(events)
+        status = Status(**message["status"])
+        return cls(events, status, status_frame(status))
+
+
 def error_frame(code: str, detail: str) -> str:
     return json.dumps({"type": "error", "code": code, "detail": detail})
 
