@@ -17,12 +17,16 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import redis
+from cryptography.fernet import Fernet
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
@@ -41,7 +45,7 @@ def redis_url() -> str:
     return os.environ.get("REDIS_URL", "")
 
 
-def _with_path(url: str, path: str) -> str:
+def with_path(url: str, path: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
@@ -50,18 +54,18 @@ def _with_path(url: str, path: str) -> str:
 def throwaway_database() -> Iterator[str]:
     """A new, empty PostgreSQL database on DATABASE_URL's server, dropped afterwards."""
     name = f"studio_scale_{uuid.uuid4().hex[:12]}"
-    admin = _with_path(database_url(), "/postgres")
+    admin = with_path(database_url(), "/postgres")
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield _with_path(database_url(), f"/{name}")
+        yield with_path(database_url(), f"/{name}")
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def scale_redis_url() -> str:
-    return _with_path(redis_url(), f"/{SCALE_REDIS_DB}")
+    return with_path(redis_url(), f"/{SCALE_REDIS_DB}")
 
 
 _SETUP = """
@@ -318,3 +322,141 @@ class Viewer:
     async def close(self) -> None:
         if self.ws is not None:
             await self.ws.close()
+
+
+# A cluster: servers and a worker on one throwaway database
+
+LIMITS = {"max_steps": 1000, "max_model_calls": 1000, "max_tool_calls": 2000}
+
+
+def scripted_agent(name: str, steps: int, token_delay_s: float) -> dict[str, Any]:
+    """An agent whose model plays ``steps`` steps of text and one calculator call each:
+    two stored events a step."""
+    script: list[dict[str, Any]] = [
+        {
+            "text": f"step-{i}",
+            "tool_calls": [{"name": "calculator", "args": {"expression": f"{i} * 2"}}],
+        }
+        for i in range(steps)
+    ]
+    script.append({"text": "all done"})
+    return {
+        "spec": {
+            "name": name,
+            "model": f"{name}_model",
+            "instruction": "Play the script.",
+            "tools": [{"name": "calculator"}],
+            "max_iterations": 1000,
+            "limits": LIMITS,
+        },
+        "options": {"script": script, "loop": False, "token_delay_s": token_delay_s},
+    }
+
+
+def careful_agent(name: str) -> dict[str, Any]:
+    """An agent whose one calculator call waits for a person's approval."""
+    script = [
+        {
+            "text": "let me check",
+            "tool_calls": [{"name": "calculator", "args": {"expression": "6 * 7"}}],
+        },
+        {"text": "the answer is 42"},
+    ]
+    return {
+        "spec": {
+            "name": name,
+            "model": f"{name}_model",
+            "instruction": "Play the script.",
+            "tools": [{"name": "calculator", "requires_approval": True}],
+            "limits": LIMITS,
+        },
+        "options": {"script": script, "loop": False},
+    }
+
+
+@dataclass
+class Cluster:
+    env: dict[str, str]
+    servers: list[DaphneServer]
+    setup: dict[str, Any]
+    current: Worker | None = None
+    workers: list[Worker] = field(default_factory=list)
+
+    @property
+    def database_url(self) -> str:
+        return self.env["DATABASE_URL"]
+
+    def api(self, server: int) -> Api:
+        return Api(self.servers[server].url, self.setup["token"])
+
+    def viewers(self, session_id: str, count: int) -> list[Viewer]:
+        """``count`` viewers, alternately on each server."""
+        servers = self.servers
+        cookie = self.setup["cookie"]
+        return [Viewer(servers[i % len(servers)], cookie, session_id) for i in range(count)]
+
+    def new_worker(self) -> Worker:
+        self.current = Worker({**self.servers[0].environment()})
+        self.workers.append(self.current)
+        return self.current.start()
+
+    def print_output(self) -> None:
+        """The processes' last lines (pytest shows them when a test failed)."""
+        for name, output in [
+            *((f"server {i}", server.output) for i, server in enumerate(self.servers)),
+            *((f"worker {i}", worker.output) for i, worker in enumerate(self.workers)),
+        ]:
+            print(f"--- {name} (last 60 lines)\n{''.join(output[-60:])}")
+
+    def worker(self) -> Worker:
+        """The running worker, started if there is none (a test killed it)."""
+        current = self.current
+        alive = current is not None and current.process is not None
+        if alive and current.process.poll() is None:  # type: ignore[union-attr]
+            return current  # type: ignore[return-value]
+        return self.new_worker()
+
+
+@contextmanager
+def start_cluster(
+    data: Path, agents: list[dict[str, Any]], *, servers: int, lease_s: float
+) -> Iterator[Cluster]:
+    """``servers`` Daphnes (no worker yet: ``Cluster.worker`` starts one) on a throwaway
+    database and the scale Redis database (flushed), with ``agents`` set up."""
+    redis.Redis.from_url(scale_redis_url()).flushdb()
+    with throwaway_database() as db_url:
+        env = {
+            "DATABASE_URL": db_url,
+            "REDIS_URL": scale_redis_url(),
+            "STUDIO_RUN_EXECUTION": "worker",
+            # Every process of a deployment shares these.
+            "STUDIO_SECRET_KEY": "scale-tests-only-secret-key",
+            "STUDIO_FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
+            "STUDIO_RUN_LEASE_S": str(lease_s),
+            "STUDIO_LIVE_RESYNC_S": "0.5",
+            "STUDIO_MAX_CONCURRENT_RUNS_PER_USER": "50",
+        }
+        setup = prepare(DaphneServer(data, dict(env)), agents)
+        started = Cluster(env, [DaphneServer(data, dict(env)) for _ in range(servers)], setup)
+        try:
+            with ThreadPoolExecutor(servers) as pool:  # each process takes seconds to start
+                for future in [pool.submit(server.start) for server in started.servers]:
+                    future.result()
+            yield started
+        finally:
+            if started.current is not None:
+                started.current.stop()
+            for server in started.servers:
+                server.stop()
+
+
+def assert_every_seq_in_order(viewers: list[Viewer], stored: list[dict[str, Any]]) -> None:
+    expected = [(event["seq"], event["id"]) for event in stored]
+    assert [event["seq"] for event in stored] == list(range(1, len(stored) + 1))
+    for viewer in viewers:
+        assert viewer.breaches == []
+        assert [(event["seq"], event["id"]) for event in viewer.events] == expected
+
+
+async def watch_all(viewers: list[Viewer], done: Any, within: float) -> None:
+    await asyncio.gather(*(viewer.watch_until(done, within) for viewer in viewers))

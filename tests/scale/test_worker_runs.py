@@ -6,141 +6,44 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import redis
-from cryptography.fernet import Fernet
 
 from tests.scale.cluster import (
-    Api,
-    Viewer,
+    ENDED,
+    Cluster,
     Worker,
+    assert_every_seq_in_order,
+    careful_agent,
     executor_of,
-    prepare,
     redis_url,
-    scale_redis_url,
-    throwaway_database,
+    scripted_agent,
+    start_cluster,
     wait_until,
+    watch_all,
 )
-from tests.support.daphne_server import DaphneServer
 
 # Starting PostgreSQL-backed servers and a worker takes tens of seconds on a busy machine.
 pytestmark = pytest.mark.timeout(300)
 
-LIMITS = {"max_steps": 1000, "max_model_calls": 1000, "max_tool_calls": 2000}
-
-
-def scripted_agent(name: str, steps: int, token_delay_s: float) -> dict[str, Any]:
-    """An agent whose model plays ``steps`` steps of text and one calculator call each:
-    two stored events a step."""
-    script: list[dict[str, Any]] = [
-        {
-            "text": f"step-{i}",
-            "tool_calls": [{"name": "calculator", "args": {"expression": f"{i} * 2"}}],
-        }
-        for i in range(steps)
-    ]
-    script.append({"text": "all done"})
-    return {
-        "spec": {
-            "name": name,
-            "model": f"{name}_model",
-            "instruction": "Play the script.",
-            "tools": [{"name": "calculator"}],
-            "max_iterations": 1000,
-            "limits": LIMITS,
-        },
-        "options": {"script": script, "loop": False, "token_delay_s": token_delay_s},
-    }
-
-
-@dataclass
-class Cluster:
-    env: dict[str, str]
-    servers: list[DaphneServer]
-    setup: dict[str, Any]
-    current: Worker | None = None
-
-    @property
-    def database_url(self) -> str:
-        return self.env["DATABASE_URL"]
-
-    def api(self, server: int) -> Api:
-        return Api(self.servers[server].url, self.setup["token"])
-
-    def viewers(self, session_id: str, count: int) -> list[Viewer]:
-        """``count`` viewers, alternately on each server."""
-        servers = self.servers
-        cookie = self.setup["cookie"]
-        return [Viewer(servers[i % len(servers)], cookie, session_id) for i in range(count)]
-
-    def new_worker(self) -> Worker:
-        self.current = Worker({**self.servers[0].environment()}).start()
-        return self.current
-
-    def worker(self) -> Worker:
-        """The running worker, started if there is none (a test killed it)."""
-        current = self.current
-        alive = current is not None and current.process is not None
-        if alive and current.process.poll() is None:  # type: ignore[union-attr]
-            return current  # type: ignore[return-value]
-        return self.new_worker()
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    redis.Redis.from_url(scale_redis_url()).flushdb()
-    with throwaway_database() as database_url:
-        env = {
-            "DATABASE_URL": database_url,
-            "REDIS_URL": scale_redis_url(),
-            "STUDIO_RUN_EXECUTION": "worker",
-            # Every process of a deployment shares these; a short lease so a killed
-            # worker's run is recovered within seconds.
-            "STUDIO_SECRET_KEY": "scale-tests-only-secret-key",
-            "STUDIO_FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
-            "STUDIO_RUN_LEASE_S": "2",
-            "STUDIO_LIVE_RESYNC_S": "0.5",
-            "STUDIO_MAX_CONCURRENT_RUNS_PER_USER": "50",
-        }
-        data = tmp_path_factory.mktemp("scale") / "data"
-        first = DaphneServer(data, dict(env))
-        setup = prepare(
-            first,
-            [scripted_agent("steady", 60, 0.0), scripted_agent("long", 900, 0.01)],
-        )
-        servers = [DaphneServer(data, dict(env)), DaphneServer(data, dict(env))]
-        started = Cluster(env, servers, setup)
-        try:
-            with ThreadPoolExecutor(3) as pool:  # each process takes seconds to start
-                for future in [pool.submit(server.start) for server in servers]:
-                    future.result()
-            yield started
-        finally:
-            if started.current is not None:
-                started.current.stop()
-            for server in servers:
-                server.stop()
+    agents = [
+        scripted_agent("steady", 60, 0.0),
+        scripted_agent("long", 900, 0.01),
+        careful_agent("careful"),
+    ]
+    # A short lease, so a killed worker's run is recovered within seconds.
+    with start_cluster(tmp_path_factory.mktemp("scale"), agents, servers=2, lease_s=2) as started:
+        yield started
 
 
 @pytest.fixture
-def worker(cluster: Cluster) -> Worker:
-    return cluster.worker()
-
-
-def assert_every_seq_in_order(viewers: list[Viewer], stored: list[dict[str, Any]]) -> None:
-    expected = [(event["seq"], event["id"]) for event in stored]
-    assert [event["seq"] for event in stored] == list(range(1, len(stored) + 1))
-    for viewer in viewers:
-        assert viewer.breaches == []
-        assert [(event["seq"], event["id"]) for event in viewer.events] == expected
-
-
-async def watch_all(viewers: list[Viewer], done: Any, within: float) -> None:
-    await asyncio.gather(*(viewer.watch_until(done, within) for viewer in viewers))
+def worker(cluster: Cluster) -> Iterator[Worker]:
+    yield cluster.worker()
+    cluster.print_output()
 
 
 async def test_a_worker_run_started_on_one_server_reaches_a_hundred_viewers_on_both_in_order(
@@ -236,3 +139,48 @@ async def test_a_paused_redis_delays_no_stored_event_and_viewers_catch_up(
     assert_every_seq_in_order(viewers, stored)
     for viewer in viewers:
         await viewer.close()
+
+
+async def test_an_approval_decided_through_the_other_server_reaches_the_worker_and_the_run_ends(
+    cluster: Cluster, worker: Worker
+) -> None:
+    starter, other = cluster.api(0), cluster.api(1)
+    session_id = starter.new_session(cluster.setup["agents"]["careful"])
+    approvals = f"/api/sessions/{session_id}/approvals/"
+    run = starter.send(session_id, "what is 6 * 7?")
+    requested = await asyncio.to_thread(
+        wait_until,
+        lambda: [e for e in starter.events(session_id) if e["type"] == "approval_request"],
+        60,
+        "the approval request",
+    )
+    approval = requested[0]["approval"]
+    assert f":{worker.pid}:" in executor_of(cluster.database_url, run["id"])
+    decision = {"call_id": approval["call_id"], "args_hash": approval["args_hash"]}
+
+    # Waiting, but not for these arguments: the worker's broker refuses, through the relay.
+    status, body = other.call(
+        "POST", approvals, {**decision, "args_hash": "0" * 64, "decision": "approve"}
+    )
+    assert (status, body["code"]) == (409, "approval_not_pending")
+    # No such call waits: the server answers from the database.
+    status, body = other.call(
+        "POST", approvals, {**decision, "call_id": "nope", "decision": "approve"}
+    )
+    assert (status, body["code"]) == (409, "approval_not_pending")
+    assert starter.run(run["id"])["status"] == "running"
+
+    assert other.call("POST", approvals, {**decision, "decision": "approve"}) == (204, None)
+    finished = await asyncio.to_thread(starter.wait_for_run, run["id"], ENDED, 60)
+    assert finished["status"] == "succeeded"
+    stored = starter.events(session_id)
+    [decided] = [e for e in stored if e["type"] == "approval_decision"]
+    assert (decided["approval"]["decision"], decided["approval"]["decided_by"]) == (
+        "approve",
+        "scale",
+    )
+    [answered] = [e for e in stored if e["type"] == "tool_response"]
+    assert answered["parts"][0]["result"] == "42"
+    # Decided already: a second decision is refused.
+    status, body = starter.call("POST", approvals, {**decision, "decision": "deny"})
+    assert (status, body["code"]) == (409, "approval_not_pending")
