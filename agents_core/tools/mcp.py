@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -124,6 +124,8 @@ class McpToolset:
         prefix: Put before each tool's name, so two servers' tools cannot collide.
         call_timeout_s: Per tool call; ``None`` leaves only the run's wall-time limit.
         connect_timeout_s: For connecting and listing the tools.
+        http_transport: For an HTTP server, builds the transport of the connection
+            (say, one that refuses to connect to some addresses); ``None`` uses httpx's.
     """
 
     def __init__(
@@ -134,8 +136,10 @@ class McpToolset:
         prefix: str = "",
         call_timeout_s: float | None = 60.0,
         connect_timeout_s: float = 30.0,
+        http_transport: Callable[[], httpx2.AsyncBaseTransport] | None = None,
     ) -> None:
         self.server = server
+        self.http_transport = http_transport
         self.allowed_tools = None if allowed_tools is None else frozenset(allowed_tools)
         self.prefix = prefix
         self.call_timeout_s = call_timeout_s
@@ -221,7 +225,7 @@ class McpToolset:
         until ``release`` is set, then closes it."""
         try:
             async with asyncio.timeout(self.connect_timeout_s) as deadline:
-                async with _open_client(self.server) as client:
+                async with _open_client(self.server, self.http_transport) as client:
                     listed = await _list_tools(client)
                     deadline.reschedule(None)
                     if opened.cancelled():  # the opener was cancelled meanwhile
@@ -309,15 +313,24 @@ def _render_block(block: ContentBlock) -> str:
 
 
 @asynccontextmanager
-async def _open_client(server: McpServer) -> AsyncIterator[Client]:
+async def _open_client(
+    server: McpServer, http_transport: Callable[[], httpx2.AsyncBaseTransport] | None
+) -> AsyncIterator[Client]:
     match server:
         case McpStdioServer():
             async with Client(_stdio_parameters(server), cache=None) as client:
                 yield client
         case McpHttpServer():
             timeout = httpx2.Timeout(server.timeout_s, read=_SSE_READ_TIMEOUT_S)
+            # A given transport carries every request: no proxy from the environment.
+            transport = http_transport() if http_transport is not None else None
             async with (
-                httpx2.AsyncClient(headers=server.headers, timeout=timeout) as http,
+                httpx2.AsyncClient(
+                    headers=server.headers,
+                    timeout=timeout,
+                    transport=transport,
+                    trust_env=transport is None,
+                ) as http,
                 Client(streamable_http_client(server.url, http_client=http), cache=None) as client,
             ):
                 yield client

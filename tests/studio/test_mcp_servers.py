@@ -20,7 +20,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from studio import services
+from studio import security, services
 from studio.api.mcp import McpServerSerializer
 from studio.models import Agent, Event, McpServer, ModelConfig, Run, RunStatus
 from studio.runs import execute_run
@@ -416,3 +416,45 @@ def test_a_name_taken_between_the_check_and_the_save_is_a_400(
     assert response.status_code == 400
     assert response.json()["errors"][0]["code"] == "unique"
     assert McpServer.objects.filter(owner=ada, name="docs").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_name_that_resolves_elsewhere_at_connection_time_is_not_connected(
+    api: APIClient, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding: "localhost" answers a public address to the checks made when the
+    URL is saved and used, then its real loopback address. The connection goes only to
+    an address that was itself checked, so it never reaches the loopback server."""
+    settings.STUDIO_OUTBOUND_ALLOWLIST = []
+    real_resolver = security.system_resolver
+    lookups: list[str] = []
+
+    def rebinding(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return ["93.184.216.34"] if len(lookups) <= 2 else real_resolver(host, port)
+
+    monkeypatch.setattr(security, "system_resolver", rebinding)
+    with _Recorder("127.0.0.1") as local:
+        port = local.httpd.server_address[1]
+        created = register(api, name="rebind", transport="http", url=f"http://localhost:{port}/")
+        assert created.status_code == 201, created.json()
+        check = api.post(f"{URL}{created.json()['id']}/test/").json()
+    assert len(lookups) == 3  # saved, used, connected
+    assert check["ok"] is False
+    assert "loopback" in check["detail"]
+    assert local.hits == 0
+
+
+@pytest.mark.django_db
+def test_each_admitted_address_of_a_name_is_tried_in_turn(
+    api: APIClient, settings: Any, monkeypatch: pytest.MonkeyPatch, mcp_url: str
+) -> None:
+    settings.STUDIO_OUTBOUND_ALLOWLIST = ["127.0.0.0/8"]
+    port = mcp_url.split(":")[2].split("/")[0]
+    # 127.0.0.3 refuses the connection; 127.0.0.1 is the MCP server (which accepts
+    # only a loopback name in the Host header).
+    monkeypatch.setattr(security, "system_resolver", lambda host, port: ["127.0.0.3", "127.0.0.1"])
+    created = register(api, name="multi", transport="http", url=f"http://localhost:{port}/mcp")
+    assert created.status_code == 201, created.json()
+    check = api.post(f"{URL}{created.json()['id']}/test/").json()
+    assert check["ok"] is True, check["detail"]
