@@ -131,6 +131,7 @@ async def test_appends_survive_backends_terminated_at_random_moments() -> None:
     finally:
         done.set()
         killer.join(timeout=10)
+    await _close_orm_connection()  # the killer's last round may have ended it
     assert sum(kills) >= 3
     await _assert_stored_once(session, sent, returned)
 
