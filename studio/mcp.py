@@ -7,8 +7,9 @@ Two transports, two trust levels:
   base URL, so ``studio.security.check_outbound_url`` refuses loopback, private,
   link-local and metadata addresses unless ``STUDIO_OUTBOUND_ALLOWLIST`` admits them,
   when the URL is saved and again before each connection (a name may resolve elsewhere
-  later). The MCP client follows a redirect only on the endpoint's own origin, so a
-  public server cannot bounce Studio to a refused address.
+  later), and the connection goes only to an address that was checked
+  (``studio.checked_http``). The MCP client follows a redirect only on the endpoint's
+  own origin, so a public server cannot bounce Studio to a refused address.
 - ``stdio``: a program Studio starts on its own host, so only staff may create or change
   one (``may_manage``). It runs exactly the stored command and arguments, without a
   shell, in the owner's workspace, with an environment of ``STUDIO_MCP_ENV_ALLOWLIST``
@@ -22,17 +23,14 @@ The MCP SDK is slow to import, so it is loaded only when a connection is made.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpcore2
-import httpx2
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
@@ -40,7 +38,7 @@ from agents_core import builder as core_builder
 from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.tools.base import BaseTool, ToolContext
-from studio import security
+from studio import checked_http, security
 from studio.models import Agent, McpServer, Run
 from studio.tools import workspace_dir
 
@@ -261,71 +259,6 @@ def secrets_of(server: McpServer) -> list[str]:
     return [*server.headers().values(), *server.env().values()]
 
 
-def checked_transport() -> httpx2.AsyncBaseTransport:
-    """An HTTP transport that connects only to addresses the outbound check admits."""
-    transport = httpx2.AsyncHTTPTransport(trust_env=False)
-    # httpx takes no network backend, so its pool is replaced by one with ours.
-    transport._pool = httpcore2.AsyncConnectionPool(
-        ssl_context=httpx2.create_ssl_context(trust_env=False),
-        network_backend=_CheckedBackend(),
-    )
-    return transport
-
-
-class _CheckedBackend(httpcore2.AsyncNetworkBackend):
-    """Resolves each host name once, checks every address it gets (``studio.security``)
-    and connects to one of those: a name that resolves elsewhere by the time of the
-    connection (DNS rebinding) cannot slip past the check made when the URL was used.
-    TLS still verifies the certificate against the host name."""
-
-    def __init__(self) -> None:
-        self._inner = httpcore2.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        addresses = await asyncio.to_thread(admitted_addresses, host, port)
-        failure: httpcore2.ConnectError | None = None
-        for address in addresses:  # as a resolver's caller would: each in turn
-            try:
-                return await self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
-                )
-            except httpcore2.ConnectError as exc:
-                failure = exc
-        raise failure or httpcore2.ConnectError(f"no address for {host}")
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        raise httpcore2.ConnectError("MCP servers are reached over TCP only")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-def admitted_addresses(host: str, port: int) -> list[str]:
-    """The addresses of ``host`` from one resolution, once ``check_outbound_url`` admits
-    them all; ``httpcore2.ConnectError`` if it does not."""
-    literal = security.parse_ip_literal(host)
-    try:
-        found = [str(literal)] if literal is not None else security.system_resolver(host, port)
-        netloc = f"[{host}]" if ":" in host else host
-        security.check_outbound_url(f"http://{netloc}:{port}/", resolver=lambda _h, _p: found)
-    except (OSError, UnicodeError, security.OutboundURLError) as exc:
-        detail = exc.detail if isinstance(exc, security.OutboundURLError) else str(exc)
-        raise httpcore2.ConnectError(f"refused to connect to {host}: {detail}") from None
-    return list(dict.fromkeys(found))
-
-
 @dataclass(frozen=True, slots=True)
 class ToolInfo:
     name: str
@@ -349,7 +282,7 @@ async def check_connection(server: McpServer) -> ConnectionCheck:
         async with McpToolset(
             connection(server),
             connect_timeout_s=settings.STUDIO_MCP_CONNECT_TIMEOUT_S,
-            http_transport=checked_transport,
+            http_transport=checked_http.checked_transport,
         ) as toolset:
             tools = tuple(ToolInfo(t.name, t.description) for t in toolset.tools)
     except core_exceptions.AgentsCoreError as exc:
@@ -416,7 +349,7 @@ async def open_tools(servers: Sequence[McpServer]) -> AsyncIterator[OpenedTools]
                     connection(server),
                     call_timeout_s=settings.STUDIO_MCP_CALL_TIMEOUT_S,
                     connect_timeout_s=settings.STUDIO_MCP_CONNECT_TIMEOUT_S,
-                    http_transport=checked_transport,
+                    http_transport=checked_http.checked_transport,
                 )
                 await stack.enter_async_context(toolset)
             except McpRefusedError as exc:
