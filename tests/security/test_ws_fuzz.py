@@ -231,7 +231,7 @@ async def test_a_frame_for_a_session_deleted_meanwhile_closes_with_4404(
     await communicator.send_to(text_data=json.dumps({"type": "user_message", "text": "hi"}))
     viewer = Viewer(communicator)
     assert await closed_with(viewer) == live.CLOSE_NOT_FOUND
-    await communicator.wait(TIMEOUT_S)  # raises what the consumer raised, if anything
+    await communicator.disconnect(timeout=TIMEOUT_S)  # raises what the consumer raised
     assert await sync_to_async(Run.objects.count)() == 0
 
 
