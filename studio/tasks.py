@@ -39,6 +39,8 @@ async def execute_queued_run(run_id: str) -> str:
 
 
 async def execute(run_id: uuid.UUID) -> None:
+    """Execute run ``run_id`` as the manager would, while watching its status for a
+    cancel and listening for the decisions servers relay to it."""
     execution = runs.Execution(run_id)
     broker = ApprovalBroker()
     current = asyncio.current_task()
