@@ -37,7 +37,7 @@ from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from agents_core import specs as core_specs
-from studio.models import Agent, ModelConfig, Run, RunStatus, Session
+from studio.models import Agent, McpServer, ModelConfig, Run, RunStatus, Session
 from tests.studio.conftest import make_agent, make_session
 
 EXAMPLES = 100
@@ -88,11 +88,13 @@ class Fixtures:
     model: ModelConfig
     session: Session
     run: Run
+    mcp_server: McpServer
 
     def path_ids(self, path: str) -> dict[str, Any]:
         """Path parameters naming the user's own object, or {} for other resources."""
         ids = {"agents": self.agent, "models": self.model, "sessions": self.session}
         ids["runs"] = self.run
+        ids["mcp-servers"] = self.mcp_server
         owned = ids.get(path.split("/")[2])
         if owned is None or "{id}" not in path:
             return {}
@@ -106,7 +108,10 @@ def fixtures(ada: User) -> Fixtures:
     run = Run.objects.create(session=session, message="hi", status=RunStatus.SUCCEEDED)
     model = ModelConfig.objects.get(owner=ada, name="scripted")
     token = Token.objects.create(user=ada).key
-    return Fixtures(token, agent, model, session, run)
+    mcp_server = McpServer.objects.create(
+        owner=ada, name="docs", transport=McpServer.Transport.HTTP, url="https://mcp.example/mcp"
+    )
+    return Fixtures(token, agent, model, session, run, mcp_server)
 
 
 @pytest.fixture
