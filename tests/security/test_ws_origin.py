@@ -4,16 +4,22 @@ of the request's Host) or a CSRF_TRUSTED_ORIGINS entry: another app on the same 
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from studio.asgi import application, parse_origin
 from tests.studio.conftest import make_session
+from tests.support.daphne_server import daphne_server, prepare_data
 from tests.support.live import TIMEOUT_S, run_manager, session_cookie
+from tests.support.live_client import Api, prepare_live_data
 
 __all__ = ["run_manager"]
 
@@ -121,3 +127,34 @@ async def test_behind_a_tls_proxy_the_forwarded_scheme_counts(ada: User, setting
 )
 def test_parse_origin(text: str, parsed: tuple[str, str, int] | None) -> None:
     assert parse_origin(text) == parsed
+
+
+@pytest.mark.timeout(120)
+def test_over_daphne_a_page_on_another_local_port_cannot_open_the_socket(
+    tmp_path: Path,
+) -> None:
+    """The case that motivated the rule: another app on 127.0.0.1:<other port>."""
+    data = prepare_data(tmp_path / "data", ("seed_demo",))
+    with daphne_server(data) as server:
+        agent = {"name": "echo", "model": "echo_model", "instruction": "Reply."}
+        setup = prepare_live_data(server, "demo", [{"spec": agent, "options": {}}])
+        api = Api(server.url, setup["token"])
+        session = api.ok("POST", "/api/sessions/", {"agent": setup["agents"]["echo"]})
+        url = f"{server.ws_url}/ws/sessions/{session['id']}/"
+        cookie = {"Cookie": f"sessionid={setup['cookie']}"}
+
+        async def handshake(origin: str | None) -> int:
+            """The upgrade's HTTP status: 101 when the socket opened."""
+            try:
+                socket = await connect(url, origin=origin, additional_headers=cookie)  # type: ignore[arg-type]
+            except InvalidStatus as refused:
+                return refused.response.status_code
+            await socket.recv()  # the first status frame
+            await socket.close()
+            return 101
+
+        other_port = f"http://127.0.0.1:{server.port + 1 if server.port != 65535 else 1}"
+        assert asyncio.run(handshake(other_port)) == 403
+        assert asyncio.run(handshake(f"http://localhost:{server.port}")) == 403
+        assert asyncio.run(handshake(None)) == 403
+        assert asyncio.run(handshake(server.url)) == 101
