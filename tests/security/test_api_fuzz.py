@@ -9,10 +9,11 @@ request on this thread, inside a savepoint rolled back after it, so the examples
 see each other's writes and the fixture objects survive every DELETE.
 
 Half of the requests to an operation with an ``{id}`` name one of the user's own
-objects (the other half a generated id), and half of the bodies naming an agent or a
-model name the user's own, so the fuzzer gets past the 404s and "no such agent"s.
-An AgentSpec is recursive (sub-agents are specs), which schemathesis's generator does
-not follow (it sends any JSON value): specs come from ``agent_specs()`` below instead.
+objects (the other half a generated id), and half of the bodies that name an agent name
+the user's own, so the fuzzer gets past the 404s and "no such agent"s. An AgentSpec is
+recursive (sub-agents are specs), which schemathesis's generator does not follow (it
+sends any JSON value): specs come from ``agent_specs()`` below instead, naming the
+user's model or an unknown one.
 """
 
 from __future__ import annotations
