@@ -5,6 +5,7 @@ executed by the worker, and watched from both servers."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -184,3 +185,25 @@ async def test_an_approval_decided_through_the_other_server_reaches_the_worker_a
     # Decided already: a second decision is refused.
     status, body = starter.call("POST", approvals, {**decision, "decision": "deny"})
     assert (status, body["code"]) == (409, "approval_not_pending")
+
+
+async def test_an_approval_sent_over_the_other_servers_socket_reaches_the_worker(
+    cluster: Cluster, worker: Worker
+) -> None:
+    api = cluster.api(0)
+    session_id = api.new_session(cluster.setup["agents"]["careful"])
+    [viewer] = [v for v in cluster.viewers(session_id, 2) if v.server is cluster.servers[1]]
+    await viewer.open()
+    run = api.send(session_id, "what is 6 * 7?")
+    await viewer.watch_until(lambda v: any(e["type"] == "approval_request" for e in v.events), 60)
+    [requested] = [e for e in viewer.events if e["type"] == "approval_request"]
+    approval = requested["approval"]
+    assert viewer.ws is not None
+    frame = {"type": "approval", "call_id": approval["call_id"], "args_hash": approval["args_hash"]}
+    await viewer.ws.send(json.dumps({**frame, "decision": "deny", "reason": "not today"}))
+    await viewer.watch_until(lambda v: v.ended, 60)
+    finished = api.run(run["id"])
+    assert finished["status"] == "succeeded"
+    [decided] = [e for e in api.events(session_id) if e["type"] == "approval_decision"]
+    assert (decided["approval"]["decision"], decided["approval"]["reason"]) == ("deny", "not today")
+    await viewer.close()
