@@ -9,7 +9,7 @@ a stored terminal ``internal_error`` event, the store retried while the database
 
 ``RunManager`` (one per process: ``manager``) executes the runs the API and websockets
 queue as asyncio tasks in the ASGI server's loop, publishes each event to the session's
-group once it is yielded, so once stored (in 25 ms batches; see ``studio.live``), along
+group once it is yielded, so once stored (in batches; see ``studio.live``), along
 with what the run waits for, cancels through a
 ``CancellationToken``, delivers approval decisions through one ``ApprovalBroker``, and
 sweeps for runs whose server died (``studio.recovery``). Runs outlive the sockets that
