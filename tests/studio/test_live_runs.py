@@ -13,7 +13,7 @@ from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
 from agents_core import events as core_events
-from studio import live, services
+from studio import layers, live, services
 from studio.asgi import application
 from studio.models import Run, RunStatus, Session
 from studio.session_service import append_event_sync
@@ -319,3 +319,23 @@ async def test_a_run_cancelled_elsewhere_ends_for_viewers_only_after_its_last_ev
     seqs_before_end = [f["event"]["seq"] for f in viewer.frames[:ended_at] if f["type"] == "event"]
     assert seqs_before_end[-1] == last.seq
     assert viewer.events == await stored(session)
+
+
+async def test_the_embedded_layer_gives_every_member_the_message_as_sent() -> None:
+    layer = get_channel_layer()
+    if not isinstance(layer, layers.InMemoryChannelLayer):
+        pytest.skip("REDIS_URL is set: the embedded layer is not in use")
+    full, ok = await layer.new_channel(), await layer.new_channel()
+    for channel in (full, ok):
+        await layer.group_add("fanout", channel)
+    for n in range(layer.capacity):
+        await layer.send(full, {"type": "filler", "n": n})
+    message = {"type": "live.batch", "events": [[1, 0, "{}"]], "status": None}
+    await layer.group_send("fanout", message)  # a full member is skipped, not waited for
+    message["events"].append([2, 1, "{}"])  # the sender's later changes are not seen
+    assert await layer.receive(ok) == {
+        "type": "live.batch",
+        "events": [[1, 0, "{}"]],
+        "status": None,
+    }
+    assert (await layer.receive(full))["type"] == "filler"
