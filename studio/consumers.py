@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 import uuid
 from collections.abc import Coroutine
 from typing import Any, ClassVar
@@ -37,6 +38,9 @@ from studio.runs import manager
 logger = logging.getLogger("studio.consumers")
 
 Page = list[tuple[int, str]]
+
+REJOIN_S = 3600.0
+"""How often a watch renews its group membership: layers drop members after a day."""
 
 
 class SessionWatch:
@@ -59,6 +63,7 @@ class SessionWatch:
         self.viewers: set[SessionConsumer] = set()
         self.layer = get_channel_layer()
         self.channel: str | None = None
+        self._joined_at = 0.0
         self._joining = asyncio.Lock()
         self._reads: dict[tuple[Any, ...], asyncio.Future[Any]] = {}
         self._deliveries: set[asyncio.Task[None]] = set()
@@ -95,17 +100,21 @@ class SessionWatch:
                 logger.warning("could not leave %s", self.group, exc_info=True)
 
     async def join(self) -> None:
+        """Join the group, or renew the membership once it is ``REJOIN_S`` old."""
         async with self._joining:
-            if self.channel is not None or self.layer is None:
+            joined = self.channel is not None
+            if self.layer is None or (joined and time.monotonic() < self._joined_at + REJOIN_S):
                 return
-            channel = await self.layer.new_channel()
+            channel = self.channel or await self.layer.new_channel()
             try:
                 await self.layer.group_add(self.group, channel)
             except Exception:
                 logger.warning("could not join %s", self.group, exc_info=True)
                 return
-            self.channel = channel
-            self._tasks.append(self._start(self._receive_forever(channel), "receive"))
+            self._joined_at = time.monotonic()
+            if not joined:
+                self.channel = channel
+                self._tasks.append(self._start(self._receive_forever(channel), "receive"))
 
     async def _receive_forever(self, channel: str) -> None:
         assert self.layer is not None  # noqa: S101 (joined)
