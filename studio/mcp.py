@@ -18,13 +18,18 @@ Two transports, two trust levels:
 Header and environment values are secrets (``McpServer.set_headers``): encrypted at
 rest, never returned, and removed from what the server's tools answer.
 
-The MCP SDK is slow to import, so it is loaded only when a connection is made.
+The MCP SDK is slow to import (seconds), so it is loaded only when a connection is
+made, and then in a worker thread (``_load_sdk``): an import on the event loop would
+stall every run and socket the process serves.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import os
 import re
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -275,6 +280,7 @@ class ConnectionCheck:
 
 async def check_connection(server: McpServer) -> ConnectionCheck:
     """Connect, list the tools and disconnect. Never raises, never echoes a secret."""
+    await _load_sdk()
     from agents_core.tools.mcp import McpToolset
 
     started = time.monotonic()
@@ -329,6 +335,12 @@ class _AgentSpecsByName(Mapping[str, core_specs.AgentSpec]):
         return self._agents.count()
 
 
+async def _load_sdk() -> None:
+    """Import the MCP adapter (and the SDK) off the event loop; a no-op once loaded."""
+    if "agents_core.tools.mcp" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "agents_core.tools.mcp")
+
+
 OpenedTools = Mapping[str, Sequence[BaseTool] | core_exceptions.AgentsCoreError]
 """Each server's tools, or why it could not be connected (raised when the agent is built,
 so the run fails with that error like any other build problem)."""
@@ -338,6 +350,8 @@ so the run fails with that error like any other build problem)."""
 async def open_tools(servers: Sequence[McpServer]) -> AsyncIterator[OpenedTools]:
     """Connect to each server for one run; every connection closes (and every stdio
     process stops) when the block ends."""
+    if servers:
+        await _load_sdk()
     from agents_core.tools.mcp import McpToolset
 
     opened: dict[str, Sequence[BaseTool] | core_exceptions.AgentsCoreError] = {}
