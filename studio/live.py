@@ -46,7 +46,9 @@ Server frames:
   is the session's latest run; ``waiting_for`` is only set while that run is active.
 - ``{"type": "error", "code": "...", "detail": "..."}``: a bad or refused client frame;
   the socket stays open. Codes: ``invalid`` (not a known frame), ``run_in_progress``,
-  ``too_many_runs``, ``session_has_no_agent``, ``no_active_run``, ``approval_not_pending``.
+  ``too_many_runs``, ``session_has_no_agent``, ``no_active_run``, ``approval_not_pending``,
+  ``approval_not_delivered`` (worker execution: the worker did not take the decision in
+  time; ``studio.worker``).
 
 Client frames (JSON text, unknown fields refused): ``{"type": "user_message", "text":
 ...}`` starts a run like ``POST /api/sessions/{id}/messages/``; ``{"type": "cancel"}``
