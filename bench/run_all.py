@@ -198,6 +198,8 @@ def _live_notes(d: dict[str, Any]) -> str:
     by_server = d.get("p99_ms_by_server", {})
     if by_server:
         text += "; p99 " + ", ".join(f"{_ms(ms)} ({where})" for where, ms in by_server.items())
+    if "server_cpu_ms_per_run" in d:
+        text += f"; servers' CPU {_ms(d['server_cpu_ms_per_run'])} a run"
     return text
 
 
@@ -208,6 +210,7 @@ def _pages_notes(d: dict[str, Any]) -> str:
         f" HTML done {_ms(d['html_response_end_ms'])}, first contentful paint"
         f" {_ms(d['first_contentful_paint_ms'])}, content shown {_ms(d['content_shown_ms'])};"
         f" with STUDIO_DEBUG=0 {_ms(d['debug_off']['render_ms'])}"
+        + (f"; reached by a link {_ms(d['linked_render_ms'])}" if "linked_render_ms" in d else "")
     )
 
 
