@@ -119,7 +119,7 @@ DATABASES = {
         },
         # Keep connections open: an ASGI server runs all ORM work on one thread, and on
         # SQLite in WAL mode closing the last connection checkpoints and deletes the WAL,
-        # which made each event a live run stores cost a checkpoint (studio.runs).
+        # which made each event a live run stores cost a checkpoint (studio.execution).
         "CONN_MAX_AGE": 60,
     }
 }

@@ -26,7 +26,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django_tasks_db.management.commands import db_worker
 
-from studio import runs, tasks
+from studio import execution, tasks
 
 logger = logging.getLogger("studio.worker")
 
@@ -43,7 +43,7 @@ class Worker(db_worker.Worker):
             try:
                 super().run()
                 return
-            except runs.DATABASE_GONE:
+            except execution.DATABASE_GONE:
                 logger.warning("the database is unreachable; polling again in 1 s", exc_info=True)
             if not self.running:
                 return
@@ -89,5 +89,5 @@ class Command(db_worker.Command):
         for module in LAZY_IMPORTS:
             importlib.import_module(module)
         worker.configure_signals()
-        self.stderr.write(f"worker {runs.PROCESS_ID} started")
+        self.stderr.write(f"worker {execution.PROCESS_ID} started")
         worker.run()
