@@ -20,7 +20,7 @@ from studio import services
 from studio.execution import execute_run
 from studio.models import ModelConfig, Run, RunStatus, Session
 from tests.studio.conftest import make_agent, make_session
-from tests.studio.fake_openai import FakeOpenAI, fake_openai
+from tests.support.openai_server import QUOTED_KEY, OpenAIServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,8 +59,9 @@ def assert_absent(where: str, text: str) -> None:
 
 @pytest.fixture
 def echoing_server() -> Any:
-    with fake_openai() as server:
-        server.status = 401  # its error body quotes the key it was sent
+    with OpenAIServer() as server:
+        # Every answer is a 401 whose error body quotes the key it was sent.
+        server.fail(401, times=50, message=f"Incorrect API key provided: {QUOTED_KEY}")
         yield server
 
 
@@ -73,7 +74,7 @@ def debug_logs(caplog: pytest.LogCaptureFixture, settings: Any) -> pytest.LogCap
     return caplog
 
 
-def store_canary(api: APIClient, server: FakeOpenAI) -> dict[str, Any]:
+def store_canary(api: APIClient, server: OpenAIServer) -> dict[str, Any]:
     response = api.post(
         "/api/models/",
         {
@@ -99,7 +100,7 @@ def queued_run(owner: User) -> Run:
 async def test_the_canary_key_leaks_nowhere_even_when_the_endpoint_echoes_it(
     ada: User,
     staff: User,
-    echoing_server: FakeOpenAI,
+    echoing_server: OpenAIServer,
     debug_logs: pytest.LogCaptureFixture,
     settings: Any,
 ) -> None:
@@ -113,9 +114,9 @@ async def test_the_canary_key_leaks_nowhere_even_when_the_endpoint_echoes_it(
         seen.append(event)
 
     finished = await execute_run(await queued_run(ada), on_event=collect)
-    assert echoing_server.authorizations == [f"Bearer {CANARY}"] * len(
-        echoing_server.authorizations
-    )
+    sent = echoing_server.authorizations
+    assert sent, "the run never reached the echoing endpoint"
+    assert sent == [f"Bearer {CANARY}"] * len(sent)
     assert finished.status == RunStatus.FAILED
     assert_absent("live events (websocket frames)", repr([e.to_wire() for e in seen]))
     assert_absent("the run's error", f"{finished.error_code} {finished.error_message}")

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from studio.models import ModelConfig
 from tests.studio.conftest import make_agent, results, scripted_model
-from tests.studio.fake_openai import fake_openai
+from tests.support.openai_server import QUOTED_KEY, OpenAIServer
 
 pytestmark = pytest.mark.django_db
 
@@ -120,7 +120,8 @@ def test_testing_a_scripted_model_is_always_ok(api: APIClient, ada: User) -> Non
 def test_testing_an_openai_compatible_endpoint_sends_one_request_with_the_key(
     api: APIClient, streaming: bool
 ) -> None:
-    with fake_openai() as server:
+    with OpenAIServer() as server:
+        server.reply("ok")
         payload = openai_payload(base_url=server.base_url, options={"streaming": streaming})
         created = api.post("/api/models/", payload).json()
         response = api.post(f"/api/models/{created['id']}/test/")
@@ -134,8 +135,8 @@ def test_testing_an_openai_compatible_endpoint_sends_one_request_with_the_key(
 def test_a_failed_connection_test_reports_the_error_without_echoing_the_key(
     api: APIClient,
 ) -> None:
-    with fake_openai() as server:
-        server.status = 401
+    with OpenAIServer() as server:
+        server.fail(401, message=f"Incorrect API key provided: {QUOTED_KEY}")
         created = api.post("/api/models/", openai_payload(base_url=server.base_url)).json()
         response = api.post(f"/api/models/{created['id']}/test/")
     body = response.json()

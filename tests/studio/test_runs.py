@@ -15,7 +15,7 @@ from studio.errors import ConflictError
 from studio.execution import execute_run
 from studio.models import Event, ModelConfig, Run, RunStatus, Session
 from tests.studio.conftest import make_agent, make_session
-from tests.studio.fake_openai import fake_openai
+from tests.support.openai_server import OpenAIServer, TokenUsage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -98,7 +98,8 @@ async def test_stopping_the_task_marks_the_run_interrupted(ada: User) -> None:
 
 
 async def test_a_run_on_an_openai_compatible_model_never_stores_the_key(ada: User) -> None:
-    with fake_openai() as server:
+    with OpenAIServer(models=["fake-model"]) as server:
+        server.reply("ok", usage=TokenUsage(prompt_tokens=3, completion_tokens=1))
 
         @sync_to_async
         def setup() -> Run:

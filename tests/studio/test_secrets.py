@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from studio import crypto
 from studio.conf import env_fernet_keys
 from studio.models import ModelConfig
-from tests.studio.fake_openai import fake_openai
+from tests.support.openai_server import QUOTED_KEY, OpenAIServer
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +58,8 @@ def test_the_key_never_reaches_a_log_line_even_at_debug_level(
     caplog.set_level(logging.DEBUG)
     for name in ("django", "django.db.backends", "httpx", "httpcore", "openai", "langchain"):
         caplog.set_level(logging.DEBUG, logger=name)
-    with fake_openai() as server:
+    with OpenAIServer() as server:
+        server.reply("ok")
         created = api.post(
             "/api/models/",
             {
@@ -74,8 +75,9 @@ def test_the_key_never_reaches_a_log_line_even_at_debug_level(
         api.get(url)
         api.patch(url, {"api_key": KEY + "-rotated"})
         api.post(f"{url}test/")
-        server.status = 401
+        server.fail(401, message=f"Incorrect API key provided: {QUOTED_KEY}")
         api.post(f"{url}test/")
+        assert server.pending == 0  # both tests reached the server
     lines = [f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records]
     assert any("INSERT INTO" in line and "studio_modelconfig" in line for line in lines)
     assert any("openai" in line or "httpx" in line or "httpcore" in line for line in lines)

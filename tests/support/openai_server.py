@@ -13,7 +13,8 @@ answers ``POST /v1/chat/completions`` from a script that the test writes::
 
 Script items play in order, one per chat request. A request that finds the script
 empty answers 400, which is not retryable, so an under-scripted test fails fast and
-says why.
+says why. A failure's message may quote the API key the request carried, as some
+providers do: ``server.fail(401, message=f"Incorrect API key provided: {QUOTED_KEY}")``.
 
 Streaming requests (``"stream": true``) get Server-Sent Events the way OpenAI sends
 them: a role chunk, one chunk per text token, then for each tool call a chunk with its
@@ -54,6 +55,7 @@ import openai
 import pytest
 
 __all__ = [
+    "QUOTED_KEY",
     "Fault",
     "FaultKind",
     "OpenAIServer",
@@ -65,6 +67,9 @@ __all__ = [
     "openai_server",
     "unreachable_base_url",
 ]
+
+QUOTED_KEY = "{api_key}"
+"""In a failure's message, replaced by the API key the request was sent with."""
 
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
@@ -273,6 +278,11 @@ class OpenAIServer:
     def chat_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path == CHAT_PATH]
 
+    @property
+    def authorizations(self) -> list[str | None]:
+        """The ``Authorization`` header of each chat request, oldest first."""
+        return [r.authorization for r in self.chat_requests]
+
     def release(self) -> None:
         """Let every hung or held request carry on."""
         with self._state:
@@ -396,7 +406,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _play_fault(self, fault: Fault) -> None:
         match fault.kind:
             case FaultKind.STATUS:
-                self._send_error(fault.status, fault.message)
+                key = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                self._send_error(fault.status, fault.message.replace(QUOTED_KEY, key))
             case FaultKind.HANG:
                 self.server.app._hold()
                 self.close_connection = True
