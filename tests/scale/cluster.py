@@ -13,8 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -31,8 +29,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from tests.support.daphne_server import ROOT, DaphneServer
+from tests.support.live_client import ENDED, Api
 
-ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
 SCALE_REDIS_DB = 14
 """The Redis database the servers and workers under test share; flushed per module."""
 
@@ -186,66 +184,6 @@ def wait_until(check: Any, within: float, what: str) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {within}s waiting for {what}")
         time.sleep(0.05)
-
-
-@dataclass
-class Api:
-    """Studio's REST API with a token."""
-
-    base_url: str
-    token: str
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"{self.base_url}{path}",
-            data=data,
-            method=method,
-            headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                raw = response.read()
-                return response.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"null")
-
-    def ok(self, method: str, path: str, body: Any = None) -> Any:
-        status, payload = self.call(method, path, body)
-        if status >= 300:
-            raise AssertionError(f"{method} {path} answered {status}: {payload}")
-        return payload
-
-    def new_session(self, agent_id: str) -> str:
-        return str(self.ok("POST", "/api/sessions/", {"agent": agent_id})["id"])
-
-    def send(self, session_id: str, text: str) -> dict[str, Any]:
-        run: dict[str, Any] = self.ok(
-            "POST", f"/api/sessions/{session_id}/messages/", {"text": text}
-        )
-        return run
-
-    def run(self, run_id: str) -> dict[str, Any]:
-        run: dict[str, Any] = self.ok("GET", f"/api/runs/{run_id}/")
-        return run
-
-    def events(self, session_id: str) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        while True:
-            page = self.ok(
-                "GET", f"/api/sessions/{session_id}/events/?after={len(found)}&limit=500"
-            )
-            found += page["results"]
-            if page["next"] is None:
-                return found
-
-    def wait_for_run(self, run_id: str, statuses: set[str], within: float) -> dict[str, Any]:
-        run: dict[str, Any] = wait_until(
-            lambda: (run := self.run(run_id))["status"] in statuses and run,
-            within,
-            f"run {run_id} to become one of {sorted(statuses)}",
-        )
-        return run
 
 
 @dataclass

@@ -99,6 +99,10 @@ class Api:
         )
         return run
 
+    def run(self, run_id: str) -> dict[str, Any]:
+        run: dict[str, Any] = self.ok("GET", f"/api/runs/{run_id}/")
+        return run
+
     def events(self, session_id: str) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         while True:
@@ -116,7 +120,7 @@ class Api:
     def wait_for_run(self, run_id: str, statuses: set[str], within: float = 30.0) -> dict[str, Any]:
         deadline = time.monotonic() + within
         while True:
-            run: dict[str, Any] = self.ok("GET", f"/api/runs/{run_id}/")
+            run = self.run(run_id)
             if run["status"] in statuses:
                 return run
             if time.monotonic() > deadline:
