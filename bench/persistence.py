@@ -11,10 +11,11 @@ flush.
 The events are copies of a real turn's six (``bench.workload``), appended one after
 another from async code, as the runner stores them. ``details`` adds diagnostics on the
 same database: ``append_event_sync`` called directly (the statement alone, without the
-hop to the ORM thread); on PostgreSQL the service with ``STUDIO_EVENT_COMMIT=async``
-(event commits do not wait for the WAL flush), and what a flush costs on this disk:
-single-row inserts committed with and without waiting for it. The durable and async
-variants alternate in rounds, so a busy machine slows both alike.
+hop to the ORM thread; on PostgreSQL also with ``STUDIO_EVENT_COMMIT=async``, so without
+the flush); on PostgreSQL the service with ``STUDIO_EVENT_COMMIT=async`` (event commits
+do not wait for the WAL flush), what a flush costs on this disk (single-row inserts
+committed with and without waiting for it) and a bare round trip (``SELECT 1``). The
+durable and async variants alternate in rounds, so a busy machine slows both alike.
 
 Django can be configured once per process, so each backend runs in a child process.
 """
@@ -163,6 +164,12 @@ def measure(backend: str, ns: argparse.Namespace) -> None:
         "append_event_sync_direct_per_s": rounded(sync_rate(*budget).per_second),
         **details,
     }
+    if backend == "postgresql":  # the statement and Python alone, without the flush
+        with override_settings(STUDIO_EVENT_COMMIT="async"):
+            direct_async = sync_rate(*budget)
+        details["append_event_sync_direct_event_commit_async_per_s"] = rounded(
+            direct_async.per_second
+        )
     if settings.DEBUG:
         with override_settings(DEBUG=False):  # no query log, no SQL formatting
             quiet = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
@@ -192,20 +199,22 @@ def measure_commit_modes(ns: argparse.Namespace, rounds: int = 3) -> tuple[Rate,
         for mode, total in (("durable", durable), ("async", fast)):
             with override_settings(STUDIO_EVENT_COMMIT=mode):
                 total.add(asyncio.run(service_rate(share[0], ns.warmup, share[1])))
-    flush_ms, no_flush_ms = commit_costs()
+    flush_ms, no_flush_ms, round_trip_ms = commit_costs()
     log(f"persistence: postgresql: {fast.per_second:.0f} events/s with STUDIO_EVENT_COMMIT=async")
     details = {
         "rounds": rounds,
         "service_event_commit_async_per_s": rounded(fast.per_second),
-        "insert_commit_ms": rounded(flush_ms),
-        "insert_commit_no_flush_ms": rounded(no_flush_ms),
+        "insert_commit_ms": rounded(flush_ms, 3),
+        "insert_commit_no_flush_ms": rounded(no_flush_ms, 3),
+        "select_1_round_trip_ms": rounded(round_trip_ms, 3),
     }
     return durable, details
 
 
-def commit_costs(count: int = 100) -> tuple[float, float]:
+def commit_costs(count: int = 100) -> tuple[float, float, float]:
     """Milliseconds per single-row insert in its own transaction, waiting for the WAL
-    flush and not: what a durable commit costs on this disk."""
+    flush and not (what a durable commit costs on this disk), and per ``SELECT 1`` (a
+    round trip to the server with no work: the floor under any statement)."""
     from django.db import connection
 
     costs = []
@@ -219,7 +228,11 @@ def commit_costs(count: int = 100) -> tuple[float, float]:
             costs.append((time.perf_counter() - started) / count * 1000)
         cursor.execute("RESET synchronous_commit")
         cursor.execute("DROP TABLE bench_commit")
-    return costs[0], costs[1]
+        started = time.perf_counter()
+        for _ in range(count):
+            cursor.execute("SELECT 1")
+        costs.append((time.perf_counter() - started) / count * 1000)
+    return costs[0], costs[1], costs[2]
 
 
 def database_version(connection: Any) -> str:
