@@ -8,10 +8,11 @@ where they fail the run: CI must never pass by skipping.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 
-from tests.scale.cluster import database_url
+from tests.scale.cluster import Cluster, Worker, database_url
 from tests.scale.reachable import unreachable
 
 
@@ -30,3 +31,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if reason:
         for item in scale:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def worker(cluster: Cluster) -> Iterator[Worker]:
+    """A run worker for the module's ``cluster`` (each module defines its own); its
+    output is printed once the test is done, for the failure report."""
+    yield cluster.worker()
+    cluster.print_output()

@@ -58,12 +58,6 @@ def database_away(db_url: str) -> Iterator[None]:
             admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
 
 
-@pytest.fixture
-def worker(cluster: Cluster) -> Iterator[Worker]:
-    yield cluster.worker()
-    cluster.print_output()
-
-
 async def test_a_run_whose_database_goes_away_ends_failed_with_an_error_event(
     cluster: Cluster, worker: Worker
 ) -> None:

@@ -41,12 +41,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield started
 
 
-@pytest.fixture
-def worker(cluster: Cluster) -> Iterator[Worker]:
-    yield cluster.worker()
-    cluster.print_output()
-
-
 async def test_a_worker_run_started_on_one_server_reaches_a_hundred_viewers_on_both_in_order(
     cluster: Cluster, worker: Worker
 ) -> None:
