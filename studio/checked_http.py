@@ -2,14 +2,22 @@
 
 Checking a URL resolves its host; an HTTP client that then resolves it again may get
 another answer (DNS rebinding: public for the check, loopback for the connection).
-``checked_transport()`` gives an httpx transport whose connections resolve each host
-once, check every address and connect only to those. TLS still verifies the
-certificate against the host name.
+These transports resolve each host once per connection, check every address and
+connect only to those; TLS still verifies the certificate against the host name.
+
+- ``checked_transport()``: for the MCP SDK's client.
+- ``model_clients()``: for langchain-openai's (the openai SDK's) clients, which also
+  follow no redirect.
+
+Both libraries use ``httpx2``, which takes no network backend, so each transport's
+connection pool is replaced by one built with ours. Proxies from the environment are
+not used: the address checked must be the one connected to.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,7 +28,7 @@ from studio import security
 
 
 def checked_transport() -> httpx2.AsyncBaseTransport:
-    """An HTTP transport that connects only to addresses the outbound check admits."""
+    """An async HTTP transport that connects only to addresses the outbound check admits."""
     transport = httpx2.AsyncHTTPTransport(trust_env=False)
     # httpx takes no network backend, so its pool is replaced by one with ours.
     transport._pool = httpcore2.AsyncConnectionPool(
@@ -64,7 +72,7 @@ class _CheckedBackend(httpcore2.AsyncNetworkBackend):
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        raise httpcore2.ConnectError("MCP servers are reached over TCP only")
+        raise httpcore2.ConnectError("reached over TCP only")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
@@ -82,3 +90,64 @@ def admitted_addresses(host: str, port: int) -> list[str]:
         detail = exc.detail if isinstance(exc, security.OutboundURLError) else str(exc)
         raise httpcore2.ConnectError(f"refused to connect to {host}: {detail}") from None
     return list(dict.fromkeys(found))
+
+
+# Model endpoints: the openai SDK's clients, under langchain-openai
+
+
+@functools.lru_cache(maxsize=64)
+def model_clients(base_url: str | None) -> dict[str, Any]:
+    """``ChatOpenAI`` options: a sync and an async client that follow no redirect and
+    connect only to admitted addresses; one pair per endpoint, as langchain-openai
+    caches its own (building one loads the CA bundle)."""
+    from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
+
+    sync_transport = httpx2.HTTPTransport(trust_env=False)
+    sync_transport._pool = httpcore2.ConnectionPool(
+        ssl_context=httpx2.create_ssl_context(trust_env=False),
+        network_backend=_CheckedSyncBackend(),
+    )
+    return {
+        "http_client": DefaultHttpxClient(
+            transport=sync_transport, follow_redirects=False, trust_env=False
+        ),
+        "http_async_client": DefaultAsyncHttpxClient(
+            transport=checked_transport(), follow_redirects=False, trust_env=False
+        ),
+    }
+
+
+class _CheckedSyncBackend(httpcore2.NetworkBackend):
+    """``_CheckedBackend`` for blocking clients."""
+
+    def __init__(self) -> None:
+        self._inner = httpcore2.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        failure: httpcore2.ConnectError | None = None
+        for address in admitted_addresses(host, port):
+            try:
+                return self._inner.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except httpcore2.ConnectError as exc:
+                failure = exc
+        raise failure or httpcore2.ConnectError(f"no address for {host}")
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.NetworkStream:
+        raise httpcore2.ConnectError("reached over TCP only")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)

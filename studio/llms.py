@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
 from agents_core import exceptions as core_exceptions
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
-from studio import security
+from studio import checked_http, security
 from studio.demo_model import demo_model
 from studio.models import ModelConfig
 
@@ -96,6 +96,9 @@ def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None
         api_key=api_key or None,
         streaming=options.streaming,
         timeout_s=timeout_s or options.timeout_s,
+        # Connections go only to addresses the outbound check admits, resolved once
+        # per connection: a name cannot pass the check above and then connect elsewhere.
+        **checked_http.model_clients(config.base_url or None),
         **extra,
     )
     return RedactingLlm(llm, [api_key]) if api_key else llm

@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
+from studio import security
 from studio.models import ModelConfig
 from tests.studio.conftest import make_agent, results, scripted_model
 from tests.support.openai_server import QUOTED_KEY, OpenAIServer
@@ -150,5 +151,38 @@ def test_an_unreachable_endpoint_reports_not_ok(api: APIClient, settings: Any) -
     settings.MODEL_TEST_TIMEOUT_S = 2.0
     created = api.post("/api/models/", openai_payload(base_url="http://127.0.0.1:9/v1")).json()
     body = api.post(f"/api/models/{created['id']}/test/").json()
+    assert body["ok"] is False
+    assert KEY not in body["detail"]
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_a_base_url_whose_name_resolves_elsewhere_at_connection_time_is_not_connected(
+    api: APIClient, settings: Any, monkeypatch: pytest.MonkeyPatch, streaming: bool
+) -> None:
+    """DNS rebinding: "localhost" answers a public address to the checks made when the
+    base URL is saved and when the model is built, then its real loopback address. The
+    client connects only to addresses it checked itself, so the key never reaches the
+    loopback server."""
+    settings.STUDIO_OUTBOUND_ALLOWLIST = []
+    real_resolver = security.system_resolver
+    lookups: list[str] = []
+
+    def rebinding(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return ["93.184.216.34"] if len(lookups) <= 2 else real_resolver(host, port)
+
+    monkeypatch.setattr(security, "system_resolver", rebinding)
+    with OpenAIServer() as server:
+        server.reply("ok")
+        payload = openai_payload(
+            base_url=f"http://localhost:{server.port}/v1", options={"streaming": streaming}
+        )
+        created = api.post("/api/models/", payload)
+        assert created.status_code == 201, created.json()
+        body = api.post(f"/api/models/{created.json()['id']}/test/").json()
+    # Saved, built, then resolved to loopback when connecting: refused, so the server,
+    # live at that address, got nothing (not even the key).
+    assert len(lookups) >= 3
+    assert server.requests == []
     assert body["ok"] is False
     assert KEY not in body["detail"]
