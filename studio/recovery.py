@@ -10,8 +10,9 @@ claimed within a lease, is abandoned: ``interrupt`` appends, in one transaction,
   run again automatically;
 - a terminal ``error`` event with code ``interrupted``;
 
-and marks the run ``interrupted``. Every server sweeps at start-up and every half lease
-(worker processes do not: ``studio.worker``).
+and marks the run ``interrupted`` (with worker execution, also the run's task, which
+its dead worker left recorded as running). Every server sweeps at start-up and every
+half lease (worker processes do not: ``studio.worker``).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def interrupt(
         finished = services.finish_run(
             run, RunStatus.INTERRUPTED, code=INTERRUPTED, message=_why(in_doubt)
         )
+        if not force:  # its worker died: nothing else will close the task's row
+            worker.fail_orphaned_task(run_id)
     return Interrupted(finished, appended)
 
 

@@ -90,6 +90,28 @@ def waiting_for_a_worker(run_ids: list[uuid.UUID], now: datetime) -> set[uuid.UU
     return {uuid.UUID(run_id) for run_id in found}
 
 
+class WorkerLost(Exception):
+    """Recorded as the failure of a run's task whose worker died while executing it."""
+
+
+def fail_orphaned_task(run_id: uuid.UUID) -> int:
+    """Mark the task of ``run_id`` failed if it is still recorded as running: its worker
+    died (the sweep found the run's lease expired), and nothing else would ever finish
+    the row. Returns how many rows it changed."""
+    if settings.STUDIO_RUN_EXECUTION != "worker":
+        return 0
+    orphans = DBTaskResult.objects.filter(
+        status=TaskResultStatus.RUNNING,
+        task_path=TASK_PATH,
+        args_kwargs__kwargs__run_id=str(run_id),
+    )
+    failed = 0
+    for row in orphans.select_for_update():
+        row.set_failed(WorkerLost(f"the worker executing run {run_id} stopped; run interrupted"))
+        failed += 1
+    return failed
+
+
 # The server's side
 
 

@@ -175,6 +175,18 @@ def executor_of(db_url: str, run_id: str) -> str:
     return str(found[0]) if found else ""
 
 
+def task_of(db_url: str, run_id: str) -> tuple[str, str]:
+    """(status, exception class) of the tasks framework's record of ``run_id``'s task."""
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute(
+            "SELECT status, exception_class_path FROM django_tasks_database_dbtaskresult"
+            " WHERE args_kwargs -> 'kwargs' ->> 'run_id' = %s",
+            (run_id,),
+        )
+        found = row.fetchone()
+    return (str(found[0]), str(found[1])) if found else ("", "")
+
+
 def wait_until(check: Any, within: float, what: str) -> Any:
     deadline = time.monotonic() + within
     while True:
