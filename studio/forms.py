@@ -1,15 +1,27 @@
-"""Forms of the server-rendered pages. Writes that the REST API already validates go
-through the API from the pages' scripts; these forms only read filters."""
+"""Forms of the server-rendered pages. Most writes that the REST API already validates
+go through the API from the pages' scripts; these forms read filters, and the MCP servers
+page posts its own form, which applies ``studio.mcp``'s checks like the API."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from studio.models import Agent, Event, Session, SessionStatus
+from agents_core.specs import NAME_PATTERN
+from studio import agent_specs, mcp
+from studio.models import Agent, Event, McpServer, Session, SessionStatus
+
+
+class _SecretTextarea(forms.Textarea):
+    """A write-only textarea: like ``PasswordInput``, it never renders a value back."""
+
+    def format_value(self, value: Any) -> str | None:
+        return None
 
 
 class AgentSearchForm(forms.Form):
@@ -63,3 +75,111 @@ class SessionFilterForm(forms.Form):
     @property
     def active(self) -> bool:
         return self.is_valid() and any(v not in (None, "") for v in self.cleaned_data.values())
+
+
+class HttpMcpServerForm(forms.Form):
+    """Registering or changing an ``http`` MCP server from its page, with the API's rules
+    (``studio.mcp``'s checks, the spec name pattern, one name per owner, no rename while
+    agents use the name). Header values are write-only: the field never renders a value,
+    not even the one just posted, and an empty field keeps the stored headers."""
+
+    name = forms.RegexField(
+        regex=NAME_PATTERN,
+        max_length=64,
+        error_messages={"invalid": "letters, digits, '_' or '-', starting with a letter or '_'"},
+        help_text='Agent specs name the server by it: {"mcp": [{"server": "<name>"}]}.',
+    )
+    description = forms.CharField(max_length=500, required=False)
+    url = forms.CharField(
+        label="URL",
+        max_length=mcp.MAX_URL_CHARS,
+        help_text="The streamable HTTP endpoint. Loopback, private, link-local and "
+        "metadata addresses are refused unless STUDIO_OUTBOUND_ALLOWLIST admits them.",
+    )
+    headers = forms.CharField(
+        required=False,
+        strip=False,
+        widget=_SecretTextarea(attrs={"rows": 3, "class": "code", "spellcheck": "false"}),
+        help_text="Write-only, one 'Name: value' per line (e.g. Authorization: Bearer …). "
+        "Stored encrypted and never shown again; leave empty to keep the stored headers.",
+    )
+    remove_headers = forms.BooleanField(required=False, label="Remove the stored headers")
+
+    def __init__(
+        self, *args: Any, owner: AbstractBaseUser, instance: McpServer | None = None, **kwargs: Any
+    ) -> None:
+        if instance is not None:
+            kwargs.setdefault(
+                "initial",
+                {"name": instance.name, "description": instance.description, "url": instance.url},
+            )
+        super().__init__(*args, **kwargs)
+        self.owner = owner
+        self.instance = instance
+
+    def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
+        others = McpServer.objects.filter(owner_id=self.owner.pk, name=name)
+        if self.instance is not None:
+            others = others.exclude(pk=self.instance.pk)
+        if others.exists():
+            raise forms.ValidationError(f"you already have an MCP server named {name!r}")
+        old = self.instance.name if self.instance is not None else name
+        if old != name and (users := agent_specs.agents_using_mcp_server(self.owner, old)):
+            raise forms.ValidationError(
+                f"agents name this server by its current name: {', '.join(users)}"
+            )
+        return name
+
+    def clean_url(self) -> str:
+        url: str = self.cleaned_data["url"]
+        _check(mcp.check_url, url)
+        return url
+
+    def clean_headers(self) -> dict[str, str] | None:
+        """The posted headers, or ``None`` when the field was left empty."""
+        text: str = self.cleaned_data["headers"]
+        if not text.strip():
+            return None
+        headers: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, colon, value = line.partition(":")
+            name = name.strip()
+            if not colon or not name:
+                raise forms.ValidationError(f"line {number}: write 'Name: value'")
+            if name.lower() in {n.lower() for n in headers}:
+                raise forms.ValidationError(f"line {number}: {name!r} is given twice")
+            headers[name] = value.strip()
+        _check(mcp.check_headers, headers)
+        return headers
+
+    def save(self) -> McpServer | None:
+        """The saved server, or ``None`` (with a form error) when the name was taken."""
+        data = self.cleaned_data
+        server = self.instance or McpServer(
+            owner_id=self.owner.pk, created_by_id=self.owner.pk, transport=McpServer.Transport.HTTP
+        )
+        server.name = data["name"]
+        server.description = data["description"]
+        server.url = data["url"]
+        if data["headers"] is not None:
+            server.set_headers(data["headers"])
+        elif data["remove_headers"] or self.instance is None:
+            server.set_headers({})
+        try:
+            with transaction.atomic():
+                server.save()
+        except IntegrityError:
+            # A concurrent request took the name: the same answer as one taken before.
+            self.add_error("name", f"you already have an MCP server named {server.name!r}")
+            return None
+        return server
+
+
+def _check(check: Callable[[Any], None], value: Any) -> None:
+    try:
+        check(value)
+    except mcp.InvalidValue as exc:
+        raise forms.ValidationError(exc.message, code=exc.code) from None

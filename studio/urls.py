@@ -3,7 +3,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from studio import views
+from studio import views, views_mcp
 from studio.auth import RateLimitedLoginView
 
 login_view = RateLimitedLoginView.as_view(
@@ -25,6 +25,12 @@ urlpatterns = [
     path("models/new/", views.model_edit, name="model-new"),
     path("models/<uuid:pk>/", views.model_edit, name="model-edit"),
     path("models/<uuid:pk>/delete/", views.model_delete, name="model-delete"),
+    path("mcp-servers/", views_mcp.mcp_list, name="mcp-servers"),
+    path("mcp-servers/new/", views_mcp.mcp_edit, name="mcp-server-new"),
+    path("mcp-servers/new/stdio/", views_mcp.mcp_new_stdio, name="mcp-server-new-stdio"),
+    path("mcp-servers/<uuid:pk>/", views_mcp.mcp_edit, name="mcp-server-edit"),
+    path("mcp-servers/<uuid:pk>/delete/", views_mcp.mcp_delete, name="mcp-server-delete"),
+    path("mcp-servers/<uuid:pk>/test/", views_mcp.mcp_test, name="mcp-server-test"),
     path("playground/", views.playground, name="playground"),
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/<uuid:pk>/", views.session_timeline, name="session-timeline"),
