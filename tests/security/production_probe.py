@@ -48,6 +48,8 @@ def main() -> None:
         "/models/",
         "/models/new/",
         f"/models/{model.pk}/",
+        "/mcp-servers/",
+        "/mcp-servers/new/",
         "/playground/",
         "/sessions/",
         f"/sessions/{session.pk}/",
