@@ -28,9 +28,18 @@ def test_register_an_http_server_and_see_its_tools(page: Page, mcp_url: str) -> 
     expect(page.get_by_test_id("mcp-empty")).to_contain_text('"mcp": [{"server": "docs"')
     page.get_by_role("link", name="+ New HTTP server").first.click()
 
-    page.fill("#id_name", "docs")
+    page.fill("#id_name", "9 docs")
     page.fill("#id_url", mcp_url)
     page.fill("#id_description", "The test suite's MCP server")
+    page.fill("#id_headers", f"Authorization: Bearer {SECRET}")
+    page.get_by_role("button", name="Register").click()
+    expect(page.locator("[data-field=name] .field-error")).to_contain_text("letters, digits")
+    expect(page.locator("#id_headers")).to_have_value("")  # never sent back
+    expect(page.get_by_test_id("headers-again")).to_be_visible()
+    assert SECRET not in page.content()
+    screenshot(page, "mcp-server-edit")
+
+    page.fill("#id_name", "docs")
     page.fill("#id_headers", f"Authorization: Bearer {SECRET}")
     page.get_by_role("button", name="Register").click()
 
