@@ -19,7 +19,9 @@ HOST = "studio.example.com"
 
 
 def production_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("STUDIO_", "DJANGO_"))}
+    # A fresh SQLite database in data_dir, whatever database and layer this run uses.
+    ours = ("STUDIO_", "DJANGO_", "DATABASE_URL", "REDIS_URL")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
     return env | {
         "STUDIO_ENV": "production",
         "STUDIO_DATA_DIR": str(data_dir),
