@@ -29,7 +29,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
 from tests.support.daphne_server import ROOT, DaphneServer
-from tests.support.live_client import ENDED, Api
+from tests.support.live_client import ENDED, Api, prepare_live_data
 
 SCALE_REDIS_DB = 14
 """The Redis database the servers and workers under test share; flushed per module."""
@@ -66,54 +66,12 @@ def scale_redis_url() -> str:
     return with_path(redis_url(), f"/{SCALE_REDIS_DB}")
 
 
-_SETUP = """
-import json, os
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
-from django.contrib.auth import get_user_model
-from django.contrib.sessions.backends.db import SessionStore
-from rest_framework.authtoken.models import Token
-from studio import services
-from studio.models import ModelConfig
-
-setup = json.loads(os.environ["SCALE_SETUP"])
-user = get_user_model().objects.create_user(setup["username"], password="x-unused-x")
-agents = {}
-for agent in setup["agents"]:
-    ModelConfig.objects.create(
-        owner=user, name=agent["spec"]["model"], provider="scripted", options=agent["options"]
-    )
-    agents[agent["spec"]["name"]] = str(
-        services.create_agent(user, name=agent["spec"]["name"], spec=agent["spec"]).pk
-    )
-store = SessionStore()
-store[SESSION_KEY] = str(user.pk)
-store[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-store[HASH_SESSION_KEY] = user.get_session_auth_hash()
-store.create()
-token, _ = Token.objects.get_or_create(user=user)
-print(json.dumps({"agents": agents, "cookie": store.session_key, "token": token.key}))
-"""
-
-
 def prepare(server: DaphneServer, agents: list[dict[str, Any]]) -> dict[str, Any]:
     """Migrate, then create a user with ``agents`` (``{"spec", "options"}`` each, on a
     scripted model of its own), a signed-in browser session and an API token."""
     server.data_dir.mkdir(parents=True, exist_ok=True)
     server.manage("migrate", "--noinput")
-    setup = json.dumps({"username": "scale", "agents": agents})
-    env = {**server.environment(), "SCALE_SETUP": setup}
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", _SETUP],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if done.returncode:
-        raise RuntimeError(f"setting up the scale data failed:\n{done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return prepare_live_data(server, "scale", agents)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from studio.models import ModelConfig
 
 with open(os.environ["LIVE_SETUP"]) as f:
     setup = json.load(f)
-user = get_user_model().objects.get(username=setup["username"])
+user, _ = get_user_model().objects.get_or_create(username=setup["username"])
 agents = {}
 for agent in setup["agents"]:
     ModelConfig.objects.create(
@@ -53,7 +53,8 @@ def prepare_live_data(
     server: DaphneServer, username: str, agents: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """Create ``agents`` (each ``{"spec", "options"}`` of its own scripted model), a signed
-    in browser session and an API token for ``username`` in ``server``'s data."""
+    in browser session and an API token for ``username`` (created if missing, with no
+    usable password) in ``server``'s data."""
     path = Path(server.data_dir) / "live_setup.json"
     path.write_text(json.dumps({"username": username, "agents": agents}))
     server.env["LIVE_SETUP"] = str(path)
