@@ -80,40 +80,56 @@ class PendingApproval:
 
 @dataclass(slots=True)
 class ApprovalBroker:
-    """Pending approvals of this process, by call id."""
+    """Pending approvals of this process, by session and call id.
 
-    _pending: dict[str, PendingApproval] = field(default_factory=dict)
+    Call ids come from the model (a scripted model says ``call_1`` in every run), so a
+    call id alone names no call: every wait is keyed by its session and call id, and two
+    sessions waiting on the same call id never see each other's decisions.
+    """
+
+    _pending: dict[tuple[str, str], PendingApproval] = field(default_factory=dict)
 
     @contextmanager
     def expect(self, call: ToolCall, *, session_id: str) -> Iterator[PendingApproval]:
-        """Register ``call`` as waiting, for the duration of the block.
+        """Register ``call`` of ``session_id`` as waiting, for the duration of the block.
 
         Register before announcing the request, so a decision that arrives the moment
         the request is seen finds the call waiting.
         """
-        if call.id in self._pending:
+        key = (session_id, call.id)
+        if key in self._pending:
             raise ApprovalError(f"call {call.id!r} is already waiting for approval")
         future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
         pending = PendingApproval(args_hash(call.name, call.args), session_id, future)
-        self._pending[call.id] = pending
+        self._pending[key] = pending
         try:
             yield pending
         finally:
-            self._pending.pop(call.id, None)
+            if self._pending.get(key) is pending:
+                del self._pending[key]
             future.cancel()
 
     def decide(self, decision: ApprovalDecision, *, session_id: str | None = None) -> None:
-        """Deliver a decision. ``session_id``, when given, must be the call's session."""
-        pending = self._pending.get(decision.call_id)
-        if pending is None or pending.future.done():
-            raise ApprovalError(f"no call {decision.call_id!r} is waiting for approval")
-        if session_id is not None and session_id != pending.session_id:
-            raise ApprovalError(f"no call {decision.call_id!r} is waiting for approval")
+        """Deliver a decision to the call of ``session_id`` it names; without a session,
+        to the only call waiting under that id (refused if several are)."""
+        pending = self._find(decision.call_id, session_id)
         if decision.args_hash != pending.args_hash:
             raise ApprovalError("the decision is for different arguments than the pending call")
         if decision.decision == "deny" and decision.edited_args is not None:
             raise ApprovalError("edited arguments go with approve, not deny")
         pending.future.set_result(decision)
 
+    def _find(self, call_id: str, session_id: str | None) -> PendingApproval:
+        waiting = [
+            pending
+            for (session, call), pending in self._pending.items()
+            if call == call_id and session_id in (None, session) and not pending.future.done()
+        ]
+        if not waiting:
+            raise ApprovalError(f"no call {call_id!r} is waiting for approval")
+        if len(waiting) > 1:
+            raise ApprovalError(f"several sessions wait on call {call_id!r}: name the session")
+        return waiting[0]
+
     def pending_calls(self, session_id: str) -> list[str]:
-        return [cid for cid, p in self._pending.items() if p.session_id == session_id]
+        return [call for (session, call) in self._pending if session == session_id]

@@ -150,16 +150,22 @@ class _Checker:
         if spec.limits is not None and not root:
             self.fail((*path, "limits"), "limits apply to a whole run: set them on the root agent")
         if spec.type in MODEL_TYPES:
-            if spec.model is None:
-                self.fail((*path, "model"), f"a {spec.type} agent needs a model")
-            elif spec.model not in self.models:
-                known = ", ".join(sorted(self.models)) or "none configured"
-                self.fail((*path, "model"), f"unknown model {spec.model!r} (known: {known})")
-            if spec.type == "react":
-                for key in ("sub_agents", "planner"):
-                    if getattr(spec, key):
-                        self.fail((*path, key), f"a react agent takes no {key}")
-            return
+            self.check_model_agent(spec, path)
+        else:
+            self.check_workflow_agent(spec, path)
+
+    def check_model_agent(self, spec: AgentSpec, path: Path) -> None:
+        if spec.model is None:
+            self.fail((*path, "model"), f"a {spec.type} agent needs a model")
+        elif spec.model not in self.models:
+            known = ", ".join(sorted(self.models)) or "none configured"
+            self.fail((*path, "model"), f"unknown model {spec.model!r} (known: {known})")
+        if spec.type == "react":
+            for key in ("sub_agents", "planner"):
+                if getattr(spec, key):
+                    self.fail((*path, key), f"a react agent takes no {key}")
+
+    def check_workflow_agent(self, spec: AgentSpec, path: Path) -> None:
         if not spec.sub_agents:
             self.fail((*path, "sub_agents"), f"a {spec.type} agent needs at least one sub-agent")
         for key in ("model", "instruction", "tools", "mcp", "agent_tools", "planner", "output_key"):

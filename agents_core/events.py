@@ -177,3 +177,14 @@ class Event(Contract):
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict used by storage, the API and websockets."""
         return self.model_dump(mode="json")
+
+
+def user_message(session_id: str, text: str, *, invocation_id: str | None = None) -> Event:
+    """The event that opens a turn: the user's message (unsaved)."""
+    return Event(
+        type=EventType.USER_MESSAGE,
+        invocation_id=invocation_id or new_id(),
+        session_id=session_id,
+        author="user",
+        parts=[TextPart(text=text)],
+    )

@@ -13,8 +13,8 @@ from agents_core.approvals import ApprovalBroker
 from agents_core.compaction import CompactionConfig, compact
 from agents_core.config import RunConfig
 from agents_core.context import CancellationToken, Context, Invocation, InvocationBudget
-from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id
-from agents_core.exceptions import AgentsCoreError, LimitExceededError
+from agents_core.events import ErrorInfo, Event, EventType, user_message
+from agents_core.exceptions import AgentsCoreError, LimitExceededError, SessionError
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
 from agents_core.sessions.base import BaseSessionService, Session
 from agents_core.telemetry import TelemetryDispatcher, TelemetrySink
@@ -62,11 +62,15 @@ class Runner:
         *,
         user_id: str,
         session_id: str,
-        message: str,
+        message: str | Event,
         run_config: RunConfig | None = None,
         cancel_token: CancellationToken | None = None,
     ) -> AsyncGenerator[Event]:
-        """Run one turn; yields the stored user event, then every event of the turn."""
+        """Run one turn; yields the stored user event, then every event of the turn.
+
+        ``message`` is the user's text, or their ``user_message`` event when the caller
+        stored it already (so that nothing that can fail or wait comes before it): the
+        turn then takes that event's invocation id and does not store it again."""
         session = await self._load_session(user_id, session_id)
         telemetry = TelemetryDispatcher(self.telemetry)
         try:
@@ -81,21 +85,19 @@ class Runner:
     async def _turn(
         self,
         session: Session,
-        message: str,
+        message: str | Event,
         config: RunConfig,
         cancel_token: CancellationToken | None,
         telemetry: TelemetryDispatcher,
     ) -> AsyncGenerator[Event]:
         token = cancel_token or CancellationToken()
-        invocation_id = new_id()
-        user_event = Event(
-            type=EventType.USER_MESSAGE,
-            invocation_id=invocation_id,
-            session_id=session.id,
-            author="user",
-            parts=[TextPart(text=message)],
-        )
-        yield await self._store(session, user_event, telemetry)
+        if isinstance(message, Event):
+            user_event = _stored_user_message(session, message)
+            telemetry.submit(user_event)
+        else:
+            user_event = await self._store(session, user_message(session.id, message), telemetry)
+        yield user_event
+        invocation_id, text = user_event.invocation_id, user_event.text
         channel = _Channel()
         ctx = Context(
             session=session,
@@ -108,7 +110,7 @@ class Runner:
                 cancel_token=token,
                 approvals=self.approvals,
             ),
-            user_input=message,
+            user_input=text,
         )
         producer = asyncio.create_task(
             self._produce(ctx, channel), name=f"invocation-{invocation_id}"
@@ -210,6 +212,15 @@ class Runner:
             branch=self.agent.name,
             error=ErrorInfo(code=code, message=message, failure="terminal", limit=limit),
         )
+
+
+def _stored_user_message(session: Session, event: Event) -> Event:
+    """``event``, checked to be a stored user message of ``session``."""
+    if event.type is not EventType.USER_MESSAGE or event.seq is None:
+        raise SessionError("a turn resumes only from a stored user_message event")
+    if event.session_id != session.id:
+        raise SessionError(f"the user message belongs to session {event.session_id!r}")
+    return event
 
 
 @dataclass(slots=True)

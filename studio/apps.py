@@ -7,6 +7,7 @@ class StudioConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The run manager listens to run_queued (executing the run, or with worker
-        # execution enqueueing it for a worker) and run_cancelled.
-        from studio import runs  # noqa: F401
+        # Where runs execute (in the servers, or in workers) is chosen once, here.
+        from studio import runs
+
+        runs.configure()

@@ -1,5 +1,6 @@
 """ASGI entry point: HTTP through Django, websockets through Channels, and the run
-manager that executes runs inside this server (``studio.runs``).
+executor that runs (or, with worker execution, sweeps) inside this server
+(``studio.runs``).
 
 A websocket upgrade is admitted only from Studio's own pages: its Origin must be the
 request's own origin (scheme, host and port of its Host header) or one listed in
@@ -25,8 +26,8 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (after Django setup)
 from channels.security.websocket import WebsocketDenier  # noqa: E402
 
+from studio import runs  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
-from studio.runs import manager  # noqa: E402
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -116,8 +117,8 @@ def _trusted(origin: Origin, trusted: str) -> bool:
     return origin == expected
 
 
-def with_run_manager(app: ASGIApp) -> ASGIApp:
-    """``app``, starting the run manager with the server: at lifespan start-up when the
+def with_run_executor(app: ASGIApp) -> ASGIApp:
+    """``app``, starting the run executor with the server: at lifespan start-up when the
     server sends lifespan events, else on the first connection (Daphne sends none; its
     health check is that first connection)."""
 
@@ -125,7 +126,7 @@ def with_run_manager(app: ASGIApp) -> ASGIApp:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
-        manager.ensure_started()
+        runs.executor().start()
         await app(scope, receive, send)
 
     return application
@@ -135,15 +136,15 @@ async def _lifespan(receive: Receive, send: Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
-            manager.ensure_started()
+            runs.executor().start()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            await manager.aclose()
+            await runs.executor().aclose()
             await send({"type": "lifespan.shutdown.complete"})
             return
 
 
-application = with_run_manager(
+application = with_run_executor(
     ProtocolTypeRouter(
         {
             "http": django_asgi_app,

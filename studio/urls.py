@@ -3,8 +3,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from studio import views, views_mcp
 from studio.auth import RateLimitedLoginView
+from studio.web import mcp as views_mcp
+from studio.web import views
 
 login_view = RateLimitedLoginView.as_view(
     # The documented local demo account gets a one-click sign-in in development.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 
 from agents_core._step_loop import (
     ModelTurn,
@@ -15,6 +16,7 @@ from agents_core._step_loop import (
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalPolicy
 from agents_core.context import Context, ReadonlyContext, fill_instruction
+from agents_core.contracts import ToolCall
 from agents_core.events import Event, EventActions
 from agents_core.exceptions import ConfigurationError, LimitExceededError
 from agents_core.history import HistoryBuilder
@@ -92,25 +94,34 @@ class LlmAgent(BaseAgent):
                 if self.planner is None or not self.planner.pending_tasks(ctx.readonly()):
                     return
                 continue
-            outcomes = await run_tool_calls(
-                ctx, self._tools_for(), response.tool_calls, self.approval
-            )
-            for outcome in outcomes:
-                yield response_event(ctx, outcome)
-            transfer = next(
-                (o.effects.transfer_to_agent for o in outcomes if o.effects.transfer_to_agent), None
-            )
-            if transfer is not None:
-                async for event in self._transfer(ctx, transfer):
-                    yield event
-                return
-            if ctx.end_invocation or any(o.effects.escalate for o in outcomes):
+            step = _ToolStep()
+            async for event in self._call_tools(ctx, response.tool_calls, step):
+                yield event
+            if step.finished:
                 return
         raise LimitExceededError(
             "max_iterations",
             f"agent {self.name!r} made {self.max_iterations} model calls (max_iterations) "
             "without reaching a final answer",
         )
+
+    async def _call_tools(
+        self, ctx: Context, calls: list[ToolCall], step: _ToolStep
+    ) -> AsyncGenerator[Event]:
+        """Run the model's tool calls and yield their responses, then hand over if one
+        transferred; ``step.finished`` tells whether this agent's turn is over."""
+        outcomes = await run_tool_calls(ctx, self._tools_for(), calls, self.approval)
+        for outcome in outcomes:
+            yield response_event(ctx, outcome)
+        transfer = next(
+            (o.effects.transfer_to_agent for o in outcomes if o.effects.transfer_to_agent), None
+        )
+        if transfer is not None:
+            async for event in self._transfer(ctx, transfer):
+                yield event
+            step.finished = True
+            return
+        step.finished = ctx.end_invocation or any(o.effects.escalate for o in outcomes)
 
     def transfer_targets(self) -> list[BaseAgent]:
         """Agents this one may hand over to: its sub-agents and, when its parent is an
@@ -179,3 +190,10 @@ class LlmAgent(BaseAgent):
         if callable(self.instruction):
             return self.instruction(ctx.readonly())
         return fill_instruction(self.instruction, ctx.state)
+
+
+@dataclass(slots=True)
+class _ToolStep:
+    """Whether the tool calls of one model turn ended the agent's turn."""
+
+    finished: bool = False

@@ -27,10 +27,11 @@ from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from studio import agent_specs, mcp
+from studio.agents import specs as agent_specs
 from studio.api import mcp_fields as f
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.errors import ConflictError
+from studio.mcp import client as mcp
 from studio.models import McpServer
 
 

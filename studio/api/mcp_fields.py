@@ -14,7 +14,7 @@ from drf_spectacular.extensions import (
 from rest_framework import serializers
 
 from agents_core import specs as core_specs
-from studio import mcp
+from studio.mcp import client as mcp
 
 
 class HeaderMapField(serializers.DictField):

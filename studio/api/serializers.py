@@ -14,11 +14,12 @@ from rest_framework import serializers
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 
 from agents_core import specs as core_specs
-from studio import agent_specs, security, services
+from studio import security, services, wire
+from studio.agents import specs as agent_specs
+from studio.agents.llms import parse_options
 from studio.api.exceptions import problems_detail
 from studio.api.permissions import request_owner
 from studio.errors import InvalidInputError, Problem
-from studio.llms import parse_options
 from studio.models import Agent, AgentVersion, ModelConfig, Run, Session
 
 
@@ -359,6 +360,10 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "error_message",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: Run) -> dict[str, Any]:
+        """The one wire form of a run (``studio.wire``), as websockets and exports."""
+        return wire.run_payload(instance)
 
 
 class TokenCredentialsSerializer(AuthTokenSerializer):

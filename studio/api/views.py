@@ -25,7 +25,9 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from agents_core import events as core_events
-from studio import agent_specs, live, services
+from studio import live, services
+from studio.agents import specs as agent_specs
+from studio.agents.tools import tool_registry
 from studio.api import serializers as s
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.api.schema import error_responses
@@ -39,8 +41,6 @@ from studio.models import (
     Session,
     SessionStatus,
 )
-from studio.runs import manager as run_manager
-from studio.tools import tool_registry
 
 
 class TokenView(ObtainAuthToken):
@@ -279,7 +279,8 @@ class SessionViewSet(
             raise ValidationError(
                 {".".join(str(p) for p in e["loc"]): [e["msg"]] for e in exc.errors()}
             ) from None
-        run_manager.decide_threadsafe(session, body, decided_by=request.user.get_username())
+        decided_by = request.user.get_username()
+        async_to_sync(services.decide_approval)(session, body, decided_by=decided_by)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)

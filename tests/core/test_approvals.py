@@ -162,6 +162,23 @@ async def test_broker_refuses_a_decision_for_other_arguments_or_another_session(
     assert broker.pending_calls("s1") == []
 
 
+async def test_two_sessions_waiting_on_the_same_call_id_each_get_their_own_decision() -> None:
+    broker = ApprovalBroker()
+    call = ToolCall(id="c1", name="delete_file", args={"path": "a.txt"})
+    with (
+        broker.expect(call, session_id="s1") as first,
+        broker.expect(call, session_id="s2") as second,
+    ):
+        with pytest.raises(ApprovalError, match="several sessions"):
+            broker.decide(decision_for(HASH))
+        broker.decide(decision_for(HASH, "deny"), session_id="s2")
+        assert not first.future.done()
+        broker.decide(decision_for(HASH), session_id="s1")
+        assert (await first.wait(timeout_s=5)).decision == "approve"  # type: ignore[union-attr]
+        assert (await second.wait(timeout_s=5)).decision == "deny"  # type: ignore[union-attr]
+    assert broker.pending_calls("s1") == broker.pending_calls("s2") == []
+
+
 def test_a_call_cannot_wait_twice() -> None:
     broker = ApprovalBroker()
     call = ToolCall(id="c1", name="delete_file", args={})

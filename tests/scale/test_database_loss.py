@@ -30,7 +30,7 @@ pytestmark = pytest.mark.timeout(300)
 
 OUTAGE_S = 6.0
 """Longer than an append's retries (``studio.session_service.RETRY_DELAYS_S``), shorter
-than the run's retries of its error event (``studio.execution.END_RETRY_S``) and the lease."""
+than the run's retries of its error event (``studio.runs.execute.END_RETRY_S``) and the lease."""
 
 
 @pytest.fixture(scope="module")

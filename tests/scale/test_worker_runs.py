@@ -83,7 +83,7 @@ async def test_a_killed_workers_run_is_interrupted_losing_no_event_and_the_sessi
     interrupted = await asyncio.to_thread(api.wait_for_run, run["id"], {"interrupted"}, 15)
     assert interrupted["error_code"] == "interrupted"
     # The sweep also closes the task the dead worker left recorded as running.
-    assert task_of(cluster.database_url, run["id"]) == ("FAILED", "studio.worker.WorkerLost")
+    assert task_of(cluster.database_url, run["id"]) == ("FAILED", "studio.runs.queue.WorkerLost")
     stored = api.events(session_id)
     await watch_all(viewers, lambda v: v.ended and v.last_seq >= len(stored), 15)
     assert_every_seq_in_order(viewers, stored)

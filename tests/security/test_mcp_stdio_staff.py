@@ -17,9 +17,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from studio import mcp, services
-from studio.execution import execute_run
+from studio import services
+from studio.mcp import client as mcp
 from studio.models import Event, McpServer, ModelConfig, RunStatus
+from studio.runs.execute import execute_run
 from tests.studio.conftest import client_for
 
 SERVER_SCRIPT = str(Path(__file__).parents[1] / "support" / "mcp_server.py")

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from agents_core.llm.contracts import ChatMessage, LlmRequest
 from studio import security
-from studio.llms import OutboundRefusedError, build_llm
+from studio.agents.llms import OutboundRefusedError, build_llm
 from studio.models import ModelConfig
 from tests.support.openai_server import OpenAIServer
 

@@ -17,8 +17,8 @@ from rest_framework.test import APIClient
 
 from agents_core import events as core_events
 from studio import services
-from studio.execution import execute_run
 from studio.models import ModelConfig, Run, RunStatus, Session
+from studio.runs.execute import execute_run
 from tests.studio.conftest import make_agent, make_session
 from tests.support.openai_server import QUOTED_KEY, OpenAIServer
 

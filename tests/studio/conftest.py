@@ -9,8 +9,9 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from studio import services
+from studio import runs, services
 from studio.models import Agent, ModelConfig, Session
+from studio.runs.inline import InlineExecutor
 
 
 @pytest.fixture(autouse=True)
@@ -85,3 +86,29 @@ def make_session(owner: User, agent: Agent | None = None, **fields: Any) -> Sess
     if agent is None:
         agent = Agent.objects.filter(owner=owner, name="helper").first() or make_agent(owner)
     return services.start_session(owner, agent, **fields)
+
+
+class RecordingExecutor(InlineExecutor):
+    """The inline executor, noting which runs it was handed and told were cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.submitted: list[Any] = []
+        self.cancelled: list[Any] = []
+
+    def submit(self, run: Any) -> None:
+        self.submitted.append(run.pk)
+        super().submit(run)
+
+    def cancel(self, run: Any) -> None:
+        self.cancelled.append(run.pk)
+        super().cancel(run)
+
+
+@pytest.fixture
+def recording_executor() -> Any:
+    """The executor services hand runs to, recording what it was told."""
+    chosen = runs._executor
+    runs._executor = recording = RecordingExecutor()
+    yield recording
+    runs._executor = chosen

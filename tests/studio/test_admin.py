@@ -7,6 +7,8 @@ from django.test import Client
 from agents_core import events as core_events
 from studio import services
 from studio.models import ModelConfig, RunStatus, Session
+from studio.runs import records
+from studio.runs.records import Ending
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_agent, make_session
 
@@ -158,7 +160,7 @@ def test_the_cancel_action_cancels_active_runs_and_skips_finished_ones(
 ) -> None:
     active = services.start_run(make_session(ada), "one")
     done = services.start_run(make_session(ada), "two")
-    services.finish_run(done, RunStatus.SUCCEEDED)
+    records.end_run(done.pk, Ending(RunStatus.SUCCEEDED))
     response = admin_client.post(
         "/admin/studio/run/",
         {"action": "cancel_runs", "_selected_action": [str(active.pk), str(done.pk)]},

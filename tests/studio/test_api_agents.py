@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from studio import services
-from studio.models import Agent, AgentVersion, Run, Session
+from studio.models import Agent, AgentVersion, Session
 from tests.studio.conftest import make_agent, make_session, results, scripted_model
 
 pytestmark = pytest.mark.django_db
@@ -164,23 +164,14 @@ def test_agent_names_are_unique_per_owner(api: APIClient) -> None:
 
 
 def test_deleting_an_agent_deletes_its_versions_and_sessions_cancelling_their_runs(
-    api: APIClient, ada: User, django_capture_on_commit_callbacks: Any
+    api: APIClient, ada: User, django_capture_on_commit_callbacks: Any, recording_executor: Any
 ) -> None:
     agent = Agent.objects.get(pk=create(api)["id"])
     session = make_session(ada, agent)
     run = services.start_run(session, "hi")
-    cancelled: list[object] = []
-
-    def receiver(sender: object, run: Run, **kwargs: object) -> None:
-        cancelled.append(run.pk)
-
-    services.run_cancelled.connect(receiver)
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            assert api.delete(f"/api/agents/{agent.pk}/").status_code == 204
-    finally:
-        services.run_cancelled.disconnect(receiver)
-    assert cancelled == [run.pk]
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete(f"/api/agents/{agent.pk}/").status_code == 204
+    assert recording_executor.cancelled == [run.pk]
     assert not AgentVersion.objects.filter(agent_id=agent.pk).exists()
     assert not Session.objects.filter(pk=session.pk).exists()
 

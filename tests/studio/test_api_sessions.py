@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -10,6 +11,8 @@ from rest_framework.test import APIClient
 from agents_core import events as core_events
 from studio import services
 from studio.models import Run, RunStatus, Session
+from studio.runs import records
+from studio.runs.records import Ending
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_agent, make_session, results
 
@@ -188,11 +191,13 @@ def test_a_session_exports_its_events_runs_and_agent_version(api: APIClient, ada
     assert "attachment" in response["Content-Disposition"]
     document = response.json()
     assert document["format"] == "studio.session"
-    assert document["events"] == [stored.to_wire()]
+    stored_first, users_message = document["events"]
+    assert stored_first == stored.to_wire()
+    assert (users_message["type"], users_message["parts"][0]["text"]) == ("user_message", "hi")
     assert document["session"]["state"] == {"k": 1}
     assert document["agent"]["version"]["number"] == 1
     assert document["agent"]["version"]["spec"]["name"] == "helper"
-    assert [r["id"] for r in document["runs"]] == [str(run.pk)]
+    assert document["runs"] == [api.get(f"/api/runs/{run.pk}/").json()]
 
 
 def test_run_detail_and_list_filtered_by_session(api: APIClient, ada: User) -> None:
@@ -222,25 +227,19 @@ def test_cancelling_a_queued_run_records_it_and_frees_the_session(
 
 def test_cancelling_a_finished_run_is_a_conflict(api: APIClient, ada: User) -> None:
     run = services.start_run(make_session(ada), "hi")
-    services.finish_run(run, RunStatus.SUCCEEDED)
+    records.end_run(run.pk, Ending(RunStatus.SUCCEEDED))
     response = api.post(f"/api/runs/{run.pk}/cancel/")
     assert response.status_code == 409
     assert response.json()["code"] == "run_finished"
 
 
-def test_cancelling_sends_the_run_cancelled_signal_after_commit(
-    api: APIClient, ada: User, django_capture_on_commit_callbacks: object
+def test_cancelling_tells_the_executor_after_commit(
+    api: APIClient, ada: User, django_capture_on_commit_callbacks: Any, recording_executor: Any
 ) -> None:
     run = services.start_run(make_session(ada), "hi")
-    received: list[Run] = []
-
-    def listener(sender: object, run: Run, **kwargs: object) -> None:
-        received.append(run)
-
-    services.run_cancelled.connect(listener)
-    try:
-        with django_capture_on_commit_callbacks(execute=True):  # type: ignore[operator]
-            api.post(f"/api/runs/{run.pk}/cancel/")
-    finally:
-        services.run_cancelled.disconnect(listener)
-    assert [r.pk for r in received] == [run.pk]
+    with django_capture_on_commit_callbacks() as callbacks:
+        api.post(f"/api/runs/{run.pk}/cancel/")
+        assert recording_executor.cancelled == []
+    for callback in callbacks:
+        callback()
+    assert recording_executor.cancelled == [run.pk]

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from studio.demo import DEMO_AGENTS
+from studio.agents.demo import DEMO_AGENTS
 from studio.models import Agent, AgentVersion, ModelConfig, Run, Session
 from tests.studio.conftest import make_agent
 
@@ -140,7 +140,8 @@ def test_run_agent_fails_with_the_runs_error_when_the_agent_no_longer_builds(ada
         run_agent("fragile", "hi", "--user", "ada")
     run = Run.objects.get()
     assert (run.status, run.error_code) == ("failed", "spec_error")
-    error = run.session.events.get()
+    said, error = run.session.events.order_by("seq")
+    assert (said.type, said.text) == ("user_message", "hi")
     assert (error.type, error.payload["error"]["code"]) == ("error", "spec_error")
 
 

@@ -5,8 +5,8 @@ import pytest
 from agents_core.contracts import ToolSchema
 from agents_core.exceptions import ToolArgumentsError
 from agents_core.llm import ChatMessage, LlmRequest
-from studio.demo_model import respond
-from studio.tools import evaluate, tool_registry
+from studio.agents.demo_model import respond
+from studio.agents.tools import evaluate, tool_registry
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ from agents_core import events as core_events
 from studio import layers, live, services
 from studio.asgi import application
 from studio.models import Run, RunStatus, Session
+from studio.runs import records
+from studio.runs.records import Ending
 from studio.session_service import append_event_sync
 from tests.studio.conftest import client_for, make_agent, make_session
 from tests.support.live import (
@@ -281,8 +283,8 @@ async def test_a_run_goes_on_when_publishing_fails_and_viewers_resync(
 @sync_to_async
 def claimed_elsewhere(session: Session) -> Run:
     """A running run of ``session`` that another process executes."""
-    run = Run.objects.create(session=session, message="elsewhere")
-    assert services.claim_run(run, owner="other-host:1:0000", lease_s=60)
+    run = Run.objects.create(session=session, message="elsewhere", start_seq=0)
+    assert records.claim_run(run, owner="other-host:1:0000", lease_s=60)
     return run
 
 
@@ -290,9 +292,9 @@ def claimed_elsewhere(session: Session) -> Run:
 def executor_ends(session: Session, run: Run) -> core_events.Event:
     """What that process does once it hears of the cancel: store the run's last event,
     then let go of the run."""
-    last = append_event_sync(session.key, services.terminal_error(session, "cancelled", "bye"))
-    services.finish_run(run, RunStatus.CANCELLED, code="cancelled", message="bye")
-    return last
+    ended = records.end_run(run.pk, Ending(RunStatus.CANCELLED, "cancelled", "bye"))
+    assert ended is not None
+    return ended.events[-1]
 
 
 async def test_a_run_cancelled_elsewhere_ends_for_viewers_only_after_its_last_event(

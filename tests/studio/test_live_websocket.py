@@ -77,8 +77,8 @@ async def test_resuming_from_any_seq_sends_exactly_the_events_after_it(ada: User
     [
         ("anonymous", "own", None, 4401),
         ("anonymous", "own", "x", 4401),
-        ("bob", "own", "x", 4403),
-        ("bob", "own", None, 4403),
+        ("bob", "own", "x", 4404),
+        ("bob", "own", None, 4404),
         ("ada", "unknown", None, 4404),
         ("ada", "not-a-uuid", None, 4404),
         ("ada", "own", "-1", 4400),

@@ -22,8 +22,8 @@ from rest_framework.test import APIClient
 
 from studio import security, services
 from studio.api.mcp import McpServerSerializer
-from studio.execution import execute_run
 from studio.models import Agent, Event, McpServer, ModelConfig, Run, RunStatus
+from studio.runs.execute import execute_run
 from tests.studio.conftest import client_for, results
 from tests.support.mcp_server import serve_http
 

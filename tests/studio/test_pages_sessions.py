@@ -15,7 +15,7 @@ from django.urls import reverse
 from agents_core import events as core_events
 from studio.models import Event, Session
 from studio.session_service import append_event_sync
-from studio.views import TIMELINE_PAGE_SIZE
+from studio.web.views import TIMELINE_PAGE_SIZE
 from tests.studio.conftest import make_session
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,11 @@ from django.contrib.auth.models import User
 
 from agents_core import events as core_events
 from agents_core.context import CancellationToken
-from studio import execution, services
+from studio import services
 from studio.errors import ConflictError
-from studio.execution import execute_run
 from studio.models import Event, ModelConfig, Run, RunStatus, Session
+from studio.runs import records
+from studio.runs.execute import execute_run
 from tests.studio.conftest import make_agent, make_session
 from tests.support.openai_server import OpenAIServer, TokenUsage
 
@@ -140,7 +141,7 @@ async def test_a_run_holds_a_lease_of_this_process_while_it_executes_and_then_re
             held.append((row.owner_process, row.lease_expires_at is not None, row.start_seq))
 
     finished = await execute_run(run, on_event=note_lease)
-    assert held == [(execution.PROCESS_ID, True, 0)]
+    assert held == [(records.PROCESS_ID, True, 0)]
     assert (finished.owner_process, finished.lease_expires_at) == ("", None)
 
 

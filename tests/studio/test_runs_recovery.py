@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from agents_core import events as core_events
 from agents_core.approvals import args_hash
-from studio import recovery, runs, services
+from studio import runs, services
 from studio.asgi import application
 from studio.models import Event, Run, RunStatus, Session
+from studio.runs import records, recovery
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_session
 from tests.support.live import (
@@ -45,7 +46,7 @@ def crashed_run(owner: User, *, expired: bool = True) -> Run:
     running, one waiting for approval."""
     session = make_session(owner)
     run = services.start_run(session, "what is 1 + 1?")
-    assert services.claim_run(run, owner="dead-host:1:abc", lease_s=30)
+    assert records.claim_run(run, owner="dead-host:1:abc", lease_s=30)
     E = core_events.EventType
     approval = core_events.ApprovalInfo(
         call_id="c3",
@@ -54,7 +55,6 @@ def crashed_run(owner: User, *, expired: bool = True) -> Run:
         args_hash=args_hash("calculator", {"expression": "1 + 1"}),
     )
     for event in [
-        _event(session, E.USER_MESSAGE, author="user", parts=[core_events.TextPart(text="hi")]),
         _event(session, E.AGENT_START),
         _event(session, E.AGENT_MESSAGE, parts=[_call("c1"), _call("c2"), _call("c3")]),
         _event(
@@ -78,8 +78,8 @@ def payloads(session_id: object) -> list[dict[str, Any]]:
 
 def test_an_abandoned_run_is_interrupted_with_its_unanswered_calls_marked(ada: User) -> None:
     run = crashed_run(ada)
-    assert recovery.abandoned_runs() == [run.pk]
-    result = recovery.interrupt(run.pk)
+    assert recovery.abandoned_runs(runs.executor()) == [run.pk]
+    result = recovery.interrupt(run.pk, runs.executor())
     assert result is not None
     run.refresh_from_db()
     assert (run.status, run.error_code, run.owner_process, run.lease_expires_at) == (
@@ -106,14 +106,14 @@ def test_an_abandoned_run_is_interrupted_with_its_unanswered_calls_marked(ada: U
     assert error["error"]["failure"] == "terminal"
     assert "calculator (c2)" in error["error"]["message"]
     assert [e.seq for e in result.events] == [6, 7, 8]
-    assert recovery.abandoned_runs() == []
-    assert recovery.interrupt(run.pk) is None
+    assert recovery.abandoned_runs(runs.executor()) == []
+    assert recovery.interrupt(run.pk, runs.executor()) is None
 
 
 def test_a_run_whose_lease_is_current_is_left_alone(ada: User) -> None:
     run = crashed_run(ada, expired=False)
-    assert recovery.abandoned_runs() == []
-    assert recovery.interrupt(run.pk) is None
+    assert recovery.abandoned_runs(runs.executor()) == []
+    assert recovery.interrupt(run.pk, runs.executor()) is None
     run.refresh_from_db()
     assert run.status == "running"
 
@@ -122,10 +122,12 @@ def test_a_queued_run_nobody_claimed_within_a_lease_is_interrupted(ada: User) ->
     stale = services.start_run(make_session(ada), "hi")
     fresh = services.start_run(make_session(ada), "hi")
     Run.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(hours=1))
-    assert recovery.abandoned_runs() == [stale.pk]
-    assert recovery.interrupt(stale.pk) is not None
-    [error] = payloads(stale.session_id)
+    assert recovery.abandoned_runs(runs.executor()) == [stale.pk]
+    assert recovery.interrupt(stale.pk, runs.executor()) is not None
+    user, error = payloads(stale.session_id)
+    assert (user["type"], user["parts"][0]["text"]) == ("user_message", "hi")
     assert error["error"]["code"] == "interrupted"
+    assert error["invocation_id"] == user["invocation_id"]
     stale.refresh_from_db()
     fresh.refresh_from_db()
     assert (stale.status, fresh.status) == ("interrupted", "queued")
@@ -135,11 +137,15 @@ def test_a_cancelled_run_whose_server_died_gets_its_markers_and_keeps_its_status
     ada: User,
 ) -> None:
     run = crashed_run(ada)
-    Run.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED)
-    assert recovery.interrupt(run.pk) is not None
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.CANCELLED, error_code="cancelled", error_message="cancelled by request"
+    )
+    assert recovery.interrupt(run.pk, runs.executor()) is not None
     run.refresh_from_db()
     assert (run.status, run.lease_expires_at) == ("cancelled", None)
-    assert [e["type"] for e in payloads(run.session_id)][-2:] == ["tool_response", "tool_response"]
+    *_, c2, c3, error = payloads(run.session_id)
+    assert [c2["type"], c3["type"]] == ["tool_response", "tool_response"]
+    assert (error["type"], error["error"]["code"]) == ("error", "cancelled")
 
 
 async def test_the_manager_interrupts_abandoned_runs_at_start_up_and_tells_viewers(
@@ -181,7 +187,7 @@ async def test_stopping_the_manager_interrupts_the_runs_it_executes(ada: User) -
     viewer = await watch(application, session, ada)
     await viewer.send({"type": "user_message", "text": "go"})
     await viewer.until(lambda v: bool(v.partials))
-    await runs.manager.aclose()
+    await runs.executor().aclose()
     run = await latest_run(session)
     assert run is not None
     assert (run.status, run.owner_process) == ("interrupted", "")

@@ -7,7 +7,7 @@ separate processes on PostgreSQL and Redis."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -19,9 +19,11 @@ from django.tasks import TaskResultStatus, task_backends
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from studio import live, recovery, runs, services, tasks, worker
+from studio import live, runs, services
 from studio.errors import ConflictError
 from studio.models import Event, Run, RunStatus, Session
+from studio.runs import queue as worker
+from studio.runs import recovery, tasks
 from tests.studio.conftest import make_session
 from tests.support.live import (
     eventually,
@@ -42,11 +44,16 @@ def _forget_task_backends() -> None:
 
 
 @pytest.fixture(autouse=True)
-def worker_execution(settings: Any) -> Iterator[None]:
+async def worker_execution(settings: Any, run_manager: Any) -> AsyncIterator[None]:  # noqa: F811
+    """Worker execution chosen, as at the start-up of a server that has it."""
     settings.STUDIO_RUN_EXECUTION = "worker"
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     _forget_task_backends()
+    runs.configure()
     yield
+    await runs.executor().aclose()
+    settings.STUDIO_RUN_EXECUTION = "inline"
+    runs.configure()
     _forget_task_backends()
 
 
@@ -85,8 +92,8 @@ def test_a_queued_run_whose_task_waits_for_a_worker_is_not_abandoned(ada: User) 
     DBTaskResult.objects.filter(args_kwargs__kwargs__run_id=str(taken.pk)).update(
         status=TaskResultStatus.RUNNING, started_at=later - timedelta(seconds=60)
     )
-    assert set(recovery.abandoned_runs(later)) == {lost.pk, taken.pk}
-    assert recovery.interrupt(lost.pk, now=later) is not None
+    assert set(recovery.abandoned_runs(runs.executor(), later)) == {lost.pk, taken.pk}
+    assert recovery.interrupt(lost.pk, runs.executor(), now=later) is not None
     assert Run.objects.get(pk=waiting.pk).status == RunStatus.QUEUED
 
 
@@ -142,10 +149,10 @@ async def test_a_decision_sent_to_the_manager_is_relayed_to_the_worker_run(ada: 
 
     for refused in [body(args_hash="0" * 64), body(call_id="unknown")]:
         with pytest.raises(ConflictError) as caught:
-            await runs.manager.adecide(session, refused, decided_by="ada")
+            await services.decide_approval(session, refused, decided_by="ada")
         assert caught.value.code == "approval_not_pending"
 
-    await runs.manager.adecide(session, body(), decided_by="ada")
+    await services.decide_approval(session, body(), decided_by="ada")
     await asyncio.wait_for(executing, timeout=10)
     events = await stored(session)
     [decided] = [e for e in events if e["type"] == "approval_decision"]
@@ -155,4 +162,4 @@ async def test_a_decision_sent_to_the_manager_is_relayed_to_the_worker_run(ada: 
     )
     assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.SUCCEEDED
     with pytest.raises(ConflictError):
-        await runs.manager.adecide(session, body(decision="deny"), decided_by="ada")
+        await services.decide_approval(session, body(decision="deny"), decided_by="ada")

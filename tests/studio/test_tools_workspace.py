@@ -12,7 +12,7 @@ from agents_core import InMemorySessionService, Runner
 from agents_core.builder import build_agent, check_spec
 from agents_core.specs import AgentSpec
 from agents_core.testing import ScriptedModel, collect, reply, tool_call
-from studio.tools import tool_registry, workspace_dir
+from studio.agents.tools import tool_registry, workspace_dir
 from tests.studio.conftest import client_for
 
 pytestmark = pytest.mark.django_db

@@ -19,6 +19,7 @@ from django.test import Client
 
 from studio import runs, services
 from studio.models import Agent, Event, ModelConfig, Run, Session
+from studio.runs.executor import RunExecutor
 from tests.studio.conftest import make_session
 
 TIMEOUT_S = 10.0
@@ -29,11 +30,12 @@ ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
 
 
 @pytest.fixture(autouse=True)
-async def run_manager() -> AsyncIterator[runs.RunManager]:
-    """The process's run manager, stopped (its runs interrupted) after each test, with
+async def run_manager() -> AsyncIterator[RunExecutor]:
+    """The process's run executor, stopped (its runs interrupted) after each test, with
     the in-memory channel layer emptied: both belong to one test's event loop."""
-    yield runs.manager
-    await runs.manager.aclose()
+    executor = runs.executor()
+    yield executor
+    await executor.aclose()
     await get_channel_layer().flush()
 
 

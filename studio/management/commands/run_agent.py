@@ -12,8 +12,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents_core import events as core_events
 from studio import services
-from studio.execution import execute_run
 from studio.models import Agent, RunStatus, Session
+from studio.runs.execute import execute_run
 
 
 class Command(BaseCommand):

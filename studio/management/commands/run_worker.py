@@ -1,4 +1,4 @@
-"""Executes queued runs (``STUDIO_RUN_EXECUTION=worker``); see ``studio.worker``.
+"""Executes queued runs (``STUDIO_RUN_EXECUTION=worker``); see ``studio.runs.tasks``.
 
 ``django_tasks_db``'s ``db_worker`` (one run at a time per process) with Studio's
 defaults. The other ``db_worker`` options apply. Unlike ``db_worker``, it
@@ -22,11 +22,11 @@ from argparse import ArgumentParser
 from types import FrameType
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import CommandError
 from django_tasks_db.management.commands import db_worker
 
-from studio import execution, tasks
+from studio import runs
+from studio.runs import execute, records, tasks
 
 logger = logging.getLogger("studio.worker")
 
@@ -43,7 +43,7 @@ class Worker(db_worker.Worker):
             try:
                 super().run()
                 return
-            except execution.DATABASE_GONE:
+            except execute.DATABASE_GONE:
                 logger.warning("the database is unreachable; polling again in 1 s", exc_info=True)
             if not self.running:
                 return
@@ -58,13 +58,13 @@ class Command(db_worker.Command):
     help = "Execute the runs servers queue, until SIGINT or SIGTERM (STUDIO_RUN_EXECUTION=worker)."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        if settings.STUDIO_RUN_EXECUTION != "worker":
+        if runs.executor().executes_in_servers:
             return  # no queue to name: handle() says why
         super().add_arguments(parser)
         parser.set_defaults(interval=0.2, reload=False)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if settings.STUDIO_RUN_EXECUTION != "worker":
+        if runs.executor().executes_in_servers:
             raise CommandError(
                 "run_worker needs STUDIO_RUN_EXECUTION=worker (and REDIS_URL); with inline "
                 "execution the servers run the runs themselves"
@@ -89,5 +89,5 @@ class Command(db_worker.Command):
         for module in LAZY_IMPORTS:
             importlib.import_module(module)
         worker.configure_signals()
-        self.stderr.write(f"worker {execution.PROCESS_ID} started")
+        self.stderr.write(f"worker {records.PROCESS_ID} started")
         worker.run()

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from studio import services
-from studio.demo import DEMO_AGENTS, MODEL
+from studio.agents.demo import DEMO_AGENTS, MODEL
 from studio.models import Agent, ModelConfig
 
 DEMO_USERNAME = "demo"

@@ -21,10 +21,10 @@ from agents_core import specs as core_specs
 from agents_core.agents.base import BaseAgent
 from agents_core.llm import BaseLlm
 from agents_core.tools.base import BaseTool
+from studio.agents.llms import build_llm
+from studio.agents.tools import tool_registry
 from studio.errors import InvalidInputError, Path, Problem
-from studio.llms import build_llm
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
-from studio.tools import tool_registry
 
 _UNION_TAGS = {"AgentSpec", "AgentRef"}
 

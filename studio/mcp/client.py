@@ -44,8 +44,8 @@ from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.tools.base import BaseTool, ToolContext
 from studio import checked_http, security
+from studio.agents.tools import workspace_dir
 from studio.models import Agent, McpServer, Run
-from studio.tools import workspace_dir
 
 if TYPE_CHECKING:
     from agents_core.tools.mcp import McpServer as McpConnection

@@ -1,5 +1,5 @@
-"""The admin: staff only (Django's admin site checks ``is_staff``). Versions and events
-are read-only; API keys are write-only here too; actions go through ``services``."""
+"""The admin of agents (versions read-only), model configurations (API keys write-only)
+and MCP servers (secrets write-only)."""
 
 from __future__ import annotations
 
@@ -7,42 +7,33 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from django import forms
-from django.contrib import admin, messages
-from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet
-from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404
-from django.urls import URLPattern, path, reverse
+from django.contrib import admin
+from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from pydantic import ValidationError
 
-from studio import mcp, security, services
-from studio.errors import ConflictError
-from studio.llms import parse_options
-from studio.models import Agent, AgentVersion, Event, McpServer, ModelConfig, Run, Session
+from studio import security
+from studio.agents.llms import parse_options
+from studio.mcp import client as mcp
+from studio.models import Agent, AgentVersion, McpServer, ModelConfig
 
 # Django's admin and form classes are generic only in django-stubs, not at runtime.
 if TYPE_CHECKING:
     AgentAdminBase = admin.ModelAdmin[Agent]
     ModelConfigAdminBase = admin.ModelAdmin[ModelConfig]
-    SessionAdminBase = admin.ModelAdmin[Session]
-    RunAdminBase = admin.ModelAdmin[Run]
     TabularInlineBase = admin.TabularInline[Any, Any]
     ModelConfigFormBase = forms.ModelForm[ModelConfig]
     McpServerAdminBase = admin.ModelAdmin[McpServer]
     McpServerFormBase = forms.ModelForm[McpServer]
-    InlineFormSetBase = BaseInlineFormSet[Any, Any, Any]
 else:
-    AgentAdminBase = ModelConfigAdminBase = SessionAdminBase = RunAdminBase = admin.ModelAdmin
+    AgentAdminBase = ModelConfigAdminBase = admin.ModelAdmin
     TabularInlineBase = admin.TabularInline
     ModelConfigFormBase = McpServerFormBase = forms.ModelForm
     McpServerAdminBase = admin.ModelAdmin
-    InlineFormSetBase = BaseInlineFormSet
 
 
-def _pretty_json(value: Any) -> SafeString:
+def pretty_json(value: Any) -> SafeString:
     return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False))
 
 
@@ -71,7 +62,7 @@ class AgentVersionInline(ReadOnlyInline):
 
     @admin.display(description="spec")
     def pretty_spec(self, version: AgentVersion) -> SafeString:
-        return _pretty_json(version.spec)
+        return pretty_json(version.spec)
 
 
 @admin.register(Agent)
@@ -92,7 +83,7 @@ class AgentAdmin(AgentAdminBase):
 
     @admin.display(description="current spec")
     def pretty_spec(self, agent: Agent) -> SafeString:
-        return _pretty_json(agent.spec)
+        return pretty_json(agent.spec)
 
 
 # Model configs
@@ -291,138 +282,3 @@ class McpServerAdmin(McpServerAdminBase):
     def target(self, server: McpServer) -> str:
         """What Studio connects to or runs, as text."""
         return server.url or server.command_line
-
-
-# Sessions, events, runs
-
-
-class PaginatedInlineFormSet(InlineFormSetBase):
-    """Shows one page of the related rows; the page comes from ``?<page_param>=``."""
-
-    per_page = 50
-    page_param = "page"
-    requested_page: str | None = None
-    page: Page[Any]
-
-    def get_queryset(self) -> Any:
-        if not hasattr(self, "_page_rows"):
-            ordered = super().get_queryset()
-            self.page = Paginator(ordered, self.per_page).get_page(self.requested_page)
-            self._page_rows = list(self.page.object_list)
-        return self._page_rows
-
-
-class EventInline(ReadOnlyInline):
-    model = Event
-    formset = PaginatedInlineFormSet
-    template = "admin/studio/session/events_inline.html"
-    readonly_fields = ("seq", "type", "author", "branch", "short_text", "created_at")
-    fields = readonly_fields
-    ordering = ["seq"]
-    page_param = "events_page"
-
-    def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
-        formset = super().get_formset(request, obj, **kwargs)
-        page = request.GET.get(self.page_param)
-        return type(
-            formset.__name__, (formset,), {"requested_page": page, "page_param": self.page_param}
-        )
-
-    @admin.display(description="text")
-    def short_text(self, event: Event) -> str:
-        return event.text if len(event.text) <= 200 else f"{event.text[:199]}…"
-
-
-@admin.register(Session)
-class SessionAdmin(SessionAdminBase):
-    list_display = ["__str__", "owner", "agent_version", "status", "last_seq", "created_at"]
-    list_filter = ["status", "created_at"]
-    list_select_related = ["owner", "agent_version__agent"]
-    search_fields = ["title", "key", "owner__username"]
-    readonly_fields = [
-        "owner",
-        "agent_version",
-        "status",
-        "key",
-        "last_seq",
-        "created_at",
-        "updated_at",
-        "pretty_state",
-        "export_link",
-    ]
-    fields = ["title", *readonly_fields]
-    inlines = [EventInline]
-    actions = ["export_as_json"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def get_urls(self) -> list[URLPattern]:
-        export = self.admin_site.admin_view(self.export_view)
-        return [
-            path("<uuid:pk>/export/", export, name="studio_session_export"),
-            *super().get_urls(),
-        ]
-
-    @admin.display(description="state")
-    def pretty_state(self, session: Session) -> SafeString:
-        return _pretty_json(session.state)
-
-    @admin.display(description="export")
-    def export_link(self, session: Session) -> SafeString:
-        url = reverse("admin:studio_session_export", args=[session.pk])
-        return format_html('<a href="{}">Download as JSON</a>', url)
-
-    def export_view(self, request: HttpRequest, pk: str) -> HttpResponse:
-        session = get_object_or_404(Session, pk=pk)
-        if not self.has_view_permission(request, session):
-            return HttpResponse(status=403)
-        return _download(services.export_session(session), f"session-{session.pk}.json")
-
-    @admin.action(description="Export selected sessions as JSON")
-    def export_as_json(self, request: HttpRequest, queryset: QuerySet[Session]) -> HttpResponse:
-        exported = [services.export_session(session) for session in queryset]
-        return _download({"sessions": exported}, "sessions.json")
-
-
-def _download(document: dict[str, Any], filename: str) -> JsonResponse:
-    response = JsonResponse(document, json_dumps_params={"indent": 2, "ensure_ascii": False})
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
-
-
-@admin.register(Run)
-class RunAdmin(RunAdminBase):
-    list_display = ["id", "session", "status", "created_at", "ended_at", "input_tokens"]
-    list_filter = ["status", "created_at"]
-    list_select_related = ["session"]
-    search_fields = ["id", "invocation_id", "message", "session__title"]
-    actions = ["cancel_runs"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [field.name for field in Run._meta.fields]
-
-    def has_cancel_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm("studio.change_run")
-
-    @admin.action(description="Cancel selected runs", permissions=["cancel"])
-    def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        cancelled = 0
-        for run in queryset:
-            try:
-                services.cancel_run(run)
-            except ConflictError:
-                continue
-            cancelled += 1
-        skipped = len(queryset) - cancelled
-        self.message_user(
-            request,
-            f"Cancelled {cancelled} run(s); {skipped} had already finished.",
-            messages.SUCCESS if cancelled else messages.WARNING,
-        )

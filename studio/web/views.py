@@ -23,12 +23,12 @@ from rest_framework.exceptions import ValidationError
 
 from agents_core.specs import NAME_PATTERN
 from studio import services
+from studio.agents.tools import tool_registry
 from studio.api import serializers as s
 from studio.api.exceptions import error_body
 from studio.errors import ConflictError, InvalidInputError
-from studio.forms import AgentSearchForm, SessionFilterForm
 from studio.models import Agent, Event, ModelConfig, Run, Session
-from studio.tools import tool_registry
+from studio.web.forms import AgentSearchForm, SessionFilterForm
 
 SESSIONS_PER_PAGE = 25
 TIMELINE_PAGE_SIZE = 250

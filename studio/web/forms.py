@@ -13,7 +13,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from agents_core.specs import NAME_PATTERN
-from studio import agent_specs, mcp
+from studio.agents import specs as agent_specs
+from studio.mcp import client as mcp
 from studio.models import Agent, Event, McpServer, Session, SessionStatus
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 from agents_core import exceptions as core_exceptions
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
 from studio import checked_http, security
-from studio.demo_model import demo_model
+from studio.agents.demo_model import demo_model
 from studio.models import ModelConfig
 
 

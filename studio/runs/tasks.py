@@ -1,8 +1,12 @@
-"""Django tasks of Studio: executing a queued run in a worker process (``studio.worker``).
+"""The worker's side of worker execution: the Django task that executes a queued run.
 
-``execute_queued_run`` is enqueued (``STUDIO_RUN_EXECUTION=worker``) when a run is
-queued, and executed by ``manage.py run_worker``, one at a time per process, each in an
-event loop of its own.
+``execute_queued_run`` is enqueued by ``queue.QueuedExecutor`` once a run is committed,
+and executed by ``manage.py run_worker``, one at a time per process, each in an event
+loop of its own, with the code that executes runs inline (``execute``): it claims the
+run, stores each event, then publishes it through the Redis channel layer, so viewers
+on every server see it, and renews the run's lease. A cancel is recorded in the
+database wherever it is asked; the worker reads its run's status every ``POLL_S`` and
+stops it. Decisions arrive through ``relay``.
 """
 
 from __future__ import annotations
@@ -15,13 +19,17 @@ import uuid
 
 from django.tasks import task
 
-from agents_core.approvals import ApprovalBroker
 from agents_core.context import CancellationToken
-from studio import runs, worker
 from studio.db import db_sync_to_async
 from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus
+from studio.runs import relay
+from studio.runs.execute import Execution, execute_and_publish
 
 logger = logging.getLogger("studio.worker")
+
+POLL_S = 0.2
+"""How often a worker reads the status of the run it executes, to stop it when it was
+cancelled (or interrupted) elsewhere."""
 
 _executing: dict[asyncio.Task[None], asyncio.AbstractEventLoop] = {}
 _executing_lock = threading.Lock()
@@ -39,21 +47,22 @@ async def execute_queued_run(run_id: str) -> str:
 
 
 async def execute(run_id: uuid.UUID) -> None:
-    """Execute run ``run_id`` as the manager would, while watching its status for a
+    """Execute run ``run_id`` as a server would, while watching its status for a
     cancel and listening for the decisions servers relay to it."""
-    execution = runs.Execution(run_id)
-    broker = ApprovalBroker()
+    execution = Execution(run_id)
     current = asyncio.current_task()
     if current is None:
         raise RuntimeError("execute() runs as a task")
     helpers = [
         asyncio.create_task(_watch(run_id, execution.token), name=f"watch-{run_id}"),
-        asyncio.create_task(worker.listen_for_decisions(run_id, broker), name=f"relay-{run_id}"),
+        asyncio.create_task(
+            relay.listen_for_decisions(run_id, execution.broker), name=f"relay-{run_id}"
+        ),
     ]
     with _executing_lock:
         _executing[current] = asyncio.get_running_loop()
     try:
-        await runs.execute_and_publish(execution, broker, on_stopped=lambda: None)
+        await execute_and_publish(execution)
     finally:
         with _executing_lock:
             _executing.pop(current, None)
@@ -75,7 +84,7 @@ def interrupt_executing() -> None:
 async def _watch(run_id: uuid.UUID, token: CancellationToken) -> None:
     """Stop the run once the database says it ended elsewhere (cancelled, interrupted)."""
     while True:
-        await asyncio.sleep(worker.POLL_S)
+        await asyncio.sleep(POLL_S)
         try:
             status = await db_sync_to_async(_status_of)(run_id)
         except Exception:  # the database hiccupped: the run itself will tell

@@ -24,9 +24,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents_core import builder as core_builder
-from studio import agent_specs, mcp
-from studio.forms import HttpMcpServerForm
+from studio.agents import specs as agent_specs
+from studio.mcp import client as mcp
 from studio.models import McpServer
+from studio.web.forms import HttpMcpServerForm
 
 
 def _owned(request: HttpRequest) -> QuerySet[McpServer]:

@@ -1,0 +1,325 @@
+"""Executing one run: the only caller of ``Runner``.
+
+``execute_run`` claims a queued run for this process, connects the MCP servers its
+agents name, builds its pinned agent version with the owner's models, runs the turn
+(from the user message stored when the run was queued) through ``DjangoSessionService``
+(which stores each complete event, seq assigned, before the runner yields it), renews
+the run's lease while it runs, and ends it through ``records.end_run``. A run that stops
+on an unexpected error (its database went away mid-run, say) still ends with a stored
+terminal ``internal_error`` event, the store retried while the database is away.
+
+``execute_and_publish`` wraps it for the executors (``inline``, ``worker``): each event
+and each change of what the run waits on goes to the session's viewers once stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+from agents_core import events as core_events
+from agents_core import exceptions as core_exceptions
+from agents_core.approvals import ApprovalBroker
+from agents_core.context import CancellationToken
+from agents_core.contracts import Usage
+from agents_core.runner import Runner
+from studio import wire
+from studio.agents import specs
+from studio.db import db_sync_to_async
+from studio.errors import ConflictError
+from studio.ledger import TRACKED_TYPES, Ledger
+from studio.live import Publisher, Status, snapshot
+from studio.mcp import client as mcp
+from studio.models import DEFAULT_APP_NAME, Event, Run, RunStatus, Session
+from studio.runs import records, recovery
+from studio.runs.records import Ending
+from studio.session_service import DjangoSessionService
+
+logger = logging.getLogger("studio.runs")
+
+DATABASE_GONE = (OperationalError, InterfaceError)
+"""What the database raises while it is unreachable."""
+END_RETRY_S = 60.0
+"""How long a run keeps trying to record how it ended while the database is away."""
+
+EventSink = Callable[[core_events.Event], Awaitable[None]]
+RunSink = Callable[[Run], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class _Turn:
+    """What a claimed run needs to execute, and what it added up so far."""
+
+    runner: Runner
+    user_id: str
+    session_key: str
+    user_message: core_events.Event | str
+    usage: Usage = field(default_factory=Usage)
+    error: core_events.ErrorInfo | None = None
+
+
+async def execute_run(
+    run: Run,
+    *,
+    on_event: EventSink | None = None,
+    on_claimed: RunSink | None = None,
+    cancel_token: CancellationToken | None = None,
+    approvals: ApprovalBroker | None = None,
+) -> Run:
+    """Run ``run`` (which must be queued) to its end; every event, partial ones
+    included, goes to ``on_event`` after it is stored. Returns the ended run.
+
+    The run is claimed first, and its lease held from then on, so it is nobody's only
+    for a moment (``recovery``); then the MCP servers its agents name connect, staying
+    connected for the whole run, and its agent is built."""
+    token = cancel_token or CancellationToken()
+    await db_sync_to_async(_claim)(run)
+    lease = asyncio.create_task(_keep_lease(run, token), name=f"lease-{run.pk}")
+    turn: _Turn | None = None
+    try:
+        if on_claimed is not None:
+            await on_claimed(run)
+        servers = await db_sync_to_async(mcp.servers_for_run)(run)
+        async with mcp.open_tools(servers) as mcp_tools:
+            turn = await db_sync_to_async(_prepare)(run, mcp_tools, approvals)
+            if turn is not None:
+                await _stream(run, turn, token, on_event)
+    except asyncio.CancelledError:
+        await db_sync_to_async(records.end_run)(run.pk, recovery.interrupted())
+        raise
+    except Exception as exc:
+        await _end_on_error(run, turn.usage if turn else Usage(), exc, on_event)
+        raise
+    finally:
+        lease.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await lease
+    if turn is not None:
+        end = db_sync_to_async(records.end_run)
+        ending = Ending.of(turn.error)
+        await _retrying(
+            f"record how run {run.pk} ended",
+            end,
+            run.pk,
+            ending,
+            usage=turn.usage,
+            terminal_event_stored=turn.error is not None,
+        )
+    return await Run.objects.aget(pk=run.pk)
+
+
+async def _stream(
+    run: Run, turn: _Turn, token: CancellationToken, on_event: EventSink | None
+) -> None:
+    stream = turn.runner.astream(
+        user_id=turn.user_id,
+        session_id=turn.session_key,
+        message=turn.user_message,
+        cancel_token=token,
+    )
+    async with contextlib.aclosing(stream) as events:
+        async for event in events:
+            if not event.partial:
+                turn.usage = turn.usage + event.usage if event.usage else turn.usage
+                turn.error = event.error if event.is_terminal_error else turn.error
+            if on_event is not None:
+                await on_event(event)
+
+
+async def _keep_lease(run: Run, token: CancellationToken) -> None:
+    """Renew the run's lease while it executes; once the lease is lost (the run was
+    cancelled or interrupted elsewhere), stop the run."""
+    lease_s = settings.STUDIO_RUN_LEASE_S
+    while True:
+        await asyncio.sleep(lease_s / 3)
+        try:
+            mine = await db_sync_to_async(records.renew_lease)(
+                run, owner=records.PROCESS_ID, lease_s=lease_s
+            )
+        except Exception:  # a database hiccup: the lease has two more chances
+            logger.warning("could not renew the lease of run %s", run.pk, exc_info=True)
+            continue
+        if not mine:
+            token.cancel("the run was stopped elsewhere")
+            return
+
+
+async def _end_on_error(run: Run, usage: Usage, exc: Exception, on_event: EventSink | None) -> None:
+    """End ``run``, which stopped on ``exc`` (the database went away, say), with a stored
+    terminal error event that viewers get, retrying while the database is away. Should
+    it stay away past ``END_RETRY_S``, the lease sweep ends the run instead."""
+    message = f"the run stopped on an internal error ({type(exc).__name__})"
+    ending = Ending(RunStatus.FAILED, records.INTERNAL_ERROR, message)
+    end = db_sync_to_async(records.end_run)
+    try:
+        ended = await _retrying(f"end run {run.pk}", end, run.pk, ending, usage=usage)
+    except DATABASE_GONE:
+        logger.error("run %s: the database stayed away; the lease sweep will end it", run.pk)
+        return
+    if ended is None or on_event is None:
+        return
+    for stored in ended.events:
+        try:
+            await on_event(stored)
+        except Exception:  # the sink itself may be what failed; the event is stored
+            logger.warning("run %s: could not pass on its error event", run.pk, exc_info=True)
+
+
+async def _retrying[**P, R](
+    what: str, call: Callable[P, Awaitable[R]], *args: P.args, **kwargs: P.kwargs
+) -> R:
+    """``call``, tried again with growing pauses while the database is unreachable, for
+    at most ``END_RETRY_S``; then its error propagates."""
+    loop = asyncio.get_running_loop()
+    give_up_at = loop.time() + END_RETRY_S
+    pause = 0.05
+    while True:
+        try:
+            return await call(*args, **kwargs)
+        except DATABASE_GONE:
+            if loop.time() + pause > give_up_at:
+                raise
+            logger.warning("could not %s; trying again in %.2fs", what, pause, exc_info=True)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 1.0)
+
+
+def _claim(run: Run) -> None:
+    """Claim queued ``run`` for this process (``ConflictError`` when it is not queued)."""
+    version_id = Session.objects.filter(pk=run.session_id).values_list(
+        "agent_version_id", flat=True
+    )
+    if version_id.first() is None:
+        raise ConflictError(f"run {run.pk} has no agent to run", code="run_not_queued")
+    lease_s = settings.STUDIO_RUN_LEASE_S
+    if not records.claim_run(run, owner=records.PROCESS_ID, lease_s=lease_s):
+        status = Run.objects.filter(pk=run.pk).values_list("status", flat=True).first()
+        raise ConflictError(f"run {run.pk} is {status}, not queued", code="run_not_queued")
+
+
+def _prepare(
+    run: Run, mcp_tools: mcp.OpenedTools, approvals: ApprovalBroker | None
+) -> _Turn | None:
+    """Build claimed ``run``'s agent; a version that no longer builds ends the run
+    failed, with an error event, and ``None`` is returned."""
+    session = Session.objects.select_related("owner", "agent_version__agent").get(pk=run.session_id)
+    version = session.agent_version
+    try:
+        if version is None:
+            raise core_exceptions.SpecError("the session's agent version was deleted")
+        agent, run_config = specs.build(version, mcp_tools=mcp.connected_tools(mcp_tools))
+    except core_exceptions.AgentsCoreError as exc:
+        records.end_run(run.pk, Ending(RunStatus.FAILED, exc.code, str(exc)))
+        return None
+    runner = Runner(
+        agent,
+        session_service=DjangoSessionService(),
+        app_name=DEFAULT_APP_NAME,
+        run_config=run_config,
+        approvals=approvals,
+    )
+    return _Turn(runner, session.owner.get_username(), session.key, _user_message(run, session))
+
+
+def _user_message(run: Run, session: Session) -> core_events.Event | str:
+    """The run's user message, stored when it was queued (``records.queue_run``); its
+    text for a run queued before messages were stored with their runs."""
+    row = Event.objects.filter(
+        session=session, seq=(run.start_seq or 0) + 1, type=core_events.EventType.USER_MESSAGE
+    ).first()
+    return run.message if row is None else row.to_core()
+
+
+# Executing with viewers
+
+
+@dataclass(slots=True)
+class Execution:
+    """A run this process executes, and what its viewers were last told."""
+
+    run_id: uuid.UUID
+    run: Run | None = None
+    token: CancellationToken = field(default_factory=CancellationToken)
+    broker: ApprovalBroker = field(default_factory=ApprovalBroker)
+    """Where decisions on this run's approvals are delivered: one broker per run, so a
+    call id (which the model makes up) only ever names a call of this run."""
+    ledger: Ledger = field(default_factory=Ledger)
+    last_seq: int = 0
+    published: tuple[Any, ...] | None = None
+    """The key of the last status handed to the publisher."""
+
+    def status(self, run: Run) -> Status:
+        waiting = self.ledger.waiting_for(run.status)
+        return Status(wire.run_payload(run), waiting, self.last_seq)
+
+    def status_key(self, run: Run) -> tuple[Any, ...]:
+        """``status(run).key`` without rendering the run: checked on every event."""
+        waiting = self.ledger.waiting_for(run.status)
+        return (str(run.pk), run.status, run.invocation_id, waiting)
+
+
+async def execute_and_publish(
+    execution: Execution, *, on_stopped: Callable[[], object] = lambda: None
+) -> None:
+    """Execute ``execution``'s run, publishing each event and status change to the
+    session's group; ``on_stopped`` is called once the run stopped, before its final
+    status is published."""
+    try:
+        run = execution.run = await Run.objects.aget(pk=execution.run_id)
+    except Run.DoesNotExist:  # deleted before it started
+        on_stopped()
+        return
+    publisher = Publisher(run.session_id)
+    try:
+        await execute_run(
+            run,
+            on_event=lambda event: _on_event(execution, publisher, run, event),
+            on_claimed=lambda claimed: _on_claimed(execution, publisher, claimed),
+            cancel_token=execution.token,
+            approvals=execution.broker,
+        )
+    except ConflictError as exc:  # cancelled (or otherwise ended) before it started
+        logger.info("run %s did not start: %s", execution.run_id, exc.message)
+    except Exception:
+        logger.exception("run %s failed", execution.run_id)
+    except asyncio.CancelledError:  # the process is stopping
+        publisher.cancel()
+        raise
+    finally:
+        on_stopped()
+    final = await db_sync_to_async(snapshot)(run.session_id)
+    publisher.status(lambda: final)
+    await publisher.aclose()
+
+
+async def _on_claimed(execution: Execution, publisher: Publisher, run: Run) -> None:
+    execution.last_seq = run.start_seq or 0
+    _status_changed(execution, publisher, run)
+
+
+async def _on_event(
+    execution: Execution, publisher: Publisher, run: Run, event: core_events.Event
+) -> None:
+    if event.partial:
+        publisher.event(event, execution.last_seq)
+        return
+    execution.last_seq = event.seq or execution.last_seq
+    if event.type in TRACKED_TYPES:
+        execution.ledger.observe(wire.event_payload(event))
+    publisher.event(event, execution.last_seq - 1)
+    _status_changed(execution, publisher, run)
+
+
+def _status_changed(execution: Execution, publisher: Publisher, run: Run) -> None:
+    key = execution.status_key(run)
+    if key != execution.published:
+        execution.published = key
+        publisher.status(lambda: execution.status(run))

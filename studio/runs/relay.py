@@ -1,0 +1,118 @@
+"""Relaying approval decisions to the worker executing a run (worker execution).
+
+A decision reaches whichever server it is sent to; services checked in the database
+that the call waits for one. The server relays it through the channel layer to group
+``run.<run uuid>``, which the worker executing the run listens to, and waits up to
+``DECIDE_TIMEOUT_S`` for its answer: the worker's broker checks it as it would inline
+(a decision already taken, or for other arguments, is refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any
+
+from channels.layers import BaseChannelLayer, get_channel_layer
+from pydantic import ValidationError
+
+from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalError
+from studio.errors import ConflictError
+
+logger = logging.getLogger("studio.worker")
+
+DECIDE_TIMEOUT_S = 5.0
+"""How long a server waits for the worker executing a run to answer a decision."""
+
+
+def run_group(run_id: uuid.UUID | str) -> str:
+    """The group the worker executing run ``run_id`` listens to for decisions."""
+    return f"run.{run_id}"
+
+
+# The server's side
+
+
+async def relay_decision(run_id: uuid.UUID, session_key: str, decision: ApprovalDecision) -> None:
+    """Deliver ``decision`` to the worker executing run ``run_id``; ``ConflictError``
+    when the worker refused it or did not answer in time."""
+    layer = _layer()
+    reply_to = await layer.new_channel()
+    message = {
+        "type": "approval.decide",
+        "session_key": session_key,
+        "decision": decision.model_dump(mode="json"),
+        "reply_to": reply_to,
+        # Wall-clock: the worker drops a decision that arrives after the server gave up.
+        "answer_by": time.time() + DECIDE_TIMEOUT_S,
+    }
+    try:
+        async with asyncio.timeout(DECIDE_TIMEOUT_S):
+            await layer.group_send(run_group(run_id), message)
+            answer = await layer.receive(reply_to)
+    except TimeoutError:
+        raise ConflictError(
+            "the worker executing this run did not answer in time; try again",
+            code="approval_not_delivered",
+        ) from None
+    if answer.get("refused"):
+        raise ConflictError(str(answer["refused"]), code="approval_not_pending")
+
+
+# The worker's side
+
+
+async def listen_for_decisions(run_id: uuid.UUID, broker: ApprovalBroker) -> None:
+    """Deliver the decisions servers relay for run ``run_id`` to ``broker``, answering
+    each, until cancelled. A channel layer failure is retried, never fatal to the run."""
+    layer = _layer()
+    channel = await layer.new_channel()
+    pause = 0.1
+    try:
+        while True:
+            try:
+                await layer.group_add(run_group(run_id), channel)
+                while True:
+                    await _answer(layer, broker, await layer.receive(channel))
+                    pause = 0.1
+            except Exception:
+                logger.warning("run %s: no decisions until Redis is back", run_id, exc_info=True)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
+    finally:
+        await asyncio.shield(_leave(layer, run_group(run_id), channel))
+
+
+async def _leave(layer: BaseChannelLayer, group: str, channel: str) -> None:
+    try:
+        await layer.group_discard(group, channel)
+    except Exception:  # the group expires on its own
+        logger.info("could not leave %s", group, exc_info=True)
+
+
+async def _answer(layer: BaseChannelLayer, broker: ApprovalBroker, message: Any) -> None:
+    try:
+        reply_to = str(message["reply_to"])
+        decision = ApprovalDecision.model_validate(message["decision"])
+        session_key = str(message["session_key"])
+        answer_by = float(message["answer_by"])
+    except (KeyError, TypeError, ValueError, ValidationError):
+        logger.warning("ignored a malformed decision message")
+        return
+    if time.time() > answer_by:
+        return  # the server already told its client the decision was not delivered
+    answer: dict[str, Any] = {"type": "approval.answer"}
+    try:
+        broker.decide(decision, session_id=session_key)
+    except ApprovalError as exc:
+        answer["refused"] = exc.message
+    await layer.send(reply_to, answer)
+
+
+def _layer() -> BaseChannelLayer:
+    layer = get_channel_layer()
+    if layer is None:
+        raise RuntimeError("worker execution needs a channel layer (REDIS_URL)")
+    return layer

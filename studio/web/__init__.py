@@ -1,0 +1,1 @@
+"""The server-rendered pages: views, their forms, and the MCP servers pages."""
