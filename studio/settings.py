@@ -119,7 +119,7 @@ DATABASES = {
         },
         # Keep connections open: an ASGI server runs all ORM work on one thread, and on
         # SQLite in WAL mode closing the last connection checkpoints and deletes the WAL,
-        # which made each event a live run stores cost a checkpoint (studio.execution).
+        # which made each event a live run stores cost a checkpoint (studio.runs.execute).
         "CONN_MAX_AGE": 60,
     }
 }
@@ -153,7 +153,7 @@ else:
 
 # inline: runs execute as asyncio tasks in the server that started them;
 # worker: runs are enqueued through Django's tasks framework (its database backend,
-# django_tasks_db) and executed by `manage.py run_worker` processes (studio.worker).
+# django_tasks_db) and executed by `manage.py run_worker` processes (studio.runs.tasks).
 STUDIO_RUN_EXECUTION = env_choice("STUDIO_RUN_EXECUTION", "inline", {"inline", "worker"})
 if STUDIO_RUN_EXECUTION == "worker":
     if REDIS_URL is None:
