@@ -62,6 +62,28 @@ def decision(approval: dict[str, Any], verdict: str, **extra: Any) -> dict[str, 
     }
 
 
+async def test_two_users_runs_waiting_on_the_same_call_id_are_decided_apart(
+    ada: User, bob: User
+) -> None:
+    """Call ids come from the model: the scripted one says the same id in every run."""
+    viewers = []
+    for owner in (ada, bob):
+        viewers.append(await watch(application, await approval_session(owner), owner))
+    ada_approval, bob_approval = [await start_and_await_approval(v) for v in viewers]
+    assert ada_approval["call_id"] == bob_approval["call_id"]
+    await viewers[1].send({"type": "approval", **decision(bob_approval, "deny", reason="no")})
+    await viewers[1].until_ended()
+    assert viewers[0].status is not None and viewers[0].status["waiting_for"] == "approval"
+    await viewers[0].send({"type": "approval", **decision(ada_approval, "approve")})
+    await viewers[0].until_ended()
+    assert [v.run_status for v in viewers] == ["succeeded", "succeeded"]
+    verdicts = [v.events_of_type("approval_decision")[0]["approval"] for v in viewers]
+    assert [(a["decision"], a["decided_by"]) for a in verdicts] == [
+        ("approve", "ada"),
+        ("deny", "bob"),
+    ]
+
+
 async def test_an_approval_decided_over_the_socket_resumes_the_run(ada: User) -> None:
     session = await approval_session(ada)
     viewer = await watch(application, session, ada)
