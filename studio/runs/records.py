@@ -21,9 +21,9 @@ from django.utils import timezone
 
 from agents_core import events as core_events
 from agents_core.contracts import Usage
+from studio import session_service
 from studio.ledger import Ledger, ledger_of
 from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus, Session, SessionStatus
-from studio.session_service import append_event_sync
 
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 """Who owns the runs this process executes (``Run.owner_process``)."""
@@ -67,7 +67,8 @@ def queue_run(session: Session, text: str) -> Run:
     """A queued run of ``session`` (locked by the caller's transaction) for ``text``,
     whose user message is stored with it."""
     run = Run.objects.create(session=session, message=text, start_seq=session.last_seq)
-    stored = append_event_sync(session.key, core_events.user_message(session.key, text))
+    said = core_events.user_message(session.key, text)
+    stored = session_service.append_event_sync(session.key, said)
     run.invocation_id = stored.invocation_id
     run.save(update_fields=["invocation_id"])
     return run
@@ -147,7 +148,8 @@ def end_run(
         if ending.status == RunStatus.INTERRUPTED:
             ending = Ending(ending.status, ending.code, _why_interrupted(ending, appended))
         if ending.status != RunStatus.SUCCEEDED and not terminal_event_stored:
-            appended.append(append_event_sync(run.session.key, terminal_error(run, ending)))
+            error = terminal_error(run, ending)
+            appended.append(session_service.append_event_sync(run.session.key, error))
         if usage is not None:
             run.input_tokens, run.output_tokens = usage.input_tokens, usage.output_tokens
         run.owner_process, run.lease_expires_at = "", None
@@ -183,7 +185,7 @@ def _close_open_calls(run: Run) -> list[core_events.Event]:
     or was denied. Nothing is ever run again automatically."""
     ledger = ledger_of(run)
     return [
-        append_event_sync(run.session.key, _marker(run, ledger, call_id))
+        session_service.append_event_sync(run.session.key, _marker(run, ledger, call_id))
         for call_id in ledger.open_calls
     ]
 
