@@ -15,7 +15,7 @@ import logging
 import time
 import uuid
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -24,15 +24,20 @@ from studio import services
 from studio.db import db_sync_to_async
 from studio.live import protocol, reads
 
-if TYPE_CHECKING:
-    from studio.consumers.session import SessionConsumer
-
 logger = logging.getLogger("studio.consumers")
 
 Page = list[tuple[int, str]]
 
 REJOIN_S = 3600.0
 """How often a watch renews its group membership: layers drop members after a day."""
+
+
+class Viewer(Protocol):
+    """One socket watching the session (``session.Viewer``)."""
+
+    async def live_batch(self, batch: protocol.Batch) -> None: ...
+    async def make_good(self, last_seq: int, session_status: str) -> None: ...
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None: ...
 
 
 class SessionWatch:
@@ -52,7 +57,7 @@ class SessionWatch:
     def __init__(self, session_pk: uuid.UUID) -> None:
         self.session_pk = session_pk
         self.group = protocol.group_name(session_pk)
-        self.viewers: set[SessionConsumer] = set()
+        self.viewers: set[Viewer] = set()
         self.layer = get_channel_layer()
         self.channel: str | None = None
         self._joined_at = 0.0
@@ -67,7 +72,7 @@ class SessionWatch:
         return self._loop.create_task(work, name=name, context=contextvars.Context())
 
     @classmethod
-    async def enter(cls, session_pk: uuid.UUID, viewer: SessionConsumer) -> SessionWatch:
+    async def enter(cls, session_pk: uuid.UUID, viewer: Viewer) -> SessionWatch:
         """The session's watch, with ``viewer`` among its viewers, joined to the group
         unless the channel layer is down (the next resync tries again)."""
         watch = cls._watches.get(session_pk)
@@ -77,7 +82,7 @@ class SessionWatch:
         await watch.join()
         return watch
 
-    async def leave(self, viewer: SessionConsumer) -> None:
+    async def leave(self, viewer: Viewer) -> None:
         self.viewers.discard(viewer)
         if self.viewers:
             return
