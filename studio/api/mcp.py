@@ -275,6 +275,9 @@ class _McpServerSchema(AutoSchema):
     ),
 )
 class McpServerViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[McpServer]):
+    """Your MCP servers, whose tools your agents may use. Header and environment values
+    are write-only; stdio servers are created and changed by staff only."""
+
     queryset = McpServer.objects.all()
     serializer_class = McpServerSerializer
     permission_classes = [*viewsets.ModelViewSet.permission_classes, IsOwner]

@@ -29,8 +29,9 @@ def request_owner(request: Request) -> AbstractBaseUser:
 
 
 class OwnedQuerysetMixin(generics.GenericAPIView[Any]):
-    """For generic views: ``owner_path`` names the owner's id, e.g. ``"session__owner"``."""
-
+    # A view's docstring is its description in the OpenAPI schema, and a view without
+    # one inherits this class's: so this mixin says nothing there, and each view says
+    # what it serves. ``owner_path`` names the owner's id, e.g. ``"session__owner"``.
     owner_path = "owner"
 
     def get_queryset(self) -> QuerySet[Any]:

@@ -20,5 +20,6 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script (CSP).
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    path("", views.ApiIndexView.as_view(), name="api-index"),
     path("", include(router.urls)),
 ]

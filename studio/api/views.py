@@ -9,6 +9,7 @@ import django_filters  # type: ignore[import-untyped]  # no stubs published
 from asgiref.sync import async_to_sync
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from pydantic import BaseModel
@@ -67,6 +68,9 @@ class TokenView(ObtainAuthToken):
     destroy=extend_schema(responses={204: None, **error_responses(409)}),
 )
 class ModelConfigViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[ModelConfig]):
+    """Your model endpoints: provider, base URL, model name and options. API keys are
+    write-only: set or replace one, never read it back."""
+
     queryset = ModelConfig.objects.all()
     serializer_class = s.ModelConfigSerializer
     permission_classes = [*viewsets.ModelViewSet.permission_classes, IsOwner]
@@ -87,6 +91,9 @@ class ModelConfigViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[ModelConfig])
 
 @extend_schema_view(destroy=extend_schema(responses={204: None, **error_responses(409)}))
 class AgentViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[Agent]):
+    """Your agents: each saved spec that differs from the current one becomes a new,
+    immutable version."""
+
     queryset = Agent.objects.select_related("current_version")
     serializer_class = s.AgentSerializer
     permission_classes = [*viewsets.ModelViewSet.permission_classes, IsOwner]
@@ -205,6 +212,9 @@ class SessionViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet[Session],
 ):
+    """Your sessions: conversations with one agent version, their stored events, and the
+    runs that add to them."""
+
     queryset = Session.objects.select_related("agent_version__agent")
     serializer_class = s.SessionSerializer
     permission_classes = [*viewsets.GenericViewSet.permission_classes, IsOwner]
@@ -306,6 +316,8 @@ class RunFilter(django_filters.FilterSet):  # type: ignore[misc]
 
 
 class RunViewSet(OwnedQuerysetMixin, viewsets.ReadOnlyModelViewSet[Run]):
+    """The runs of your sessions, one per user turn: status, tokens, error."""
+
     queryset = Run.objects.all()
     serializer_class = s.RunSerializer
     permission_classes = [*viewsets.ReadOnlyModelViewSet.permission_classes, IsOwner]
@@ -341,3 +353,30 @@ class AgentSpecSchemaView(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         return Response(agent_specs.json_schema())
+
+
+class ApiIndexView(APIView):
+    """Where everything in this API is: its documentation, its OpenAPI schema, how to
+    get a token, and each resource's collection."""
+
+    RESOURCES = {
+        "agents": "agent-list",
+        "models": "modelconfig-list",
+        "sessions": "session-list",
+        "runs": "run-list",
+        "mcp_servers": "mcpserver-list",
+        "tools": "api-tools",
+        "agent_spec_schema": "api-agent-spec-schema",
+    }
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        return Response(
+            {
+                "name": "Studio API",
+                "docs": reverse("api-docs"),
+                "schema": reverse("api-schema"),
+                "token": reverse("api-token"),
+                "resources": {name: reverse(url) for name, url in self.RESOURCES.items()},
+            }
+        )

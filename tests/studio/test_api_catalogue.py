@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 from rest_framework.test import APIClient
@@ -59,6 +61,16 @@ def test_the_openapi_schema_documents_every_endpoint() -> None:
     assert "api_key" not in model_config
 
 
+def test_the_schema_text_speaks_to_api_users_not_to_studios_developers() -> None:
+    schema = yaml.safe_load(APIClient().get("/api/schema/").content)
+    text = json.dumps(schema)
+    for internal in ("owner_path", "For generic views", "A viewset that provides"):
+        assert internal not in text
+    for path in ("/api/agents/", "/api/sessions/", "/api/runs/", "/api/models/"):
+        description = schema["paths"][path]["get"].get("description", "")
+        assert description and "owner" not in description.split()[0].lower()
+
+
 def test_the_schema_generates_without_warnings() -> None:
     from django.core.management import call_command
 
@@ -72,3 +84,18 @@ def test_the_docs_page_loads_swagger_ui_from_local_static_files_with_no_inline_s
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in html
     assert "cdn" not in html.lower()
     assert "<script>" not in html
+
+
+def test_the_api_root_is_a_json_index_of_the_api(api: APIClient) -> None:
+    response = api.get("/api/")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/json"
+    index = response.json()
+    assert (index["docs"], index["schema"], index["token"]) == (
+        "/api/docs/",
+        "/api/schema/",
+        "/api/auth/token/",
+    )
+    for url in index["resources"].values():
+        assert api.get(url).status_code == 200, url
+    assert APIClient().get("/api/").json()["code"] == "not_authenticated"
