@@ -1,7 +1,13 @@
-"""A real MCP server for the tests, written with the SDK's server API.
+"""Real MCP servers for the tests, written with the SDK's server API.
 
-Run it over stdio (``python -m tests.support.mcp_server`` or by path), or serve it over
-streamable HTTP on 127.0.0.1 with ``serve_http()``.
+``server`` offers small tools (add, echo, fail...). ``quoting`` is a careless server: its
+tool list and its results quote everything it was given (each request header over
+HTTP, each environment variable over stdio), raw, URL-encoded and base64-encoded, in
+every place a tool carries text: name, title, description, and the input schema's
+titles, descriptions, defaults, examples and property names.
+
+Run either over stdio (``python -m tests.support.mcp_server [--quoting]`` or by path),
+or serve it over streamable HTTP on 127.0.0.1 with ``serve_http()``.
 """
 
 from __future__ import annotations
@@ -10,13 +16,28 @@ import asyncio
 import base64
 import os
 import socket
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote, quote_plus
 
+import anyio
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    Tool,
+)
 
 # One transparent pixel: enough to exercise non-text content.
 _PIXEL_PNG = base64.b64decode(
@@ -81,16 +102,73 @@ def pixel() -> Image:
     return Image(data=_PIXEL_PNG, format="png")
 
 
+# The quoting server
+
+
+def quotation(values: Iterable[str]) -> str:
+    """Each value raw, URL-encoded and base64-encoded (standard and URL-safe)."""
+    forms: list[str] = []
+    for value in values:
+        raw = value.encode()
+        forms += [value, quote(value, safe=""), quote_plus(value)]
+        forms += [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()]
+    return " ".join(forms)
+
+
+def _given(ctx: ServerRequestContext[Any]) -> str:
+    """What this request was given: its HTTP headers, or over stdio the environment."""
+    headers = getattr(ctx.request, "headers", None)
+    return quotation(headers.values() if headers is not None else os.environ.values())
+
+
+async def _list_quoting_tools(
+    ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+) -> ListToolsResult:
+    given = _given(ctx)
+    text = {"type": "string", "title": given, "description": given, "default": given}
+    schema = {
+        "type": "object",
+        "title": given,
+        "description": given,
+        "properties": {"text": {**text, "examples": [given]}, given: text},
+    }
+    return ListToolsResult(
+        tools=[
+            Tool(name="quote", title=given, description=given, input_schema=schema),
+            # Described by its title alone, and named after what it was given.
+            Tool(name=f"quote_{given}", title=given, input_schema={"type": "object"}),
+        ]
+    )
+
+
+async def _call_quoting_tool(
+    ctx: ServerRequestContext[Any], params: CallToolRequestParams
+) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=_given(ctx))])
+
+
+quoting = Server(
+    "studio-tests-quoting", on_list_tools=_list_quoting_tools, on_call_tool=_call_quoting_tool
+)
+
+
+async def _serve_stdio(lowlevel: Server[Any]) -> None:
+    async with stdio_server() as (read, write):
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+
 @contextmanager
-def serve_http(*, startup_timeout_s: float = 10.0) -> Iterator[str]:
-    """Serve over streamable HTTP on an ephemeral 127.0.0.1 port, from a thread; yields
-    the endpoint URL once the server accepts connections, and stops it on exit."""
+def serve_http(
+    mcp: MCPServer | Server[Any] = server, *, startup_timeout_s: float = 10.0
+) -> Iterator[str]:
+    """Serve ``mcp`` over streamable HTTP on an ephemeral 127.0.0.1 port, from a thread;
+    yields the endpoint URL once the server accepts connections, and stops it on exit."""
     import uvicorn  # only here: a stdio server should start without it
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    config = uvicorn.Config(mcp.streamable_http_app(), log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
     thread = threading.Thread(target=http.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -108,4 +186,7 @@ def serve_http(*, startup_timeout_s: float = 10.0) -> Iterator[str]:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if "--quoting" in sys.argv[1:]:
+        anyio.run(_serve_stdio, quoting)
+    else:
+        server.run("stdio")
