@@ -22,8 +22,9 @@ from __future__ import annotations
 import base64
 import ipaddress
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 from django.conf import settings
@@ -208,3 +209,17 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         for form in secret_forms(secret):
             text = text.replace(form, REDACTED)
     return text
+
+
+def redact_json(value: Any, secrets: Sequence[str]) -> Any:
+    """Parsed JSON ``value`` (a tool's input schema, say) with ``redact`` applied to every
+    string in it, object keys included; other values are kept as they are."""
+    match value:
+        case str():
+            return redact(value, secrets)
+        case dict():
+            return {redact(key, secrets): redact_json(item, secrets) for key, item in value.items()}
+        case list():
+            return [redact_json(item, secrets) for item in value]
+        case _:
+            return value

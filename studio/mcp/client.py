@@ -16,7 +16,9 @@ Two transports, two trust levels:
   variables only: Studio's own value of each, or the one staff stored.
 
 Header and environment values are secrets (``McpServer.set_headers``): encrypted at
-rest, never returned, and removed from what the server's tools answer.
+rest, never returned, and removed from what the server says about its tools (names,
+descriptions, input schemas: the connection test shows them, every run sends them to the
+model) and from what the tools answer (``RedactingTool``).
 
 The MCP SDK is slow to import (seconds), so it is loaded only when a connection is
 made, and then in a worker thread (``_load_sdk``): an import on the event loop would
@@ -283,6 +285,7 @@ async def check_connection(server: McpServer) -> ConnectionCheck:
     await _load_sdk()
     from agents_core.tools.mcp import McpToolset
 
+    secrets = secrets_of(server)
     started = time.monotonic()
     try:
         async with McpToolset(
@@ -290,9 +293,10 @@ async def check_connection(server: McpServer) -> ConnectionCheck:
             connect_timeout_s=settings.STUDIO_MCP_CONNECT_TIMEOUT_S,
             http_transport=checked_http.checked_transport,
         ) as toolset:
-            tools = tuple(ToolInfo(t.name, t.description) for t in toolset.tools)
+            redacted = redacting(toolset.tools, secrets)
+            tools = tuple(ToolInfo(tool.name, tool.description) for tool in redacted)
     except core_exceptions.AgentsCoreError as exc:
-        return ConnectionCheck(ok=False, detail=security.redact(exc.message, secrets_of(server)))
+        return ConnectionCheck(ok=False, detail=security.redact(exc.message, secrets))
     elapsed = round((time.monotonic() - started) * 1000, 1)
     return ConnectionCheck(ok=True, detail=f"{len(tools)} tool(s)", latency_ms=elapsed, tools=tools)
 
@@ -373,7 +377,7 @@ async def open_tools(servers: Sequence[McpServer]) -> AsyncIterator[OpenedTools]
                 detail = security.redact(exc.message, secrets)
                 opened[server.name] = McpConnectError(f"MCP server {server.name!r}: {detail}")
                 continue
-            opened[server.name] = [RedactingTool(tool, secrets) for tool in toolset.tools]
+            opened[server.name] = redacting(toolset.tools, secrets)
         yield opened
 
 
@@ -387,19 +391,27 @@ def connected_tools(opened: OpenedTools | None) -> dict[str, Sequence[BaseTool]]
     return tools
 
 
+def redacting(tools: Sequence[BaseTool], secrets: Sequence[str]) -> list[BaseTool]:
+    return [RedactingTool(tool, secrets) for tool in tools]
+
+
 class RedactingTool(BaseTool):
-    """An MCP tool whose results and errors never carry the server's stored secrets
-    (a server may echo the header or variable it was given)."""
+    """An MCP tool that never carries the server's stored secrets: not in its name,
+    description or input schema (what the model is told about it), nor in its results
+    and errors. A server may quote the header or variable it was given anywhere."""
 
     def __init__(self, inner: BaseTool, secrets: Sequence[str]) -> None:
         self._inner = inner
         self._secrets = list(secrets)
-        self.name = inner.name
-        self.description = inner.description
+        self.name = security.redact(inner.name, self._secrets)
+        self.description = security.redact(inner.description, self._secrets)
         self.timeout_s = inner.timeout_s
 
     def parameters_schema(self) -> dict[str, Any]:
-        return self._inner.parameters_schema()
+        schema: dict[str, Any] = security.redact_json(
+            self._inner.parameters_schema(), self._secrets
+        )
+        return schema
 
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         try:
