@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from studio import services
-from studio.execution import execute_run
 from studio.models import McpServer, ModelConfig, RunStatus
+from studio.runs.execute import execute_run
 from studio.security import REDACTED
 from tests.security.test_secret_canary import forms_of
 from tests.studio.conftest import client_for

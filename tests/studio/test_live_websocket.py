@@ -97,6 +97,27 @@ async def test_refused_sockets_close_with_a_code_before_any_frame(
     assert await communicator.receive_output(timeout=5) == {"type": "websocket.close", "code": code}
 
 
+async def test_another_users_session_closes_exactly_like_one_that_does_not_exist(
+    ada: User, bob: User
+) -> None:
+    # The API answers 404 for both; a different close would tell bob that the id is real.
+    session = await new_session(ada)
+    closes = []
+    for session_id in (session.pk, uuid.uuid4()):
+        communicator, connected = await open_socket(application, session_id, bob)
+        assert connected
+        closes.append(await communicator.receive_output(timeout=5))
+    foreign, missing = closes
+    assert foreign == missing
+    assert missing["code"] == live.CLOSE_NOT_FOUND
+    refusals = []
+    for session_id in (session.pk, uuid.uuid4()):
+        with pytest.raises(live.Refused) as refused:
+            await sync_to_async(live.authorise)(bob, str(session_id), b"")
+        refusals.append((refused.value.close_code, str(refused.value)))
+    assert refusals[0] == refusals[1] == (live.CLOSE_NOT_FOUND, "no such session")
+
+
 async def test_a_socket_from_another_origin_is_refused(ada: User) -> None:
     session = await new_session(ada)
     _, connected = await open_socket(application, session.pk, ada, origin=b"http://evil.example")

@@ -10,7 +10,6 @@
 const FATAL = {
   4400: "The timeline request was malformed.",
   4401: "Your sign-in expired. Reload the page to sign in again.",
-  4403: "You do not have access to this session.",
   4404: "This session no longer exists.",
 };
 const BACKOFF_START_MS = 500;
