@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from studio import security
 from studio.agents.llms import parse_options
-from studio.mcp import client as mcp
+from studio.mcp import checks as mcp_checks
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
 
 # Django's admin and form classes are generic only in django-stubs, not at runtime.
@@ -183,8 +183,8 @@ class McpServerForm(McpServerFormBase):
         changing = not self.instance._state.adding
         if changing and transport and transport != self.instance.transport:
             self.add_error("transport", "cannot be changed: register a new server instead")
-        if transport and not mcp.may_manage(self.request_user, transport):
-            raise forms.ValidationError(mcp.STDIO_STAFF_ONLY)
+        if transport and not mcp_checks.may_manage(self.request_user, transport):
+            raise forms.ValidationError(mcp_checks.STDIO_STAFF_ONLY)
         if transport == McpServer.Transport.HTTP:
             self._clean_http(cleaned)
         elif transport == McpServer.Transport.STDIO:
@@ -195,29 +195,31 @@ class McpServerForm(McpServerFormBase):
         for field in ("command", "args", "new_env"):
             if cleaned.get(field):
                 self.add_error(field, f"an http server takes no {field}")
-        self._check("url", mcp.check_url, cleaned.get("url") or "")
+        self._check("url", mcp_checks.check_url, cleaned.get("url") or "")
         if cleaned.get("new_headers"):
-            self._check("new_headers", mcp.check_headers, _string_map(cleaned["new_headers"]))
+            self._check(
+                "new_headers", mcp_checks.check_headers, _string_map(cleaned["new_headers"])
+            )
 
     def _clean_stdio(self, cleaned: dict[str, Any]) -> None:
         for field in ("url", "new_headers"):
             if cleaned.get(field):
                 self.add_error(field, f"a stdio server takes no {field}")
-        self._check("command", mcp.check_command, cleaned.get("command") or "")
+        self._check("command", mcp_checks.check_command, cleaned.get("command") or "")
         args = cleaned.get("args") or []
         if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
             self.add_error("args", "a JSON list of strings")
         else:
-            self._check("args", mcp.check_args, args)
+            self._check("args", mcp_checks.check_args, args)
         if cleaned.get("new_env"):
-            self._check("new_env", mcp.check_env, _string_map(cleaned["new_env"]))
+            self._check("new_env", mcp_checks.check_env, _string_map(cleaned["new_env"]))
 
     def _check(self, field: str, check: Any, value: Any) -> None:
         if field in self.errors:
             return
         try:
             check(value)
-        except mcp.InvalidValue as exc:
+        except mcp_checks.InvalidValue as exc:
             self.add_error(field, exc.message)
 
     def save(self, commit: bool = True) -> McpServer:
@@ -276,7 +278,7 @@ class McpServerAdmin(McpServerAdminBase):
 
     def has_change_permission(self, request: HttpRequest, obj: McpServer | None = None) -> bool:
         allowed = super().has_change_permission(request, obj)
-        return allowed and (obj is None or mcp.may_manage(request.user, obj.transport))
+        return allowed and (obj is None or mcp_checks.may_manage(request.user, obj.transport))
 
     @admin.display(description="target")
     def target(self, server: McpServer) -> str:

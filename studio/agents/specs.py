@@ -79,7 +79,7 @@ def build(
     """The agent tree of a stored version and its run limits; ``SpecError`` if the
     owner's models, MCP servers or referenced agents changed so that it no longer
     builds. ``mcp_tools`` are the connected tools of the servers it names
-    (``studio.mcp.open_tools``)."""
+    (``studio.mcp.client.open_tools``)."""
     owner = version.agent.owner
     spec = core_specs.AgentSpec.model_validate(version.spec)
     agent = core_builder.build_agent(

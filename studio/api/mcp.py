@@ -31,6 +31,7 @@ from studio.agents import specs as agent_specs
 from studio.api import mcp_fields as f
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.errors import ConflictError
+from studio.mcp import checks as mcp_checks
 from studio.mcp import client as mcp
 from studio.models import McpServer
 
@@ -127,9 +128,9 @@ class McpServerSerializer(f.ClosedSchema, serializers.ModelSerializer[McpServer]
         url = attrs.get("url", current.url if current else "")
         if not url:
             raise serializers.ValidationError({"url": ["an http server needs a url"]}, "required")
-        _check("url", mcp.check_url, url)
+        _check("url", mcp_checks.check_url, url)
         if "headers" in attrs:
-            _check("headers", mcp.check_headers, attrs["headers"])
+            _check("headers", mcp_checks.check_headers, attrs["headers"])
 
     def _validate_stdio(self, attrs: dict[str, Any], current: McpServer | None) -> None:
         command = attrs.get("command", current.command if current else "")
@@ -137,11 +138,11 @@ class McpServerSerializer(f.ClosedSchema, serializers.ModelSerializer[McpServer]
             raise serializers.ValidationError(
                 {"command": ["a stdio server needs a command"]}, "required"
             )
-        _check("command", mcp.check_command, command)
+        _check("command", mcp_checks.check_command, command)
         if "args" in attrs:
-            _check("args", mcp.check_args, attrs["args"])
+            _check("args", mcp_checks.check_args, attrs["args"])
         if "env" in attrs:
-            _check("env", mcp.check_env, attrs["env"])
+            _check("env", mcp_checks.check_env, attrs["env"])
 
     def create(self, validated_data: dict[str, Any]) -> McpServer:
         owner = request_owner(self.context["request"])
@@ -178,7 +179,7 @@ def _save_unique(server: McpServer) -> None:
 def _check(field: str, check: Any, value: Any) -> None:
     try:
         check(value)
-    except mcp.InvalidValue as exc:
+    except mcp_checks.InvalidValue as exc:
         raise serializers.ValidationError({field: [exc.message]}, exc.code) from None
 
 
@@ -237,7 +238,7 @@ _ERROR_BODY = inline_serializer(
 
 _ERRORS = {
     400: OpenApiResponse(_ERROR_BODY, description="Invalid input."),
-    403: OpenApiResponse(_ERROR_BODY, description=f"stdio servers: {mcp.STDIO_STAFF_ONLY}."),
+    403: OpenApiResponse(_ERROR_BODY, description=f"stdio servers: {mcp_checks.STDIO_STAFF_ONLY}."),
 }
 _NOT_FOUND = {404: OpenApiResponse(_ERROR_BODY, description="Not one of your servers.")}
 
@@ -318,5 +319,5 @@ class McpServerViewSet(OwnedQuerysetMixin, viewsets.ModelViewSet[McpServer]):
 
     @staticmethod
     def _require_manage(request: Request, transport: str) -> None:
-        if not mcp.may_manage(request.user, transport):
-            raise exceptions.PermissionDenied(mcp.STDIO_STAFF_ONLY, code="staff_only")
+        if not mcp_checks.may_manage(request.user, transport):
+            raise exceptions.PermissionDenied(mcp_checks.STDIO_STAFF_ONLY, code="staff_only")

@@ -14,7 +14,7 @@ from drf_spectacular.extensions import (
 from rest_framework import serializers
 
 from agents_core import specs as core_specs
-from studio.mcp import client as mcp
+from studio.mcp import checks as mcp_checks
 
 
 class HeaderMapField(serializers.DictField):
@@ -33,7 +33,10 @@ class EnvMapField(serializers.DictField):
 
 def value_field() -> serializers.RegexField:
     return serializers.RegexField(
-        mcp.VALUE_PATTERN, max_length=mcp.MAX_VALUE_CHARS, allow_blank=True, trim_whitespace=False
+        mcp_checks.VALUE_PATTERN,
+        max_length=mcp_checks.MAX_VALUE_CHARS,
+        allow_blank=True,
+        trim_whitespace=False,
     )
 
 
@@ -46,8 +49,8 @@ class _HeaderMapSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-unty
         )
         return {
             **schema,
-            "propertyNames": {"pattern": mcp.HEADER_NAME_PATTERN},
-            "maxProperties": mcp.MAX_HEADERS,
+            "propertyNames": {"pattern": mcp_checks.HEADER_NAME_PATTERN},
+            "maxProperties": mcp_checks.MAX_HEADERS,
         }
 
 
@@ -58,10 +61,12 @@ class _EnvMapSchema(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped
         schema: dict[str, Any] = auto_schema._map_serializer_field(
             self.target, direction, bypass_extensions=True
         )
-        names = sorted(n for n in mcp.env_allowlist() if re.fullmatch(mcp.ENV_NAME_PATTERN, n))
+        names = sorted(
+            n for n in mcp_checks.env_allowlist() if re.fullmatch(mcp_checks.ENV_NAME_PATTERN, n)
+        )
         if not names:
             return {**schema, "maxProperties": 0}
-        return {**schema, "propertyNames": {"enum": names}, "maxProperties": mcp.MAX_ENV}
+        return {**schema, "propertyNames": {"enum": names}, "maxProperties": mcp_checks.MAX_ENV}
 
 
 class ClosedSchema:
@@ -102,8 +107,8 @@ def description_field() -> serializers.CharField:
 
 def url_field(*, required: bool) -> serializers.RegexField:
     return serializers.RegexField(
-        mcp.URL_PATTERN,
-        max_length=mcp.MAX_URL_CHARS,
+        mcp_checks.URL_PATTERN,
+        max_length=mcp_checks.MAX_URL_CHARS,
         required=required,
         help_text="http only: the streamable HTTP endpoint. Loopback, private, link-local "
         "and metadata addresses are refused unless STUDIO_OUTBOUND_ALLOWLIST admits them.",
@@ -121,8 +126,8 @@ def headers_field() -> HeaderMapField:
 
 def command_field(*, required: bool) -> serializers.RegexField:
     return serializers.RegexField(
-        mcp.COMMAND_PATTERN,
-        max_length=mcp.MAX_COMMAND_CHARS,
+        mcp_checks.COMMAND_PATTERN,
+        max_length=mcp_checks.MAX_COMMAND_CHARS,
         required=required,
         trim_whitespace=False,
         help_text="stdio only: the program, run exactly as given, without a shell.",
@@ -132,12 +137,12 @@ def command_field(*, required: bool) -> serializers.RegexField:
 def args_field() -> serializers.ListField:
     return serializers.ListField(
         child=serializers.RegexField(
-            mcp.ARG_PATTERN,
-            max_length=mcp.MAX_VALUE_CHARS,
+            mcp_checks.ARG_PATTERN,
+            max_length=mcp_checks.MAX_VALUE_CHARS,
             allow_blank=True,
             trim_whitespace=False,
         ),
-        max_length=mcp.MAX_ARGS,
+        max_length=mcp_checks.MAX_ARGS,
         required=False,
         help_text="stdio only: the program's arguments, each passed as is.",
     )

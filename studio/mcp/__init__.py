@@ -1,2 +1,2 @@
-"""Studio as a Model Context Protocol client: which servers a run may use, their
-connections, and their tools (redacted)."""
+"""Studio as a Model Context Protocol client: what it accepts of a server (``checks``),
+and connecting to servers and the tools a run gets from them, redacted (``client``)."""

@@ -14,7 +14,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from agents_core.specs import NAME_PATTERN
 from studio.agents import specs as agent_specs
-from studio.mcp import client as mcp
+from studio.mcp import checks as mcp_checks
 from studio.models import Agent, Event, McpServer, Session, SessionStatus
 
 
@@ -93,7 +93,7 @@ class HttpMcpServerForm(forms.Form):
     description = forms.CharField(max_length=500, required=False)
     url = forms.CharField(
         label="URL",
-        max_length=mcp.MAX_URL_CHARS,
+        max_length=mcp_checks.MAX_URL_CHARS,
         help_text="The streamable HTTP endpoint. Loopback, private, link-local and "
         "metadata addresses are refused unless STUDIO_OUTBOUND_ALLOWLIST admits them.",
     )
@@ -134,7 +134,7 @@ class HttpMcpServerForm(forms.Form):
 
     def clean_url(self) -> str:
         url: str = self.cleaned_data["url"]
-        _check(mcp.check_url, url)
+        _check(mcp_checks.check_url, url)
         return url
 
     def clean_headers(self) -> dict[str, str] | None:
@@ -153,7 +153,7 @@ class HttpMcpServerForm(forms.Form):
             if name.lower() in {n.lower() for n in headers}:
                 raise forms.ValidationError(f"line {number}: {name!r} is given twice")
             headers[name] = value.strip()
-        _check(mcp.check_headers, headers)
+        _check(mcp_checks.check_headers, headers)
         return headers
 
     def save(self) -> McpServer | None:
@@ -182,5 +182,5 @@ class HttpMcpServerForm(forms.Form):
 def _check(check: Callable[[Any], None], value: Any) -> None:
     try:
         check(value)
-    except mcp.InvalidValue as exc:
+    except mcp_checks.InvalidValue as exc:
         raise forms.ValidationError(exc.message, code=exc.code) from None

@@ -1,7 +1,7 @@
 """The MCP servers page: the signed-in user's servers, registering and changing an
 ``http`` one, deleting, and testing a connection.
 
-The form applies ``studio.mcp``'s checks like the API (``studio.forms.HttpMcpServerForm``).
+The form applies ``studio.mcp.checks`` like the API (``studio.web.forms.HttpMcpServerForm``).
 A ``stdio`` server runs a program on Studio's host, so only staff create or change one,
 in the admin; everyone else sees it read-only, with its exact command line as text, and
 gets 403 from its create and edit URLs. Header values are write-only: pages show only
@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from agents_core import builder as core_builder
 from studio.agents import specs as agent_specs
+from studio.mcp import checks as mcp_checks
 from studio.mcp import client as mcp
 from studio.models import McpServer
 from studio.web.forms import HttpMcpServerForm
@@ -118,9 +119,9 @@ def mcp_test(request: HttpRequest, pk: UUID) -> HttpResponse:
 
 
 def _may_stdio(request: HttpRequest) -> bool:
-    return mcp.may_manage(request.user, McpServer.Transport.STDIO)
+    return mcp_checks.may_manage(request.user, McpServer.Transport.STDIO)
 
 
 def _require_stdio(request: HttpRequest) -> None:
     if not _may_stdio(request):
-        raise PermissionDenied(mcp.STDIO_STAFF_ONLY)
+        raise PermissionDenied(mcp_checks.STDIO_STAFF_ONLY)

@@ -18,7 +18,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from studio import services
-from studio.mcp import client as mcp
+from studio.mcp import checks as mcp_checks
 from studio.models import Event, McpServer, ModelConfig, RunStatus
 from studio.runs.execute import execute_run
 from tests.studio.conftest import client_for
@@ -68,7 +68,7 @@ def test_a_non_staff_user_cannot_register_a_stdio_server(
 ) -> None:
     response = api.post(URL, body, format="json")
     assert response.status_code == 403
-    assert response.json() == {"code": "staff_only", "detail": mcp.STDIO_STAFF_ONLY}
+    assert response.json() == {"code": "staff_only", "detail": mcp_checks.STDIO_STAFF_ONLY}
     assert not McpServer.objects.exists()
 
 
