@@ -215,7 +215,12 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("STUDIO_LOG_LEVEL", "INFO")},
     # The MCP SDK logs whole protocol messages at DEBUG, which may quote a secret a
     # server echoed back (studio.mcp removes them only from what agents see).
-    "loggers": {"mcp": {"level": "INFO"}},
+    "loggers": {
+        # Django's default configuration gives "django" a console handler of its own:
+        # with the root's, every request and start-up line was printed twice.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "mcp": {"level": "INFO"},
+    },
 }
 
 REST_FRAMEWORK = {

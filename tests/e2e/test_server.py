@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import urllib.request
 
-from tests.support.daphne_server import DaphneServer
+from tests.support.daphne_server import ROOT, DaphneServer
 
 
 def get(url: str) -> tuple[int, bytes]:
@@ -33,3 +36,44 @@ def test_a_killed_server_restarts_on_the_same_data(server: DaphneServer) -> None
     assert token_before == token_after != ""
     status, _ = get(f"{server.url}/healthz")
     assert status == 200
+
+
+def test_the_development_server_logs_each_request_and_start_up_line_once(
+    server: DaphneServer,
+) -> None:
+    """``make run`` serves with ``runserver``, whose lines go through the "django"
+    logger: once, not once per handler."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, str(ROOT / "manage.py"), "runserver", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(
+        [*command, "--noreload"],
+        env=server.environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        lines = _lines_until(process, f"Listening on TCP address 127.0.0.1:{port}")
+        get(f"http://127.0.0.1:{port}/healthz")
+        lines += _lines_until(process, "/healthz")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    requests = [line for line in lines if "GET /healthz" in line]
+    starts = [line for line in lines if line.startswith("Starting ASGI/Daphne")]
+    assert (len(requests), len(starts)) == (1, 1), lines
+    assert process.stdout is not None
+    rest = process.stdout.read()
+    assert "GET /healthz" not in rest, rest
+
+
+def _lines_until(process: subprocess.Popen[str], marker: str) -> list[str]:
+    assert process.stdout is not None
+    lines: list[str] = []
+    for line in process.stdout:
+        lines.append(line.rstrip())
+        if marker in line:
+            return lines
+    raise AssertionError(f"the server stopped before {marker!r}: {lines}")
