@@ -134,12 +134,15 @@ ScriptItem = Reply | Fault
 
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
-    """One request as the server received it; header names are lower-case."""
+    """One request as the server received it; header names are lower-case.
+    ``client_port`` is the port the client sent it from: requests that came over one
+    connection share it."""
 
     method: str
     path: str
     headers: Mapping[str, str]
     body: Mapping[str, Any]
+    client_port: int
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -401,7 +404,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _recorded(self, body: Mapping[str, Any]) -> RecordedRequest:
         headers = {name.lower(): value for name, value in self.headers.items()}
-        return RecordedRequest(self.command, self.path, headers, body)
+        return RecordedRequest(self.command, self.path, headers, body, self.client_address[1])
 
     def _play_fault(self, fault: Fault) -> None:
         match fault.kind:
