@@ -32,7 +32,9 @@ from tests.support.daphne_server import ROOT, DaphneServer
 from tests.support.live_client import ENDED, Api, prepare_live_data
 
 SCALE_REDIS_DB = 14
-"""The Redis database the servers and workers under test share; flushed per module."""
+"""The Redis database the servers and workers under test share; flushed per module.
+``SCALE_REDIS_DB`` in the environment picks another, so that test runs sharing one Redis
+server (several checkouts on one machine) do not flush each other's."""
 
 
 def database_url() -> str:
@@ -63,7 +65,7 @@ def throwaway_database() -> Iterator[str]:
 
 
 def scale_redis_url() -> str:
-    return with_path(redis_url(), f"/{SCALE_REDIS_DB}")
+    return with_path(redis_url(), f"/{os.environ.get('SCALE_REDIS_DB', SCALE_REDIS_DB)}")
 
 
 def prepare(server: DaphneServer, agents: list[dict[str, Any]]) -> dict[str, Any]:
@@ -352,8 +354,8 @@ def start_cluster(
                     future.result()
             yield started
         finally:
-            if started.current is not None:
-                started.current.stop()
+            for worker in started.workers:
+                worker.stop()
             for server in started.servers:
                 server.stop()
 
