@@ -18,21 +18,26 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
 import httpx2
 
+from agents_core.llm.http import PerLoopTransport
 from studio import security
 
 
-def checked_transport() -> httpx2.AsyncBaseTransport:
-    """An async HTTP transport that connects only to addresses the outbound check admits."""
-    transport = httpx2.AsyncHTTPTransport(trust_env=False)
+def checked_transport(ssl_context: ssl.SSLContext | None = None) -> httpx2.AsyncBaseTransport:
+    """An async HTTP transport that connects only to addresses the outbound check admits.
+    ``ssl_context`` (one from ``httpx2.create_ssl_context(trust_env=False)``) saves
+    loading the CA bundle again."""
+    ssl_context = ssl_context or httpx2.create_ssl_context(trust_env=False)
+    transport = httpx2.AsyncHTTPTransport(verify=ssl_context, trust_env=False)
     # httpx takes no network backend, so its pool is replaced by one with ours.
     transport._pool = httpcore2.AsyncConnectionPool(
-        ssl_context=httpx2.create_ssl_context(trust_env=False),
+        ssl_context=ssl_context,
         network_backend=_CheckedBackend(),
     )
     return transport
@@ -99,12 +104,15 @@ def admitted_addresses(host: str, port: int) -> list[str]:
 def model_clients(base_url: str | None) -> dict[str, Any]:
     """``ChatOpenAI`` options: a sync and an async client that follow no redirect and
     connect only to admitted addresses; one pair per endpoint, as langchain-openai
-    caches its own (building one loads the CA bundle)."""
+    caches its own (building one loads the CA bundle). The async one has a pool per
+    event loop: a worker executes each run in a loop of its own, closed when it ends,
+    and a run's model calls share its loop's connections."""
     from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
 
-    sync_transport = httpx2.HTTPTransport(trust_env=False)
+    ssl_context = httpx2.create_ssl_context(trust_env=False)
+    sync_transport = httpx2.HTTPTransport(verify=ssl_context, trust_env=False)
     sync_transport._pool = httpcore2.ConnectionPool(
-        ssl_context=httpx2.create_ssl_context(trust_env=False),
+        ssl_context=ssl_context,
         network_backend=_CheckedSyncBackend(),
     )
     return {
@@ -112,7 +120,9 @@ def model_clients(base_url: str | None) -> dict[str, Any]:
             transport=sync_transport, follow_redirects=False, trust_env=False
         ),
         "http_async_client": DefaultAsyncHttpxClient(
-            transport=checked_transport(), follow_redirects=False, trust_env=False
+            transport=PerLoopTransport(functools.partial(checked_transport, ssl_context)),
+            follow_redirects=False,
+            trust_env=False,
         ),
     }
 

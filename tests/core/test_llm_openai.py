@@ -346,3 +346,38 @@ async def test_a_tool_round_trip_over_http_records_usage_and_latency_on_events(
 
 def partial_text(events: list[Event]) -> str:
     return "".join(e.text for e in events if e.partial)
+
+
+# Event loops: Runner.run() and a worker's task each run in an event loop of their own,
+# closed when they end; the model's HTTP clients are built once per endpoint.
+
+
+async def answer(model: LangChainModel, text: str = "hi") -> str:
+    return (await collect(model, ask(text)))[-1].text
+
+
+def test_a_model_answers_in_each_new_event_loop(openai_server: OpenAIServer) -> None:
+    for i in range(3):
+        openai_server.reply(f"answer {i}")
+    # One model per loop, as a worker builds a run's: all share the clients that
+    # openai_compatible() keeps for the endpoint.
+    models = [openai_compatible(model=MODEL, base_url=openai_server.base_url) for _ in range(3)]
+
+    answers = [asyncio.run(answer(model)) for model in models]
+
+    assert answers == ["answer 0", "answer 1", "answer 2"]
+
+
+async def test_model_calls_in_one_event_loop_share_one_connection(
+    openai_server: OpenAIServer,
+) -> None:
+    openai_server.reply("one")
+    openai_server.reply("two")
+    first_model, second_model = (
+        openai_compatible(model=MODEL, base_url=openai_server.base_url) for _ in range(2)
+    )
+
+    assert [await answer(first_model), await answer(second_model)] == ["one", "two"]
+
+    first, second = openai_server.chat_requests
+    assert first.client_port == second.client_port

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from studio import runs, services
 from studio.models import Agent, ModelConfig, Session
 from studio.runs.inline import InlineExecutor
+from tests.support.openai_server import openai_server as openai_server
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,51 @@
+"""HTTP plumbing for model clients: connection pools that stay on their event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import httpx2
+
+
+class PerLoopTransport(httpx2.AsyncBaseTransport):
+    """An async transport that keeps one inner transport per running event loop.
+
+    A pooled connection belongs to the event loop that opened it: used from another
+    loop once that one has closed, it fails with ``RuntimeError: Event loop is closed``.
+    A client kept for an endpoint may serve several loops in turn (an ``asyncio.run()``
+    per call, a worker that runs each task in a loop of its own), so this transport
+    gives each loop a pool of its own, built on the loop's first request and reused by
+    all of that loop's requests. The pools of loops that have closed are dropped when
+    the next request comes, so a long-lived process keeps only those of open loops.
+
+    Args:
+        factory: Builds the inner transport of a loop. Called once per loop.
+    """
+
+    def __init__(self, factory: Callable[[], httpx2.AsyncBaseTransport]) -> None:
+        self._factory = factory
+        self._transports: dict[asyncio.AbstractEventLoop, httpx2.AsyncBaseTransport] = {}
+        self._lock = threading.Lock()  # loops may run in threads of their own
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return await self._of_running_loop().handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Close the running loop's transport; another loop's can only close there."""
+        with self._lock:
+            transport = self._transports.pop(asyncio.get_running_loop(), None)
+        if transport is not None:
+            await transport.aclose()
+
+    def _of_running_loop(self) -> httpx2.AsyncBaseTransport:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            # A closed loop's connections cannot be closed any more: dropped, their
+            # sockets close as they are garbage collected.
+            for closed in [other for other in self._transports if other.is_closed()]:
+                del self._transports[closed]
+            if loop not in self._transports:
+                self._transports[loop] = self._factory()
+            return self._transports[loop]
