@@ -36,6 +36,7 @@ Classifier = Callable[[Exception], ModelError]
 class LangChainModel(BaseLlm):
     """Wraps a ``BaseChatModel``: binds tools, streams tokens, records usage.
 
+    Any chat model streams: one that cannot sends its whole answer as one token.
     Provider errors are classified into ``ModelError`` subclasses by ``classify``
     (the default reads HTTP status codes and timeout/connection error types).
     """
@@ -58,8 +59,8 @@ class LangChainModel(BaseLlm):
                 yield from_langchain_message(message)
                 return
             total: AIMessageChunk | None = None
-            async for chunk in runnable.astream(messages):
-                if not isinstance(chunk, AIMessageChunk):
+            async for piece in runnable.astream(messages):
+                if (chunk := _as_chunk(piece)) is None:
                     continue
                 total = chunk if total is None else total + chunk
                 if delta := _text_of(chunk.content):
@@ -81,6 +82,17 @@ class LangChainModel(BaseLlm):
             raise ConfigurationError(
                 f"chat model {type(self.chat_model).__name__} does not support tools"
             ) from exc
+
+
+def _as_chunk(piece: BaseMessage) -> AIMessageChunk | None:
+    """A piece of a streamed answer, as a chunk. LangChain streams a chat model that
+    cannot (no ``_stream`` or ``_astream``, or ``disable_streaming``) as one piece: its
+    whole answer, an ``AIMessage`` with its tool calls and usage."""
+    if isinstance(piece, AIMessageChunk):
+        return piece
+    if isinstance(piece, AIMessage):
+        return AIMessageChunk(**piece.model_dump(exclude={"type"}))
+    return None
 
 
 def to_langchain_messages(request: LlmRequest) -> list[BaseMessage]:

@@ -1,12 +1,28 @@
-"""The LangChain adapter's conversions, against langchain-core's own fake chat model."""
+"""The LangChain adapter's conversions, against langchain-core's own fake chat model and
+a chat model that cannot stream."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
-from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import (
+    BaseChatModel,
+    GenericFakeChatModel,
+    LanguageModelInput,
+)
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from pydantic import Field
 
 from agents_core import ToolCall, Usage
 from agents_core.exceptions import (
@@ -137,6 +153,86 @@ async def test_a_chat_model_without_tool_support_is_a_configuration_error() -> N
 
     with pytest.raises(ConfigurationError, match="does not support tools"):
         await collect(fake_model("unused"), request)
+
+
+class WholeAnswerChatModel(BaseChatModel):
+    """A chat model that cannot stream, as many LangChain integrations: it implements
+    ``_generate`` only (and takes tools), so LangChain's ``astream`` yields its whole
+    answer as one ``AIMessage``. It answers with ``replies`` in turn and records the
+    tools each call was given."""
+
+    replies: list[AIMessage]
+    tools_given: list[Any] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "whole-answer"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.tools_given.append(kwargs.get("tools"))
+        return ChatResult(generations=[ChatGeneration(message=self.replies.pop(0))])
+
+    def bind_tools(
+        self, tools: Sequence[Any], **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        return self.bind(tools=list(tools), **kwargs)
+
+
+def whole_answer_model(*replies: AIMessage) -> LangChainModel:
+    return LangChainModel(WholeAnswerChatModel(replies=list(replies)), provider="whole")
+
+
+async def test_a_chat_model_that_cannot_stream_streams_its_answer_as_one_chunk() -> None:
+    reply = AIMessage(
+        "The sky is blue.", response_metadata={"model_name": "whole-1", "finish_reason": "stop"}
+    )
+
+    responses = await collect(whole_answer_model(reply))
+
+    assert [(r.text, r.partial) for r in responses] == [
+        ("The sky is blue.", True),
+        ("The sky is blue.", False),
+    ]
+    assert (responses[-1].model_name, responses[-1].finish_reason) == ("whole-1", "stop")
+
+
+async def test_a_chat_model_that_cannot_stream_streams_its_tool_calls() -> None:
+    reply = AIMessage(
+        "",
+        tool_calls=[
+            {"id": "call_1", "name": "search", "args": {"q": "otters"}},
+            {"id": "call_2", "name": "search", "args": {"q": "voles", "limit": 3}},
+        ],
+    )
+    model = whole_answer_model(reply)
+    search = ToolSchema(name="search", description="Search the web.")
+
+    responses = await collect(model, HELLO.model_copy(update={"tools": [search]}))
+
+    [final] = responses  # no text, so no partial
+    assert final.tool_calls == [
+        ToolCall(id="call_1", name="search", args={"q": "otters"}),
+        ToolCall(id="call_2", name="search", args={"q": "voles", "limit": 3}),
+    ]
+    assert isinstance(model.chat_model, WholeAnswerChatModel)
+    [[given]] = model.chat_model.tools_given
+    assert given["function"]["name"] == "search"
+
+
+async def test_a_chat_model_that_cannot_stream_streams_its_usage() -> None:
+    reply = AIMessage(
+        "Fine.", usage_metadata={"input_tokens": 42, "output_tokens": 7, "total_tokens": 49}
+    )
+
+    responses = await collect(whole_answer_model(reply))
+
+    assert responses[-1].usage == Usage(input_tokens=42, output_tokens=7)
 
 
 class StatusError(Exception):
