@@ -14,7 +14,7 @@ from agents_core import events as core_events
 from agents_core.approvals import args_hash
 from studio import runs, services
 from studio.asgi import application
-from studio.models import Event, Run, RunStatus, Session
+from studio.models import Event, McpServer, Run, RunStatus, Session
 from studio.runs import records, recovery
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_session
@@ -23,9 +23,11 @@ from tests.support.live import (
     latest_run,
     new_session,
     run_manager,  # noqa: F401  (an autouse fixture)
+    scripted_agent,
     slow_agent,
     watch,
 )
+from tests.support.mcp_server import serve_silence
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -193,3 +195,36 @@ async def test_stopping_the_manager_interrupts_the_runs_it_executes(ada: User) -
     assert (run.status, run.owner_process) == ("interrupted", "")
     last = await Event.objects.filter(session=session).order_by("-seq").afirst()
     assert last is not None and last.payload["error"]["code"] == "interrupted"
+
+
+def hung_agent(owner: User, url: str) -> None:
+    """An agent whose MCP server (at ``url``) never answers: its runs are claimed, then
+    wait for the connection before the runner starts."""
+    McpServer.objects.create(owner=owner, name="hung", transport="http", url=url)
+    scripted_agent(owner, "hung", [{"text": "never"}], mcp=[{"server": "hung"}])
+
+
+async def test_a_run_stopped_before_its_runner_started_keeps_the_users_message(
+    ada: User,
+) -> None:
+    with serve_silence() as silence:
+        await sync_to_async(hung_agent)(ada, silence.url)
+        session = await new_session(ada, "hung")
+        viewer = await watch(application, session, ada)
+        await viewer.send({"type": "user_message", "text": "are you there?"})
+
+        async def connecting() -> bool:
+            return silence.connected.is_set()
+
+        await eventually(connecting)
+        run = await latest_run(session)
+        assert run is not None and run.status == RunStatus.RUNNING
+        await runs.executor().aclose()
+    run = await latest_run(session)
+    assert run is not None and run.status == RunStatus.INTERRUPTED
+    events = await sync_to_async(payloads)(session.pk)
+    assert [(e["seq"], e["type"]) for e in events] == [(1, "user_message"), (2, "error")]
+    user, error = events
+    assert user["parts"][0]["text"] == "are you there?"
+    assert error["error"]["code"] == "interrupted"
+    assert error["invocation_id"] == user["invocation_id"] == run.invocation_id

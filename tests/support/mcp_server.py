@@ -8,6 +8,8 @@ titles, descriptions, defaults, examples and property names.
 
 Run either over stdio (``python -m tests.support.mcp_server [--quoting]`` or by path),
 or serve it over streamable HTTP on 127.0.0.1 with ``serve_http()``.
+``serve_silence()`` is an endpoint that accepts connections and never answers: an MCP
+server hung at connection time.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -183,6 +186,43 @@ def serve_http(
         http.should_exit = True
         thread.join()
         sock.close()
+
+
+@dataclass
+class Silence:
+    """An endpoint that never answers; ``connected`` is set once a client connected."""
+
+    url: str
+    connected: threading.Event = field(default_factory=threading.Event)
+
+
+@contextmanager
+def serve_silence() -> Iterator[Silence]:
+    """Accept connections on an ephemeral 127.0.0.1 port and never answer them, from a
+    thread; every connection closes on exit."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    silence = Silence(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp")
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:  # the listener was shut down
+                return
+            accepted.append(connection)
+            silence.connected.set()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield silence
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        thread.join()
+        listener.close()
+        for connection in accepted:
+            connection.close()
 
 
 if __name__ == "__main__":
