@@ -163,3 +163,47 @@ async def test_a_decision_sent_to_the_manager_is_relayed_to_the_worker_run(ada: 
     assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.SUCCEEDED
     with pytest.raises(ConflictError):
         await services.decide_approval(session, body(decision="deny"), decided_by="ada")
+
+
+async def approval_requested(session: Session) -> dict[str, Any]:
+    async def requested() -> list[dict[str, Any]]:
+        return [e for e in await stored(session) if e["type"] == "approval_request"]
+
+    approval: dict[str, Any] = (await eventually(requested))[0]["approval"]
+    return approval
+
+
+async def test_two_users_worker_runs_waiting_on_the_same_call_id_are_decided_apart(
+    ada: User, bob: User
+) -> None:
+    """Call ids come from the model: the scripted one says the same id in every run."""
+    tools = [{"name": "calculator", "requires_approval": True}]
+    sessions = []
+    for owner in (ada, bob):
+        await sync_to_async(scripted_agent)(owner, "careful", CAREFUL_SCRIPT, tools=tools)
+        sessions.append(await new_session(owner, "careful"))
+    started = [await start(session) for session in sessions]
+    executing = [asyncio.create_task(tasks.execute(run.pk)) for run in started]
+    ada_approval, bob_approval = [await approval_requested(s) for s in sessions]
+    assert ada_approval["call_id"] == bob_approval["call_id"]
+
+    def body(approval: dict[str, Any], decision: str) -> live.ApprovalBody:
+        return live.ApprovalBody(
+            call_id=approval["call_id"], args_hash=approval["args_hash"], decision=decision
+        )
+
+    await services.decide_approval(sessions[1], body(bob_approval, "deny"), decided_by="bob")
+    await asyncio.wait_for(executing[1], timeout=10)
+    assert (await Run.objects.aget(pk=started[0].pk)).status == RunStatus.RUNNING
+    await services.decide_approval(sessions[0], body(ada_approval, "approve"), decided_by="ada")
+    await asyncio.wait_for(executing[0], timeout=10)
+    ended = [await Run.objects.aget(pk=run.pk) for run in started]
+    assert [run.status for run in ended] == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]
+    verdicts = [
+        next(e for e in await stored(s) if e["type"] == "approval_decision")["approval"]
+        for s in sessions
+    ]
+    assert [(v["decision"], v["decided_by"]) for v in verdicts] == [
+        ("approve", "ada"),
+        ("deny", "bob"),
+    ]
