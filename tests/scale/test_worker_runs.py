@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -25,6 +26,9 @@ from tests.scale.cluster import (
     wait_until,
     watch_all,
 )
+from tests.support.daphne_server import DaphneServer
+from tests.support.live_client import Api, prepare_live_data
+from tests.support.mcp_server import serve_silence
 
 # Starting PostgreSQL-backed servers and a worker takes tens of seconds on a busy machine.
 pytestmark = pytest.mark.timeout(300)
@@ -89,6 +93,7 @@ async def test_a_killed_workers_run_is_interrupted_losing_no_event_and_the_sessi
     assert_every_seq_in_order(viewers, stored)
     assert stored[-1]["type"] == "error"
     assert stored[-1]["error"]["code"] == "interrupted"
+    assert (stored[0]["type"], stored[0]["parts"][0]["text"]) == ("user_message", "play")
 
     # A new worker takes the next run on the same session, and cancelling reaches it.
     replacement = await asyncio.to_thread(cluster.new_worker)
@@ -113,6 +118,33 @@ async def test_a_killed_workers_run_is_interrupted_losing_no_event_and_the_sessi
     finally:
         for viewer in viewers:
             await viewer.close()
+
+
+async def test_a_worker_killed_before_its_runner_started_leaves_the_users_message_stored(
+    cluster: Cluster, worker: Worker
+) -> None:
+    api = cluster.api(0)
+    with serve_silence() as silence:
+        session_id = api.new_session(api.hung_agent("hung", "careful_model", silence.url))
+        viewers = cluster.viewers(session_id, 4)
+        await asyncio.gather(*(viewer.open() for viewer in viewers))
+        run = api.send(session_id, "are you there?")
+        # Claimed, and waiting for its MCP server: the runner has not started.
+        assert await asyncio.to_thread(silence.connected.wait, 60)
+        assert f":{worker.pid}:" in executor_of(cluster.database_url, run["id"])
+        worker.kill()
+        interrupted = await asyncio.to_thread(api.wait_for_run, run["id"], {"interrupted"}, 15)
+    assert interrupted["error_code"] == "interrupted"
+    stored = api.events(session_id)
+    assert [(e["seq"], e["type"]) for e in stored] == [(1, "user_message"), (2, "error")]
+    user, error = stored
+    assert user["parts"][0]["text"] == "are you there?"
+    assert error["error"]["code"] == "interrupted"
+    assert error["invocation_id"] == user["invocation_id"]
+    await watch_all(viewers, lambda v: v.ended and v.last_seq >= len(stored), 15)
+    assert_every_seq_in_order(viewers, stored)
+    for viewer in viewers:
+        await viewer.close()
 
 
 async def test_a_paused_redis_delays_no_stored_event_and_viewers_catch_up(
@@ -205,3 +237,61 @@ async def test_an_approval_sent_over_the_other_servers_socket_reaches_the_worker
     [decided] = [e for e in api.events(session_id) if e["type"] == "approval_decision"]
     assert (decided["approval"]["decision"], decided["approval"]["reason"]) == ("deny", "not today")
     await viewer.close()
+
+
+async def test_two_users_runs_on_two_workers_waiting_on_the_same_call_id_are_decided_apart(
+    cluster: Cluster, worker: Worker
+) -> None:
+    """Call ids come from the model: the scripted one says call_1 in every run."""
+    admin = DaphneServer(cluster.servers[0].data_dir, dict(cluster.env))
+    bob = await asyncio.to_thread(prepare_live_data, admin, "scale_bob", [careful_agent("careful")])
+    second = Worker({**cluster.servers[0].environment()})
+    cluster.workers.append(second)
+    await asyncio.to_thread(second.start)
+    try:
+        apis = [cluster.api(0), Api(cluster.servers[1].url, bob["token"])]
+        agents = [cluster.setup["agents"]["careful"], bob["agents"]["careful"]]
+        sessions = [api.new_session(agent) for api, agent in zip(apis, agents, strict=True)]
+        started = [api.send(s, "what is 6 * 7?") for api, s in zip(apis, sessions, strict=True)]
+        approvals = [
+            await asyncio.to_thread(_approval_requested, api, s)
+            for api, s in zip(apis, sessions, strict=True)
+        ]
+        assert approvals[0]["call_id"] == approvals[1]["call_id"]
+        owners = {executor_of(cluster.database_url, run["id"]).split(":")[1] for run in started}
+        assert owners == {str(worker.pid), str(second.pid)}
+
+        assert _decide(apis[1], sessions[1], approvals[1], "deny") == (204, None)
+        await asyncio.to_thread(apis[1].wait_for_run, started[1]["id"], ENDED, 60)
+        assert apis[0].run(started[0]["id"])["status"] == "running"  # still waits on its own
+        assert _decide(apis[0], sessions[0], approvals[0], "approve") == (204, None)
+        finished = [
+            await asyncio.to_thread(api.wait_for_run, run["id"], ENDED, 60)
+            for api, run in zip(apis, started, strict=True)
+        ]
+        assert [run["status"] for run in finished] == ["succeeded", "succeeded"]
+        decided = [
+            next(e for e in api.events(s) if e["type"] == "approval_decision")["approval"]
+            for api, s in zip(apis, sessions, strict=True)
+        ]
+        assert [(d["decision"], d["decided_by"]) for d in decided] == [
+            ("approve", "scale"),
+            ("deny", "scale_bob"),
+        ]
+    finally:
+        second.stop()
+
+
+def _approval_requested(api: Api, session_id: str) -> dict[str, Any]:
+    requested = wait_until(
+        lambda: [e for e in api.events(session_id) if e["type"] == "approval_request"],
+        60,
+        "the approval request",
+    )
+    approval: dict[str, Any] = requested[0]["approval"]
+    return approval
+
+
+def _decide(api: Api, session_id: str, approval: dict[str, Any], verdict: str) -> tuple[int, Any]:
+    body = {"call_id": approval["call_id"], "args_hash": approval["args_hash"], "decision": verdict}
+    return api.call("POST", f"/api/sessions/{session_id}/approvals/", body)

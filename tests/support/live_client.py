@@ -118,6 +118,16 @@ class Api:
         query = "&".join(f"{k}={v}" for k, v in filters.items())
         return list(self.ok("GET", f"/api/runs/?{query}")["results"])
 
+    def hung_agent(self, name: str, model: str, mcp_url: str) -> str:
+        """Register the MCP server at ``mcp_url`` (one that never answers:
+        ``tests.support.mcp_server.serve_silence``) and an agent on ``model`` that uses
+        it, both named ``name``: its runs are claimed, then wait before the runner
+        starts. Returns the agent's id."""
+        server = {"name": name, "transport": "http", "url": mcp_url}
+        self.ok("POST", "/api/mcp-servers/", server)
+        spec = {"name": name, "model": model, "instruction": "Wait.", "mcp": [{"server": name}]}
+        return str(self.ok("POST", "/api/agents/", {"name": name, "spec": spec})["id"])
+
     def wait_for_run(self, run_id: str, statuses: set[str], within: float = 30.0) -> dict[str, Any]:
         deadline = time.monotonic() + within
         while True:
