@@ -16,6 +16,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tests.support.daphne_server import DaphneServer, daphne_server
 from tests.support.live_client import ENDED, Api, LiveViewer, prepare_live_data
+from tests.support.mcp_server import serve_silence
 
 ENV = {
     # Short leases so a killed server's runs are recovered within a second or two.
@@ -188,6 +189,7 @@ async def _kill_trial(
     assert [e["seq"] for e in stored] == list(range(1, len(stored) + 1))
     by_seq = {e["seq"]: e for e in stored}
     assert all(by_seq.get(e["seq"]) == e for e in watcher.events), "a viewer saw an unstored event"
+    assert (stored[0]["type"], stored[0]["parts"][0]["text"]) == ("user_message", "go")
     assert stored[-1]["type"] == "error"
     assert stored[-1]["error"]["code"] == "interrupted"
     assert _unanswered_calls(stored) == set()
@@ -203,6 +205,36 @@ async def _kill_trial(
     await resumed.close()
     assert watcher.events == stored
     assert (watcher.duplicates, watcher.gaps) == ([], [])
+
+
+async def _kill_before_the_runner_starts(
+    server: DaphneServer, api: Api, setup: dict[str, Any]
+) -> None:
+    """Kill the server while its run is claimed and waits for an MCP server that never
+    answers: the runner has not started, and the user's message is stored already."""
+    with serve_silence() as silence:
+        session_id = api.new_session(api.hung_agent("hung", "killable_model", silence.url))
+        watcher = viewer(server, setup, session_id)
+        ws = await watcher.open()
+        await watcher.receive(ws, 10)
+        run = api.send(session_id, "are you there?")
+        assert await asyncio.to_thread(silence.connected.wait, 30)
+        server.kill()
+    with pytest.raises(ConnectionClosed):
+        await _receive_until_closed(watcher, ws)
+    server.restart()
+
+    api.wait_for_run(run["id"], ENDED)
+    assert api.run(run["id"])["status"] == "interrupted"
+    stored = api.events(session_id)
+    assert [(e["seq"], e["type"]) for e in stored] == [(1, "user_message"), (2, "error")]
+    user, error = stored
+    assert user["parts"][0]["text"] == "are you there?"
+    assert error["error"]["code"] == "interrupted"
+    resumed = await watcher.open()
+    await watcher.watch_until_ended(resumed, within=10)
+    await resumed.close()
+    assert watcher.events == stored
 
 
 async def _receive_until_closed(watcher: LiveViewer, ws: Any) -> None:
@@ -244,3 +276,4 @@ async def test_kill_9_mid_run_leaves_every_seen_event_stored_and_the_run_interru
     rng = random.Random(9)  # noqa: S311
     for trial in range(10):
         await _kill_trial(server, api, setup, rng, in_doubt=trial % 3 == 0)
+    await _kill_before_the_runner_starts(server, api, setup)
