@@ -130,18 +130,21 @@ class SessionWatch:
                 task.add_done_callback(self._delivered)
 
     def _delivered(self, task: asyncio.Task[None]) -> None:
-        """A delivery failed when its viewer's socket dropped mid-send: an ordinary
-        event (the viewer is gone, or catches up from the database when it comes back),
-        told in one line; the other viewers are not concerned."""
         self._deliveries.discard(task)
         failure = None if task.cancelled() else task.exception()
         if failure is not None:
-            logger.info(
-                "a live message of %s did not reach a viewer (%s: %s)",
-                self.session_pk,
-                type(failure).__name__,
-                failure,
-            )
+            self._missed(failure)
+
+    def _missed(self, failure: BaseException) -> None:
+        """A delivery (or a resync) failed when its viewer's socket dropped mid-send: an
+        ordinary event (the viewer is gone, or catches up from the database when it
+        comes back), told in one line; the other viewers are not concerned."""
+        logger.info(
+            "a live message of %s did not reach a viewer (%s: %s)",
+            self.session_pk,
+            type(failure).__name__,
+            failure,
+        )
 
     async def events(self, after: int, upto: int | None) -> Page:
         """``reads.stored_events``, read once for every viewer asking at the same time."""
@@ -181,7 +184,7 @@ class SessionWatch:
                         *(viewer.make_good(*before) for viewer in viewers), return_exceptions=True
                     )
                     for failed in (result for result in done if isinstance(result, Exception)):
-                        raise failed
+                        self._missed(failed)
                 before = cursor
             except Exception:  # the database hiccupped: try again next time
                 logger.warning("could not resync the viewers of %s", self.session_pk, exc_info=True)

@@ -5,16 +5,19 @@ layer does."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
+from autobahn.exception import Disconnected
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 
 from agents_core import events as core_events
 from studio import layers, live, services
 from studio.asgi import application
+from studio.consumers.watch import SessionWatch
 from studio.models import Run, RunStatus, Session
 from studio.runs import records
 from studio.runs.records import Ending
@@ -22,6 +25,7 @@ from studio.session_service import append_event_sync
 from tests.studio.conftest import client_for, make_agent, make_session
 from tests.support.live import (
     Viewer,
+    eventually,
     latest_run,
     new_session,
     run_manager,  # noqa: F401  (an autouse fixture)
@@ -297,6 +301,44 @@ async def test_a_run_goes_on_when_publishing_fails_and_viewers_resync(
     assert viewer.run_status == "succeeded"
     assert viewer.events == await stored(session)
     assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))
+
+
+async def test_a_viewer_whose_socket_dropped_mid_send_is_an_info_line_each_time(
+    ada: User, settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On Daphne, a send to a websocket that closed while the server still had data
+    for it raises autobahn's ``Disconnected`` (tests/e2e drops real sockets so); here
+    only that send is faked, and both the live deliveries and the resyncs meet it."""
+    settings.STUDIO_LIVE_RESYNC_S = 0.05
+    caplog.set_level(logging.INFO, logger="studio.consumers")
+    agent = await sync_to_async(slow_agent)(ada, words=40)
+    session = await new_session(ada, agent.name)
+    dropped = await watch(application, session, ada)
+    [gone] = SessionWatch._watches[session.pk].viewers
+    attempts = 0
+
+    async def closed(*args: Any, **kwargs: Any) -> None:
+        nonlocal attempts
+        attempts += 1
+        raise Disconnected("Attempt to send on a closed protocol")
+
+    monkeypatch.setattr(gone, "send", closed)
+    viewer = await watch(application, session, ada)
+    await viewer.send({"type": "user_message", "text": "go"})
+    await viewer.until_ended()
+    delivered = attempts
+
+    async def resynced() -> bool:  # only the resyncs still try, the run having ended
+        return attempts > delivered
+
+    await eventually(resynced)
+    assert viewer.events == await stored(session)
+    assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))
+    told = [r for r in caplog.records if r.name == "studio.consumers"]
+    assert len(told) >= 2
+    assert {(r.levelno, r.exc_info) for r in told} == {(logging.INFO, None)}
+    assert all("did not reach a viewer (Disconnected: " in r.getMessage() for r in told)
+    await dropped.close()
 
 
 # A run that ends elsewhere
