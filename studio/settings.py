@@ -211,7 +211,9 @@ LOGOUT_REDIRECT_URL = "login"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Each line leads with its level: an ordinary event reads apart from a failure.
+    "formatters": {"levelled": {"format": "%(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "levelled"}},
     "root": {"handlers": ["console"], "level": env_str("STUDIO_LOG_LEVEL", "INFO")},
     # The MCP SDK logs whole protocol messages at DEBUG, which may quote a secret a
     # server echoed back (studio.mcp removes them only from what agents see).
