@@ -1,5 +1,6 @@
 """Live runs on a real Daphne with real websocket clients: many viewers of one long
-run, random disconnects with resume, and kill -9 of the server in the middle of runs."""
+run, random disconnects with resume, viewers dropped while the server sends to them,
+and kill -9 of the server in the middle of runs."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import asyncio
 import json
 import random
 import shutil
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import CloseCode
 
 from tests.support.daphne_server import DaphneServer, daphne_server
 from tests.support.live_client import ENDED, Api, LiveViewer, prepare_live_data
@@ -80,6 +84,26 @@ def killable_agent(name: str, *, shell_at: int | None = None) -> dict[str, Any]:
     }
 
 
+def bulky_agent(name: str = "bulky", steps: int = 40) -> dict[str, Any]:
+    """Answers of 150 kB each: its viewers' sockets carry megabytes."""
+    script: list[dict[str, Any]] = [
+        {"text": f"part {i} " + "x" * 150_000, "tool_calls": [_calc(f"{i} + 1")]}
+        for i in range(steps)
+    ]
+    script.append({"text": "all parts done"})
+    return {
+        "spec": {
+            "name": name,
+            "model": f"{name}_model",
+            "instruction": "Play the script.",
+            "tools": [{"name": "calculator"}],
+            "max_iterations": 1000,
+            "limits": LIMITS,
+        },
+        "options": {"script": script, "loop": False},
+    }
+
+
 @pytest.fixture(scope="module")
 def live_data(tmp_path_factory: pytest.TempPathFactory, seeded_data: Path) -> Path:
     """The seeded data plus the scripted agents, a browser session and an API token."""
@@ -91,6 +115,7 @@ def live_data(tmp_path_factory: pytest.TempPathFactory, seeded_data: Path) -> Pa
         many_events_agent("some", steps=149),
         killable_agent("killable"),
         killable_agent("in_doubt", shell_at=3),
+        bulky_agent(),
     ]
     setup = prepare_live_data(server, "demo", agents)
     (data / "live.json").write_text(json.dumps(setup))
@@ -163,6 +188,100 @@ async def test_random_disconnects_and_resumes_lose_and_duplicate_nothing(
     for client in clients:
         assert (client.duplicates, client.gaps) == ([], [])
         assert client.events == stored
+
+
+async def joined(
+    server: DaphneServer, setup: dict[str, Any], session_id: str
+) -> tuple[LiveViewer, ClientConnection]:
+    """A viewer, connected and joined (its first status received)."""
+    client = viewer(server, setup, session_id)
+    ws = await client.open()
+    await client.receive(ws, 10)
+    return client, ws
+
+
+async def frozen_viewer(
+    server: DaphneServer, setup: dict[str, Any], session_id: str
+) -> ClientConnection:
+    """A viewer that stops reading once it joined, as a frozen tab does. Its receive
+    buffer is small: what the server sends it soon piles up in Daphne's own buffer."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", server.port))
+    client = viewer(server, setup, session_id)
+    ws = await client.open(sock)
+    await client.receive(ws, 10)  # joined
+    ws.transport.pause_reading()
+    return ws
+
+
+def send_close_frame(ws: ClientConnection) -> None:
+    """The frozen tab is closed: its close frame reaches the server, which closes the
+    websocket but cannot flush its buffer, so the TCP connection stays up while the
+    server's next sends to it fail (autobahn's ``Disconnected``)."""
+    ws.protocol.send_close(CloseCode.GOING_AWAY)
+    ws.transport.write(b"".join(ws.protocol.data_to_send()))
+
+
+async def output_until(
+    server: DaphneServer, start: int, done: Any, within: float = 30.0
+) -> list[str]:
+    """The server's output lines from ``start`` on, once ``done(lines)``."""
+    deadline = asyncio.get_running_loop().time() + within
+    while not done(lines := server.output[start:]):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out; last lines: {lines[-10:]}")
+        await asyncio.sleep(0.05)
+    return lines
+
+
+@pytest.mark.timeout(300)
+async def test_viewers_dropped_mid_send_are_an_info_line_and_the_others_get_every_event(
+    tmp_path: Path, live_data: Path
+) -> None:
+    env = {**ENV, "STUDIO_LIVE_RESYNC_S": "0.1"}  # the resyncs meet the dropped viewers too
+    with daphne_server(tmp_path / "data", env, template=live_data) as server:
+        setup = json.loads((server.data_dir / "live.json").read_text())
+        api = Api(server.url, setup["token"])
+        session_id = api.new_session(setup["agents"]["bulky"])
+        steady = [await joined(server, setup, session_id) for _ in range(10)]
+        aborted = [await joined(server, setup, session_id) for _ in range(5)]
+        frozen = [await frozen_viewer(server, setup, session_id) for _ in range(10)]
+        start = len(server.output)
+        api.send(session_id, "play")
+
+        async def abort_after(client: LiveViewer, ws: ClientConnection, events: int) -> None:
+            await client.watch_until(ws, events)
+            ws.transport.abort()  # no closing handshake
+
+        # Some 7 MB later, the frozen viewers' buffers on the server are full.
+        await asyncio.gather(
+            *(abort_after(client, ws, 5 + 10 * i) for i, (client, ws) in enumerate(aborted)),
+            *(client.watch_until(ws, 50) for client, ws in steady),
+        )
+        for ws in frozen:
+            send_close_frame(ws)
+        await asyncio.gather(*(client.watch_until_ended(ws) for client, ws in steady))
+        for ws in frozen:
+            ws.transport.abort()
+        lines = await output_until(
+            server, start, lambda lines: sum("WSDISCONNECT" in line for line in lines) == 15
+        )
+        for _, ws in steady:
+            await ws.close()
+        stored = api.events(session_id)
+
+    missed = [line for line in lines if "did not reach a viewer" in line]
+    assert missed, "no send met a dropped viewer"
+    assert all(line.startswith("INFO studio.consumers ") for line in missed), missed[:3]
+    assert any("(Disconnected: " in line for line in missed), missed[:3]
+    assert [line for line in lines if line.startswith(("WARNING", "ERROR", "CRITICAL"))] == []
+    assert not any("Traceback" in line for line in lines)
+    assert stored[-1]["type"] == "agent_end"
+    for client, _ in steady:
+        assert client.events == stored
+        assert (client.duplicates, client.gaps) == ([], [])
 
 
 async def _kill_trial(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -167,7 +168,9 @@ class LiveViewer:
     def ended(self) -> bool:
         return self.status is not None and (self.status.get("run") or {}).get("status") in ENDED
 
-    async def open(self) -> ClientConnection:
+    async def open(self, sock: socket.socket | None = None) -> ClientConnection:
+        """Connect, resuming after the last seq received; over ``sock`` (connected to
+        the server) when given."""
         self.connections += 1
         self.status = None
         return await connect(
@@ -176,6 +179,7 @@ class LiveViewer:
             additional_headers={"Cookie": f"sessionid={self.cookie}"},
             max_size=2**24,
             open_timeout=10,
+            sock=sock,
         )
 
     def take(self, frame: dict[str, Any]) -> None:
