@@ -62,7 +62,7 @@ def test_the_development_server_logs_each_request_and_start_up_line_once(
         process.terminate()
         process.wait(timeout=10)
     requests = [line for line in lines if "GET /healthz" in line]
-    starts = [line for line in lines if line.startswith("Starting ASGI/Daphne")]
+    starts = [line for line in lines if "Starting ASGI/Daphne" in line]
     assert (len(requests), len(starts)) == (1, 1), lines
     assert process.stdout is not None
     rest = process.stdout.read()
