@@ -25,5 +25,6 @@ def snapshot(session_pk: uuid.UUID) -> Status:
     if not run.is_active and run.owner_process:
         run.status, run.ended_at = RunStatus.RUNNING, None
         run.error_code = run.error_message = ""
+    # Only a running run waits on anything: the others need no read of their events.
     waiting = ledger_of(run).waiting_for(run.status) if run.status == RunStatus.RUNNING else None
     return Status(wire.run_payload(run), waiting, last_seq or 0)

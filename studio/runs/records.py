@@ -108,10 +108,11 @@ def request_cancel(run: Run) -> bool:
     """Record that ``run`` (locked by the caller) is cancelled by request. A run that
     never started ends here (True); a running one is ended by its executor, which
     stops it on hearing of this (False)."""
+    ending = Ending(RunStatus.CANCELLED, CANCELLED, "cancelled by request")
     if run.status == RunStatus.QUEUED:
-        end_run(run.pk, Ending(RunStatus.CANCELLED, CANCELLED, "cancelled by request"))
+        end_run(run.pk, ending)
         return True
-    _record(run, Ending(RunStatus.CANCELLED, CANCELLED, "cancelled by request"))
+    _record(run, ending)
     return False
 
 

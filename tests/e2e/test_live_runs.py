@@ -38,6 +38,23 @@ def _calc(expression: str) -> dict[str, Any]:
     return {"name": "calculator", "args": {"expression": expression}}
 
 
+def _scripted(
+    name: str, script: list[dict[str, Any]], tools: list[str], **options: Any
+) -> dict[str, Any]:
+    """A scripted agent (spec and model options) that plays ``script`` once."""
+    return {
+        "spec": {
+            "name": name,
+            "model": f"{name}_model",
+            "instruction": "Play the script.",
+            "tools": [{"name": tool} for tool in tools],
+            "max_iterations": 1000,
+            "limits": LIMITS,
+        },
+        "options": {"script": script, "loop": False, **options},
+    }
+
+
 def many_events_agent(name: str = "many", steps: int = TOOL_STEPS) -> dict[str, Any]:
     """A run of ``4 * steps + 4`` stored events, with a few streamed tokens."""
     script: list[dict[str, Any]] = [
@@ -48,17 +65,7 @@ def many_events_agent(name: str = "many", steps: int = TOOL_STEPS) -> dict[str, 
         for i in range(steps)
     ]
     script.append({"text": "all steps done"})
-    return {
-        "spec": {
-            "name": name,
-            "model": f"{name}_model",
-            "instruction": "Play the script.",
-            "tools": [{"name": "calculator"}],
-            "max_iterations": 1000,
-            "limits": LIMITS,
-        },
-        "options": {"script": script, "loop": False},
-    }
+    return _scripted(name, script, ["calculator"])
 
 
 def killable_agent(name: str, *, shell_at: int | None = None) -> dict[str, Any]:
@@ -71,17 +78,7 @@ def killable_agent(name: str, *, shell_at: int | None = None) -> dict[str, Any]:
         return _calc(f"{step} * 2")
 
     script = [{"text": f"thinking about step {i} now", "tool_calls": [call(i)]} for i in range(200)]
-    return {
-        "spec": {
-            "name": name,
-            "model": f"{name}_model",
-            "instruction": "Play the script.",
-            "tools": [{"name": "calculator"}, {"name": "shell"}],
-            "max_iterations": 1000,
-            "limits": LIMITS,
-        },
-        "options": {"script": script, "loop": False, "token_delay_s": 0.004},
-    }
+    return _scripted(name, script, ["calculator", "shell"], token_delay_s=0.004)
 
 
 def bulky_agent(name: str = "bulky", steps: int = 40) -> dict[str, Any]:
@@ -91,17 +88,7 @@ def bulky_agent(name: str = "bulky", steps: int = 40) -> dict[str, Any]:
         for i in range(steps)
     ]
     script.append({"text": "all parts done"})
-    return {
-        "spec": {
-            "name": name,
-            "model": f"{name}_model",
-            "instruction": "Play the script.",
-            "tools": [{"name": "calculator"}],
-            "max_iterations": 1000,
-            "limits": LIMITS,
-        },
-        "options": {"script": script, "loop": False},
-    }
+    return _scripted(name, script, ["calculator"])
 
 
 @pytest.fixture(scope="module")
