@@ -17,24 +17,29 @@ from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalPoli
 from agents_core.builder import build_agent, check_spec
 from agents_core.compaction import CompactionConfig
 from agents_core.config import BreakerPolicy, RetryPolicy, RunConfig
-from agents_core.context import CancellationToken, Context, ReadonlyContext
+from agents_core.context import CancellationToken, Context, PauseGate, ReadonlyContext
 from agents_core.contracts import ToolCall, ToolResult, ToolSchema, Usage
 from agents_core.events import (
     ErrorInfo,
     Event,
     EventActions,
     EventType,
+    HookNote,
+    StructuredPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
     ToolResponsePart,
 )
 from agents_core.exceptions import AgentsCoreError, Failure
+from agents_core.failures import FailurePolicy, degradations
+from agents_core.hooks import Hook, HookEntry, HookRegistry
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
 from agents_core.planners import BasePlanner, PlanReActPlanner, TaskPlanner
 from agents_core.runner import Runner
 from agents_core.sessions import BaseSessionService, InMemorySessionService, Session
 from agents_core.specs import AgentSpec
+from agents_core.structured import OutputSchema
 from agents_core.telemetry import LoggingSink, TelemetrySink
 from agents_core.tools import (
     AgentTool,
@@ -67,14 +72,21 @@ __all__ = [
     "EventActions",
     "EventType",
     "Failure",
+    "FailurePolicy",
     "FunctionTool",
+    "Hook",
+    "HookEntry",
+    "HookNote",
+    "HookRegistry",
     "InMemorySessionService",
     "LlmAgent",
     "LlmRequest",
     "LlmResponse",
     "LoggingSink",
     "LoopAgent",
+    "OutputSchema",
     "ParallelAgent",
+    "PauseGate",
     "PlanReActPlanner",
     "ReActAgent",
     "ReadonlyContext",
@@ -85,6 +97,7 @@ __all__ = [
     "ScriptedResponse",
     "SequentialAgent",
     "Session",
+    "StructuredPart",
     "TaskPlanner",
     "TelemetrySink",
     "TextPart",
@@ -100,5 +113,6 @@ __all__ = [
     "build_agent",
     "check_spec",
     "default_registry",
+    "degradations",
     "function_tool",
 ]

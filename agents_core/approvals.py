@@ -1,11 +1,13 @@
 """Human approval of tool calls.
 
-A call that the agent's ``ApprovalPolicy`` covers is announced with an
-``approval_request`` event and waits (without blocking the event loop) for a decision
-delivered to the ``ApprovalBroker``. A decision is bound to the call id and to a hash of
-the exact arguments it approves, so a stale or forged decision cannot approve other
-arguments. Approving may edit the arguments; denying, or nobody answering before the
-timeout (with ``on_timeout="deny"``), gives the model a refusal as the tool's result.
+A call that the agent's policy sends to a person (a rule with the ``ask`` action,
+``agents_core.policies``; the tools an ``ApprovalPolicy`` names are such rules) is
+announced with an ``approval_request`` event and waits, without blocking the event loop,
+for a decision delivered to the ``ApprovalBroker``. A decision is bound to the call id
+and to a hash of the exact arguments it approves, so a stale or forged decision cannot
+approve other arguments. Approving may edit the arguments; denying, or nobody answering
+before the timeout (with ``on_timeout="deny"``), gives the model a refusal as the
+tool's result.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -24,6 +26,7 @@ from agents_core.contracts import Contract, ToolCall
 from agents_core.exceptions import AgentsCoreError
 
 Verdict = Literal["approve", "deny"]
+MAX_ANSWER_CHARS = 10_000
 
 
 class ApprovalError(AgentsCoreError):
@@ -39,6 +42,9 @@ def args_hash(tool: str, args: dict[str, Any]) -> str:
 
 
 class ApprovalDecision(Contract):
+    """A person's verdict on a call that waits for approval."""
+
+    kind: Literal["approval"] = "approval"
     call_id: str = Field(min_length=1)
     args_hash: str = Field(min_length=64, max_length=64)
     decision: Verdict
@@ -48,29 +54,49 @@ class ApprovalDecision(Contract):
     decided_by: str | None = None
 
 
+class UserAnswer(Contract):
+    """A person's answer to a question an agent asked them (``agents_core.tools.ask_user``),
+    bound like a decision to the call id and to the hash of the question it answers."""
+
+    kind: Literal["answer"] = "answer"
+    call_id: str = Field(min_length=1)
+    args_hash: str = Field(min_length=64, max_length=64)
+    text: str = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+    answered_by: str | None = None
+
+
+Reply = ApprovalDecision | UserAnswer
+"""What a person sends a run that waits on them: a decision or an answer."""
+HumanReply = Annotated[Reply, Field(discriminator="kind")]
+"""``Reply`` as parsed from its wire form (by its ``kind``)."""
+Asks = Literal["approval", "answer"]
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalPolicy:
-    """Which calls need approval: by tool name, or by any rule returning True."""
+    """How long a person may take to decide, and what happens when nobody does.
+
+    ``tools`` is shorthand for one ``ask`` rule per tool name
+    (``agents_core.policies.approval_rules``); other calls are sent for approval by the
+    agent's policy rules."""
 
     tools: frozenset[str] = frozenset()
-    rules: Sequence[Callable[[ToolCall], bool]] = ()
     timeout_s: float = 300.0
     on_timeout: Verdict = "deny"
-
-    def requires(self, call: ToolCall) -> bool:
-        return call.name in self.tools or any(rule(call) for rule in self.rules)
 
 
 @dataclass(slots=True)
 class PendingApproval:
-    """One call waiting for its decision; made by ``ApprovalBroker.expect``."""
+    """One call waiting for a person: for a decision, or for an answer to its question
+    (``asks``); made by ``ApprovalBroker.expect``."""
 
     args_hash: str
     session_id: str
-    future: asyncio.Future[ApprovalDecision]
+    future: asyncio.Future[ApprovalDecision | UserAnswer]
+    asks: Asks = "approval"
 
-    async def wait(self, timeout_s: float) -> ApprovalDecision | None:
-        """The decision, or ``None`` when ``timeout_s`` passes first."""
+    async def wait(self, timeout_s: float) -> ApprovalDecision | UserAnswer | None:
+        """The reply, or ``None`` when ``timeout_s`` passes first."""
         try:
             async with asyncio.timeout(timeout_s):
                 return await self.future
@@ -80,7 +106,8 @@ class PendingApproval:
 
 @dataclass(slots=True)
 class ApprovalBroker:
-    """Pending approvals of this process, by session and call id.
+    """Calls of this process waiting for a person (an approval or an answer), by session
+    and call id.
 
     Call ids come from the model (a scripted model says ``call_1`` in every run), so a
     call id alone names no call: every wait is keyed by its session and call id, and two
@@ -90,17 +117,22 @@ class ApprovalBroker:
     _pending: dict[tuple[str, str], PendingApproval] = field(default_factory=dict)
 
     @contextmanager
-    def expect(self, call: ToolCall, *, session_id: str) -> Iterator[PendingApproval]:
-        """Register ``call`` of ``session_id`` as waiting, for the duration of the block.
+    def expect(
+        self, call: ToolCall, *, session_id: str, asks: Asks = "approval"
+    ) -> Iterator[PendingApproval]:
+        """Register ``call`` of ``session_id`` as waiting for ``asks``, for the duration
+        of the block.
 
         Register before announcing the request, so a decision that arrives the moment
         the request is seen finds the call waiting.
         """
         key = (session_id, call.id)
         if key in self._pending:
-            raise ApprovalError(f"call {call.id!r} is already waiting for approval")
-        future: asyncio.Future[ApprovalDecision] = asyncio.get_running_loop().create_future()
-        pending = PendingApproval(args_hash(call.name, call.args), session_id, future)
+            raise ApprovalError(f"call {call.id!r} is already waiting for a person")
+        future: asyncio.Future[ApprovalDecision | UserAnswer] = (
+            asyncio.get_running_loop().create_future()
+        )
+        pending = PendingApproval(args_hash(call.name, call.args), session_id, future, asks)
         self._pending[key] = pending
         try:
             yield pending
@@ -109,13 +141,23 @@ class ApprovalBroker:
                 del self._pending[key]
             future.cancel()
 
-    def decide(self, decision: ApprovalDecision, *, session_id: str | None = None) -> None:
-        """Deliver a decision to the call of ``session_id`` it names; without a session,
-        to the only call waiting under that id (refused if several are)."""
+    def decide(
+        self, decision: ApprovalDecision | UserAnswer, *, session_id: str | None = None
+    ) -> None:
+        """Deliver a decision (or an answer) to the call of ``session_id`` it names;
+        without a session, to the only call waiting under that id (refused if several
+        are). A reply of the other kind than the call waits for is refused."""
         pending = self._find(decision.call_id, session_id)
+        if decision.kind != pending.asks:
+            wanted = "an answer to its question" if pending.asks == "answer" else "a decision"
+            raise ApprovalError(f"call {decision.call_id!r} waits for {wanted}")
         if decision.args_hash != pending.args_hash:
-            raise ApprovalError("the decision is for different arguments than the pending call")
-        if decision.decision == "deny" and decision.edited_args is not None:
+            raise ApprovalError("the reply is for different arguments than the pending call")
+        if (
+            isinstance(decision, ApprovalDecision)
+            and decision.decision == "deny"
+            and decision.edited_args is not None
+        ):
             raise ApprovalError("edited arguments go with approve, not deny")
         pending.future.set_result(decision)
 
@@ -126,7 +168,7 @@ class ApprovalBroker:
             if call == call_id and session_id in (None, session) and not pending.future.done()
         ]
         if not waiting:
-            raise ApprovalError(f"no call {call_id!r} is waiting for approval")
+            raise ApprovalError(f"no call {call_id!r} is waiting for a person")
         if len(waiting) > 1:
             raise ApprovalError(f"several sessions wait on call {call_id!r}: name the session")
         return waiting[0]

@@ -1,7 +1,8 @@
-"""Turns an ``AgentSpec`` into agents, resolving model, tool and agent names.
+"""Turns an ``AgentSpec`` into agents, resolving model, tool, hook and agent names.
 
-``check_spec`` lists every problem with its path inside the spec; ``build_agent`` raises
-the first as a ``SpecError``. Both only ever instantiate registered tools.
+``check_spec`` (``agents_core.spec_checks``) lists every problem with its path inside
+the spec; ``build_agent`` raises the first as a ``SpecError``. Both only ever
+instantiate registered tools and hooks.
 
 MCP servers are named too: ``check_spec`` takes the names the caller knows, and
 ``build_agent`` the tools of each server, already connected (an ``McpToolset`` opened
@@ -11,11 +12,9 @@ for the run), so building stays synchronous and never connects anywhere.
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-
-from pydantic import ValidationError
 
 from agents_core.agents.base import BaseAgent
 from agents_core.agents.llm import LlmAgent
@@ -24,36 +23,23 @@ from agents_core.agents.parallel import ParallelAgent
 from agents_core.agents.react import ReActAgent
 from agents_core.agents.sequential import SequentialAgent
 from agents_core.approvals import ApprovalPolicy
+from agents_core.compaction import CompactionConfig
 from agents_core.exceptions import SpecError
+from agents_core.hooks import Hook, HookRegistry
 from agents_core.llm.contracts import BaseLlm
 from agents_core.planners.base import BasePlanner
 from agents_core.planners.plan_react import PlanReActPlanner
 from agents_core.planners.task import TaskPlanner
-from agents_core.specs import MODEL_TYPES, AgentRef, AgentSpec, McpRef, PlannerSpec
+from agents_core.spec_checks import check_spec, resolve
+from agents_core.specs import AgentRef, AgentSpec, CompactionSpec, McpRef, PlannerSpec
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.base import BaseTool
 from agents_core.tools.registry import ToolRegistry
 
-Path = tuple[str | int, ...]
-MAX_DEPTH = 12
-MAX_AGENTS = 200
+__all__ = ["build_agent", "build_compaction", "check_spec", "mcp_server_names", "resolve"]
+
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_LOOP_ITERATIONS = 5
-
-
-def check_spec(
-    spec: AgentSpec,
-    *,
-    models: Collection[str],
-    tools: ToolRegistry,
-    agents: Mapping[str, AgentSpec] | None = None,
-    mcp_servers: Collection[str] = (),
-) -> list[SpecError]:
-    """Every problem in ``spec``, each with its path; empty when the spec can be built.
-    ``mcp_servers`` are the names an ``McpRef`` may use."""
-    checker = _Checker(models, tools, agents or {}, mcp_servers)
-    checker.visit(spec, (), depth=0, refs=())
-    return checker.problems
 
 
 def build_agent(
@@ -63,19 +49,64 @@ def build_agent(
     tools: ToolRegistry,
     agents: Mapping[str, AgentSpec] | None = None,
     mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
+    hooks: HookRegistry | None = None,
 ) -> BaseAgent:
     """Build the agent tree; ``SpecError`` (with ``path``) names the first problem.
-    ``mcp_tools`` holds the tools of each connected MCP server, by the server's name."""
+    ``mcp_tools`` holds the tools of each connected MCP server, by the server's name;
+    ``hooks`` the hooks specs may name."""
     mcp_tools = mcp_tools or {}
+    hooks = hooks or HookRegistry()
     problems = check_spec(
-        spec, models=models.keys(), tools=tools, agents=agents, mcp_servers=mcp_tools.keys()
+        spec,
+        models=models.keys(),
+        tools=tools,
+        agents=agents,
+        mcp_servers=mcp_tools.keys(),
+        hooks=hooks,
     )
     if problems:
         first = problems[0]
         if len(problems) > 1:
             first.message += f" (and {len(problems) - 1} more problems)"
         raise first
-    return _Builder(models, tools, agents or {}, mcp_tools).build(spec)
+    return _Builder(models, tools, agents or {}, mcp_tools, hooks).build(spec)
+
+
+def build_compaction(
+    spec: AgentSpec,
+    *,
+    models: Mapping[str, BaseLlm],
+    agents: Mapping[str, AgentSpec] | None = None,
+) -> CompactionConfig | None:
+    """How sessions of ``spec`` are compacted (``CompactionSpec``: on by default), or
+    ``None`` when it is off or the tree names no model to summarise with."""
+    wanted = spec.compaction or CompactionSpec()
+    if not wanted.enabled:
+        return None
+    name = wanted.model or _first_model(spec, agents or {})
+    if name is None or name not in models:
+        return None
+    return CompactionConfig(
+        summarizer=models[name], threshold=wanted.threshold, keep_last=wanted.keep_last
+    )
+
+
+def _first_model(spec: AgentSpec, agents: Mapping[str, AgentSpec]) -> str | None:
+    """The first model named in the tree, depth first (references followed once)."""
+    stack: list[AgentSpec] = [spec]
+    seen: set[str] = set()
+    while stack:
+        node = stack.pop(0)
+        if node.model is not None:
+            return node.model
+        for child in [*node.agent_tools, *node.sub_agents]:
+            if isinstance(child, AgentRef):
+                if child.ref in seen:
+                    continue  # a cycle of references: check_spec reports it
+                seen.add(child.ref)
+            if (resolved := resolve(child, agents)) is not None:
+                stack.append(resolved)
+    return None
 
 
 def mcp_server_names(spec: AgentSpec, agents: Mapping[str, AgentSpec] | None = None) -> set[str]:
@@ -96,157 +127,44 @@ def mcp_server_names(spec: AgentSpec, agents: Mapping[str, AgentSpec] | None = N
     return found
 
 
-def resolve(node: AgentSpec | AgentRef, agents: Mapping[str, AgentSpec]) -> AgentSpec | None:
-    if isinstance(node, AgentSpec):
-        return node
-    return agents.get(node.ref)
-
-
-@dataclass(slots=True)
-class _Checker:
-    models: Collection[str]
-    tools: ToolRegistry
-    agents: Mapping[str, AgentSpec]
-    mcp_servers: Collection[str]
-    problems: list[SpecError] = field(default_factory=list)
-    names: dict[str, Path] = field(default_factory=dict)
-
-    def fail(self, path: Path, message: str) -> None:
-        self.problems.append(SpecError(message, path=path))
-
-    def visit(self, spec: AgentSpec, path: Path, *, depth: int, refs: tuple[str, ...]) -> None:
-        if depth > MAX_DEPTH:
-            self.fail(path, f"agent trees may be at most {MAX_DEPTH} levels deep")
-            return
-        if len(self.names) >= MAX_AGENTS:
-            self.fail(path, f"agent trees may have at most {MAX_AGENTS} agents")
-            return
-        if spec.name in self.names:
-            where = ".".join(map(str, self.names[spec.name])) or "<root>"
-            self.fail((*path, "name"), f"agent name {spec.name!r} is already used at {where}")
-        else:
-            self.names[spec.name] = path
-        self.check_type_rules(spec, path, root=depth == 0)
-        self.check_tools(spec, path)
-        self.check_mcp(spec, path)
-        for index, child in enumerate(spec.agent_tools):
-            self.visit(child, (*path, "agent_tools", index), depth=depth + 1, refs=refs)
-        for index, node in enumerate(spec.sub_agents):
-            child_path = (*path, "sub_agents", index)
-            if isinstance(node, AgentRef):
-                if node.ref in refs:
-                    cycle = " -> ".join((*refs, node.ref))
-                    self.fail((*child_path, "ref"), f"agent references form a cycle: {cycle}")
-                    continue
-                target = self.agents.get(node.ref)
-                if target is None:
-                    self.fail((*child_path, "ref"), f"no agent named {node.ref!r} to reference")
-                    continue
-                self.visit(target, child_path, depth=depth + 1, refs=(*refs, node.ref))
-            else:
-                self.visit(node, child_path, depth=depth + 1, refs=refs)
-
-    def check_type_rules(self, spec: AgentSpec, path: Path, *, root: bool) -> None:
-        if spec.limits is not None and not root:
-            self.fail((*path, "limits"), "limits apply to a whole run: set them on the root agent")
-        if spec.type in MODEL_TYPES:
-            self.check_model_agent(spec, path)
-        else:
-            self.check_workflow_agent(spec, path)
-
-    def check_model_agent(self, spec: AgentSpec, path: Path) -> None:
-        if spec.model is None:
-            self.fail((*path, "model"), f"a {spec.type} agent needs a model")
-        elif spec.model not in self.models:
-            known = ", ".join(sorted(self.models)) or "none configured"
-            self.fail((*path, "model"), f"unknown model {spec.model!r} (known: {known})")
-        if spec.type == "react":
-            for key in ("sub_agents", "planner"):
-                if getattr(spec, key):
-                    self.fail((*path, key), f"a react agent takes no {key}")
-
-    def check_workflow_agent(self, spec: AgentSpec, path: Path) -> None:
-        if not spec.sub_agents:
-            self.fail((*path, "sub_agents"), f"a {spec.type} agent needs at least one sub-agent")
-        for key in ("model", "instruction", "tools", "mcp", "agent_tools", "planner", "output_key"):
-            if getattr(spec, key):
-                self.fail((*path, key), f"a {spec.type} agent has no {key}; give it to a sub-agent")
-        if spec.approval is not None:
-            self.fail((*path, "approval"), f"a {spec.type} agent calls no tools itself")
-        if spec.max_iterations is not None and spec.type != "loop":
-            self.fail((*path, "max_iterations"), f"a {spec.type} agent has no max_iterations")
-
-    def check_tools(self, spec: AgentSpec, path: Path) -> None:
-        seen: set[str] = set()
-        for index, ref in enumerate(spec.tools):
-            tool_path = (*path, "tools", index)
-            entry = self.tools.get(ref.name)
-            if entry is None:
-                known = ", ".join(e.name for e in self.tools) or "none"
-                self.fail((*tool_path, "name"), f"unknown tool {ref.name!r} (registered: {known})")
-                continue
-            if ref.name in seen:
-                self.fail((*tool_path, "name"), f"tool {ref.name!r} is listed twice")
-            seen.add(ref.name)
-            try:
-                entry.parse_settings(ref.settings)
-            except ValidationError as exc:
-                for err in exc.errors():
-                    where = (*tool_path, "settings", *err["loc"])
-                    self.fail(where, err["msg"])
-            except ValueError as exc:
-                self.fail((*tool_path, "settings"), str(exc))
-
-    def check_mcp(self, spec: AgentSpec, path: Path) -> None:
-        seen: set[tuple[str, str]] = set()
-        for index, ref in enumerate(spec.mcp):
-            ref_path = (*path, "mcp", index)
-            if ref.server not in self.mcp_servers:
-                known = ", ".join(sorted(self.mcp_servers)) or "none registered"
-                self.fail((*ref_path, "server"), f"unknown MCP server {ref.server!r} ({known})")
-            if (ref.server, ref.prefix) in seen:
-                self.fail((*ref_path, "server"), f"MCP server {ref.server!r} is listed twice")
-            seen.add((ref.server, ref.prefix))
-            if ref.tools is not None and len(set(ref.tools)) != len(ref.tools):
-                self.fail((*ref_path, "tools"), "a tool is listed twice")
-
-
 @dataclass(slots=True)
 class _Builder:
     models: Mapping[str, BaseLlm]
     tools: ToolRegistry
     agents: Mapping[str, AgentSpec]
     mcp_tools: Mapping[str, Sequence[BaseTool]]
+    hooks: HookRegistry
 
     def build(self, spec: AgentSpec) -> BaseAgent:
         children = [self.build(self._resolve(node)) for node in spec.sub_agents]
+        common: dict[str, Any] = {"description": spec.description, "on_failure": spec.on_failure}
         match spec.type:
             case "sequential":
-                return SequentialAgent(spec.name, sub_agents=children, description=spec.description)
+                return SequentialAgent(spec.name, sub_agents=children, **common)
             case "parallel":
-                return ParallelAgent(spec.name, sub_agents=children, description=spec.description)
+                return ParallelAgent(spec.name, sub_agents=children, **common)
             case "loop":
                 return LoopAgent(
                     spec.name,
                     sub_agents=children,
-                    description=spec.description,
                     max_iterations=spec.max_iterations or DEFAULT_LOOP_ITERATIONS,
+                    **common,
                 )
             case "react":
-                tools, _ = self._tools(spec)
-                return ReActAgent(spec.name, **self._model_agent_args(spec, tools))
+                return ReActAgent(spec.name, **self._model_agent_args(spec))
             case "llm":
-                tools, gated = self._tools(spec)
                 return LlmAgent(
                     spec.name,
-                    **self._model_agent_args(spec, tools),
+                    **self._model_agent_args(spec),
                     planner=_planner(spec.planner),
-                    approval=_approval_policy(spec, gated),
                     sub_agents=children,
+                    output_schema=spec.output_schema,
+                    output_retries=spec.output_retries,
                 )
 
-    def _model_agent_args(self, spec: AgentSpec, tools: list[BaseTool]) -> dict[str, Any]:
+    def _model_agent_args(self, spec: AgentSpec) -> dict[str, Any]:
         """What LlmAgent and ReActAgent are both built from."""
+        tools, gated, failures = self._tools(spec)
         return {
             "model": self.models[spec.model or ""],
             "instruction": spec.instruction,
@@ -254,7 +172,18 @@ class _Builder:
             "tools": tools,
             "output_key": spec.output_key,
             "max_iterations": spec.max_iterations or DEFAULT_MAX_ITERATIONS,
+            "hooks": [self._hook(ref.name, ref.settings) for ref in spec.hooks],
+            "tool_failures": failures,
+            "on_failure": spec.on_failure,
+            "policies": spec.policies,
+            "approval": _approval_policy(spec, gated),
         }
+
+    def _hook(self, name: str, settings: dict[str, Any]) -> Hook:
+        entry = self.hooks.get(name)
+        if entry is None:  # check_spec rejected this already
+            raise SpecError(f"unknown hook {name!r}")
+        return entry.create(settings)
 
     def _resolve(self, node: AgentSpec | AgentRef) -> AgentSpec:
         resolved = resolve(node, self.agents)
@@ -262,10 +191,12 @@ class _Builder:
             raise SpecError("unresolved agent reference")
         return resolved
 
-    def _tools(self, spec: AgentSpec) -> tuple[list[BaseTool], frozenset[str]]:
-        """The agent's tools, and the names of those whose calls need approval."""
+    def _tools(self, spec: AgentSpec) -> tuple[list[BaseTool], frozenset[str], dict[str, str]]:
+        """The agent's tools, the names of those whose calls need approval, and the
+        failure policy of each registered or MCP tool, by name."""
         built: list[BaseTool] = []
         gated: set[str] = set()
+        failures: dict[str, str] = {}
         for ref in spec.tools:
             entry = self.tools.get(ref.name)
             if entry is None:  # check_spec rejected this already
@@ -274,14 +205,16 @@ class _Builder:
             built.extend(created)
             if ref.requires_approval:
                 gated.update(tool.name for tool in created)
+            failures.update((tool.name, ref.on_failure) for tool in created)
         for mcp_ref in spec.mcp:
             offered = self._mcp(spec, mcp_ref)
             built.extend(offered)
             if mcp_ref.requires_approval:
                 gated.update(tool.name for tool in offered)
+            failures.update((tool.name, mcp_ref.on_failure) for tool in offered)
         built.extend(AgentTool(self.build(child)) for child in spec.agent_tools)
         _check_unique_names(spec, built)
-        return built, frozenset(gated)
+        return built, frozenset(gated), failures
 
     def _mcp(self, spec: AgentSpec, ref: McpRef) -> list[BaseTool]:
         """The server's tools the reference picks, named with its prefix."""
@@ -320,9 +253,9 @@ def _planner(spec: PlannerSpec | None) -> BasePlanner | None:
     return PlanReActPlanner() if spec.type == "plan_react" else TaskPlanner()
 
 
-def _approval_policy(spec: AgentSpec, names: frozenset[str]) -> ApprovalPolicy | None:
-    if not names:
-        return None
+def _approval_policy(spec: AgentSpec, names: frozenset[str]) -> ApprovalPolicy:
+    """The approval settings: the tools flagged ``requires_approval`` (each an ``ask``
+    rule) and how long a person may take, for them and for the spec's ``ask`` rules."""
     if spec.approval is None:
         return ApprovalPolicy(tools=names)
     return ApprovalPolicy(

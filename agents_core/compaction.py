@@ -77,6 +77,7 @@ async def compact(
     request = LlmRequest(
         system_instruction=config.instruction,
         messages=[ChatMessage(role="user", text=transcript(covered))],
+        purpose="summary",
     )
     try:
         summary = await _summarise(config.summarizer, request)
@@ -93,23 +94,32 @@ async def compact(
     )
 
 
+TRANSCRIPT_CHARS = 2_000
+"""How much of each message, tool result or summary the summariser reads."""
+
+
 def transcript(events: Sequence[Event]) -> str:
-    """A plain-text rendering of conversation events, for the summariser."""
+    """A plain-text rendering of conversation events, for the summariser; each entry
+    cut to ``TRANSCRIPT_CHARS``, so a few huge messages cannot overflow its context."""
     lines: list[str] = []
     for event in events:
         if not should_include_event(event):
             continue
         if event.type is EventType.COMPACTION:
-            lines.append(f"(summary of what came before) {event.text}")
+            lines.append(f"(summary of what came before) {_cut(event.text)}")
         elif event.type is EventType.USER_MESSAGE:
-            lines.append(f"user: {event.text}")
+            lines.append(f"user: {_cut(event.text)}")
         elif event.type is EventType.TOOL_RESPONSE:
-            lines.extend(f"tool {r.name} returned: {r.output[:2_000]}" for r in event.tool_results)
+            lines.extend(f"tool {r.name} returned: {_cut(r.output)}" for r in event.tool_results)
         else:
             calls = ", ".join(f"{c.name}({c.args})" for c in event.tool_calls)
-            text = event.text + (f" [called {calls}]" if calls else "")
+            text = _cut(event.text) + (f" [called {_cut(calls)}]" if calls else "")
             lines.append(f"{event.author}: {text}")
     return "\n".join(lines)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= TRANSCRIPT_CHARS else f"{text[:TRANSCRIPT_CHARS]} […]"
 
 
 async def _summarise(model: BaseLlm, request: LlmRequest) -> str:

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from agents_core.config import RunConfig
 from agents_core.contracts import Usage
-from agents_core.events import Event, EventActions, EventType, Part
+from agents_core.events import Event, EventActions, EventType, Part, TextPart, new_id
 from agents_core.exceptions import LimitExceededError
 
 if TYPE_CHECKING:
     from agents_core.approvals import ApprovalBroker
     from agents_core.llm.resilience import BreakerRegistry
+    from agents_core.resume import ResumePoint
     from agents_core.sessions.base import Session
+    from agents_core.spend import SpendGuard
 
 EventCallback = Callable[[Event], Awaitable[Event]]
 """Sends an event to the runner out of band; returns it as stored (with its seq)."""
@@ -50,6 +53,75 @@ class CancellationToken:
 
 
 @dataclass(slots=True)
+class PauseGate:
+    """Holds a running invocation between steps while it is paused.
+
+    ``pause`` closes the gate and ``resume`` opens it, from outside the agent tree;
+    agents pass through it before each step (``pause_point``), so a pause takes effect
+    once the current model or tool call is done. While an agent is held, the runner
+    stops the wall-time clock (``on_hold`` / ``on_release``); a cancellation still ends
+    the invocation at once.
+    """
+
+    reason: str | None = None
+    _paused: bool = False
+    _holding: bool = False
+    _opened: asyncio.Event = field(default_factory=asyncio.Event)
+    _on_hold: list[Callable[[], object]] = field(default_factory=list)
+    _on_release: list[Callable[[], object]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._opened.set()
+
+    @property
+    def paused(self) -> bool:
+        """Whether a pause is asked (the invocation may not have reached a step yet)."""
+        return self._paused
+
+    def pause(self, reason: str = "paused by request") -> None:
+        """Hold the invocation at its next step, until ``resume``."""
+        self._paused, self.reason = True, reason
+        self._opened.clear()
+
+    def resume(self) -> None:
+        """Let a paused invocation go on (nothing happens when it is not paused)."""
+        self._paused, self.reason = False, None
+        self._opened.set()
+
+    def on_hold(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` each time an agent starts being held."""
+        self._on_hold.append(callback)
+
+    def on_release(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` each time a held agent is let go."""
+        self._on_release.append(callback)
+
+    def claim_announcement(self) -> bool:
+        """Whether the caller is the first agent held by this pause, which announces it
+        (parallel branches each stop at the gate, but a pause is announced once)."""
+        if self._holding:
+            return False
+        self._holding = True
+        return True
+
+    def end_announcement(self) -> None:
+        """The announcer was let go: the next pause is announced again."""
+        self._holding = False
+
+    async def hold(self) -> None:
+        """Wait until the gate is open; the wall-time clock stops meanwhile."""
+        if self._opened.is_set():
+            return
+        for callback in self._on_hold:
+            callback()
+        try:
+            await self._opened.wait()
+        finally:
+            for callback in self._on_release:
+                callback()
+
+
+@dataclass(slots=True)
 class InvocationBudget:
     """Counts what an invocation consumed and enforces ``RunConfig`` limits."""
 
@@ -70,6 +142,20 @@ class InvocationBudget:
     def charge_tool_calls(self, count: int) -> None:
         self.tool_calls += count
         _check("max_tool_calls", self.tool_calls, self.config.max_tool_calls, "tool calls")
+
+    def reserve_tokens(self, prompt: int, answer: int) -> None:
+        """Refuse a model call that could take the invocation past ``max_tokens``: its
+        prompt (estimated) and the longest answer the model may give (``answer``)."""
+        limit = self.config.max_tokens
+        if limit is None:
+            return
+        used = self.usage.total_tokens
+        if used + prompt + answer > limit:
+            raise LimitExceededError(
+                "max_tokens",
+                f"token limit of {limit} reached: {used} used, and the next model call could "
+                f"take about {prompt} for its prompt and up to {answer} for its answer",
+            )
 
     def charge_usage(self, usage: Usage | None) -> None:
         if usage is None:
@@ -98,9 +184,16 @@ class Invocation:
     event_callback: EventCallback
     cancel_token: CancellationToken
     approvals: ApprovalBroker
+    pause_gate: PauseGate = field(default_factory=PauseGate)
     end_requested: bool = False
     transfers: int = 0
     """Agent transfers made so far in this invocation (bounded by ``max_transfers``)."""
+    started_calls: set[str] = field(default_factory=set)
+    """Ids of the tool calls whose tool began to run (approved, if it needed approval)."""
+    resume: ResumePoint | None = None
+    """Set when the invocation resumes an interrupted turn: where it picks up."""
+    spend_guard: SpendGuard | None = None
+    """Asked before each model call whether it may spend its worst case."""
 
 
 @dataclass(slots=True)
@@ -114,6 +207,10 @@ class Context:
     branch: str | None = None
     user_input: str = ""
     """The message this agent is asked to handle: the user's, or its predecessor's output."""
+    span_id: str | None = None
+    """The span of this context's agent run (``None`` above the root agent)."""
+    parent_span_id: str | None = None
+    """The span that agent run happens in: its parent agent's, or a tool call's."""
 
     @property
     def state(self) -> dict[str, Any]:
@@ -162,7 +259,14 @@ class Context:
             agent_name=name,
             branch=self.branch or name,
             user_input=self.user_input if user_input is None else user_input,
+            span_id=new_id(),
+            parent_span_id=self.span_id,
         )
+
+    def within(self, span_id: str) -> Context:
+        """The same context with agents it starts running inside span ``span_id`` (a
+        tool call running an agent)."""
+        return dataclasses.replace(self, span_id=span_id)
 
     def with_input(self, user_input: str) -> Context:
         """The same context with a different message to handle (a pipeline's next step)."""
@@ -185,7 +289,9 @@ class Context:
         actions: EventActions | None = None,
         **fields: Any,
     ) -> Event:
-        """A new event stamped with this context's session, invocation, author and branch."""
+        """A new event stamped with this context's session, invocation, author and
+        branch, happening in this context's agent span (unless ``fields`` say otherwise)."""
+        fields.setdefault("parent_span_id", self.span_id)
         return Event(
             type=type,
             invocation_id=self.invocation_id,
@@ -199,6 +305,31 @@ class Context:
 
     def readonly(self) -> ReadonlyContext:
         return ReadonlyContext(self)
+
+
+async def pause_point(ctx: Context) -> AsyncGenerator[Event]:
+    """A place between steps where a paused invocation waits until it is resumed.
+
+    The first agent held by a pause yields a ``run_paused`` event, stored before it
+    waits, then ``run_resumed`` when the gate opens: a ``human`` wait span named
+    ``pause`` (``agents_core.spans``). Other agents held by the same pause (parallel
+    branches) wait without a word. Nothing is yielded when the run is not paused.
+    """
+    gate = ctx.invocation.pause_gate
+    if not gate.paused:
+        return
+    if not gate.claim_announcement():
+        await gate.hold()
+        return
+    span = new_id()
+    why: list[Part] = [TextPart(text=gate.reason)] if gate.reason else []
+    paused = ctx.event(EventType.RUN_PAUSED, span_id=span, parts=why)
+    try:
+        yield paused
+        await gate.hold()
+    finally:
+        gate.end_announcement()
+    yield ctx.event(EventType.RUN_RESUMED, span_id=span, started_at=paused.created_at)
 
 
 class ReadonlyContext:

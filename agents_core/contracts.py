@@ -6,6 +6,7 @@ each adapter speaks them and adapters never import one another.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
@@ -32,6 +33,15 @@ class Usage(Contract):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
         )
+
+
+class Cost(Contract):
+    """What a model call cost, in ``currency`` (an ISO 4217 code). The SDK never prices
+    anything: a session store that knows the model's price stamps it on the stored
+    event (``Event.cost``); written as a decimal string on the wire."""
+
+    amount: Decimal = Field(ge=0)
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
 
 
 class ToolCall(Contract):

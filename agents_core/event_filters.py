@@ -39,7 +39,9 @@ def apply_compaction(events: Sequence[Event]) -> list[Event]:
     """``events`` with each compaction's covered range replaced by its summary event.
 
     The summary takes the place of the first event it covers; a later compaction may
-    cover an earlier one. Events must be in seq order, as sessions keep them.
+    cover an earlier one. Events must be in seq order, as sessions keep them. A summary
+    none of whose covered events are present (a session loaded from its newest
+    compaction on) comes first.
     """
     ranges = [
         (e.actions.compaction.start_seq, e.actions.compaction.end_seq, e)
@@ -64,4 +66,5 @@ def apply_compaction(events: Sequence[Event]) -> list[Event]:
         elif cover[2].id not in placed:
             placed.add(cover[2].id)
             out.append(cover[2])
-    return out
+    leading = [summary for _, _, summary in effective if summary.id not in placed]
+    return [*leading, *out]

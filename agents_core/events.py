@@ -2,20 +2,35 @@
 
 One wire format for storage, API, websocket and tests: ``event.model_dump(mode="json")``.
 Readers keep accepting older ``schema_version`` values.
+
+Spans (schema version 2). Every agent run, model call, tool call and wait for a person
+is a span, and the events say which: ``span_id`` is the span an event opens, closes or
+streams (an agent's ``agent_start`` and ``agent_end``; a model call's partial chunks and
+its ``agent_message``; a tool call's ``tool_response``, whose id each ``ToolCallPart``
+announces; a wait's ``approval_request`` and ``approval_decision``), ``parent_span_id``
+the span it happened in, and ``started_at`` when the span an event closes began (its
+``created_at`` is when it ended). Version 1 events have none of these.
+
+Control (fields with defaults, so older events read as before): an ``agent_message``
+whose answer matched its agent's output schema carries the parsed value as a
+``StructuredPart``; ``hooks`` says which hooks rewrote, short-circuited or recovered
+the model call (on its ``agent_message``) or tool call (on its ``tool_response``); and
+an ``ErrorInfo`` with ``degraded`` marks a failure a ``degrade`` failure policy let the
+run go past (on an ``error`` event, or on the failed call's ``tool_response``).
 """
 
 from __future__ import annotations
 
-import uuid
+import os
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, Field, PositiveInt
 
-from agents_core.contracts import Contract, ToolCall, ToolResult, Usage
+from agents_core.contracts import Contract, Cost, ToolCall, ToolResult, Usage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class EventType(StrEnum):
@@ -32,6 +47,23 @@ class EventType(StrEnum):
     """A tool call waits for a person's decision; ``approval`` says which call."""
     APPROVAL_DECISION = "approval_decision"
     """The decision on an approval request (or the timeout fallback)."""
+    USER_QUESTION = "user_question"
+    """An agent asks the user a question and waits (``question`` says what)."""
+    USER_ANSWER = "user_answer"
+    """The user's answer to a question (or that nobody answered in time)."""
+    POLICY_DECISION = "policy_decision"
+    """A policy rule allowed, denied, rewrote or sent for approval a model, tool or
+    sub-agent call; ``policy`` says which rule and what it saw."""
+    RUN_PAUSED = "run_paused"
+    """The run was paused between steps (by request); it waits until resumed. Its text
+    says why; it opens a wait span (``span_id``) that ``run_resumed`` closes."""
+    RUN_RESUMED = "run_resumed"
+    """A paused run goes on; ``started_at`` is when it paused."""
+    TOOL_STARTED = "tool_started"
+    """The effect journal: a tool with side effects is about to run the call its one
+    ``tool_call`` part names. Stored before the tool runs, so a run that dies before
+    the call's ``tool_response`` knows the call may have taken effect; a call without
+    one certainly did not (``agents_core.ledger``)."""
 
 
 class TextPart(Contract):
@@ -49,6 +81,11 @@ class ToolCallPart(Contract):
     call_id: str = Field(min_length=1)
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    span_id: str | None = None
+    """The span of this tool call (closed by its ``tool_response``)."""
+    retry_of: str | None = None
+    """The call this one runs again: a call an interruption closed before it started
+    (``agents_core.resume``). The model did not make this call; its agent did."""
 
     def to_call(self) -> ToolCall:
         return ToolCall(id=self.call_id, name=self.name, args=self.args)
@@ -67,9 +104,31 @@ class ToolResponsePart(Contract):
         )
 
 
+class StructuredPart(Contract):
+    """An answer parsed and validated against its agent's output schema: the JSON value
+    the text part of the same message holds."""
+
+    kind: Literal["structured"] = "structured"
+    value: Any
+
+
 Part = Annotated[
-    TextPart | ThinkingPart | ToolCallPart | ToolResponsePart, Field(discriminator="kind")
+    TextPart | ThinkingPart | ToolCallPart | ToolResponsePart | StructuredPart,
+    Field(discriminator="kind"),
 ]
+
+
+HookStage = Literal["before_model", "after_model", "on_model_error", "before_tool", "after_tool"]
+
+
+class HookNote(Contract):
+    """A hook changed what happened: ``rewrote`` the request, response, call or result;
+    ``short_circuited`` the model or tool (answering in its place); ``recovered`` from a
+    failed model call."""
+
+    hook: str
+    stage: HookStage
+    effect: Literal["rewrote", "short_circuited", "recovered"]
 
 
 class CompactionRange(Contract):
@@ -97,6 +156,9 @@ class ErrorInfo(Contract):
     failure: Literal["retryable", "terminal", "non_fatal"] = "terminal"
     limit: str | None = None
     """For ``limit_exceeded``: the ``RunConfig`` field that was reached."""
+    degraded: bool = False
+    """A failure a ``degrade`` failure policy let the run go past: the run goes on, and
+    ends ``degraded`` (``agents_core.failures.degradations``)."""
 
     @property
     def terminal(self) -> bool:
@@ -117,8 +179,41 @@ class ApprovalInfo(Contract):
     """Who decided; ``"timeout"`` when the fallback applied."""
 
 
+class QuestionInfo(Contract):
+    """The question a ``user_question`` event asks and, on ``user_answer``, the answer."""
+
+    call_id: str
+    question: str
+    args_hash: str
+    answer: str | None = None
+    answered_by: str | None = None
+    """Who answered; ``"timeout"`` when nobody did in time (``answer`` is ``None``)."""
+
+
+class PolicyInfo(Contract):
+    """What a policy rule decided about one call (``agents_core.policies``)."""
+
+    rule: str
+    target: Literal["model", "tool", "agent"]
+    subject: str
+    """The tool's, agent's or model's name the rule matched."""
+    action: Literal["allow", "deny", "rewrite", "ask"]
+    reason: str = ""
+    call_id: str | None = None
+    """The tool or sub-agent call decided on; ``None`` for a model call."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """The arguments the rule saw."""
+    rewritten_args: dict[str, Any] | None = None
+    """With ``rewrite``: the arguments the call went ahead with."""
+
+
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """A random UUID4, as 32 hex digits: ``uuid.uuid4().hex`` without building a
+    ``UUID`` (a turn makes some fifteen ids, and the object cost 4x the randomness)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # the RFC 4122 variant
+    return raw.hex()
 
 
 def utc_now() -> datetime:
@@ -142,9 +237,22 @@ class Event(Contract):
     parts: list[Part] = Field(default_factory=list)
     actions: EventActions = Field(default_factory=EventActions)
     usage: Usage | None = None
+    cost: Cost | None = None
+    """What this model call cost, when the session store priced it (never zero for
+    unknown: ``None``)."""
     latency_ms: float | None = Field(default=None, ge=0)
     error: ErrorInfo | None = None
     approval: ApprovalInfo | None = None
+    question: QuestionInfo | None = None
+    policy: PolicyInfo | None = None
+    hooks: list[HookNote] = Field(default_factory=list)
+    """Hooks that changed this model or tool call, in the order they ran."""
+    span_id: str | None = None
+    """The span this event opens, closes or streams (see the module docstring)."""
+    parent_span_id: str | None = None
+    """The span it happened in: its agent's, or the tool call an agent runs for."""
+    started_at: AwareDatetime | None = None
+    """When the span this event closes began (a model or tool call, a wait)."""
     created_at: AwareDatetime = Field(default_factory=utc_now)
     schema_version: int = SCHEMA_VERSION
 
@@ -156,6 +264,11 @@ class Event(Contract):
     @property
     def tool_calls(self) -> list[ToolCall]:
         return [p.to_call() for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def structured(self) -> StructuredPart | None:
+        """The parsed answer of an output schema, if this message has one."""
+        return next((p for p in self.parts if isinstance(p, StructuredPart)), None)
 
     @property
     def tool_results(self) -> list[ToolResult]:

@@ -15,6 +15,7 @@ attribute; the runner's retry / fail / continue decisions read nothing else::
     │   ├── ModelServerError          retryable  5xx
     │   ├── ModelConnectionError      retryable
     │   ├── ModelOutputError          terminal   output the agent cannot parse, after a retry
+    │   │   └── OutputSchemaError     terminal   an answer that never matched its output schema
     │   └── CircuitOpenError          terminal   the provider's breaker is open
     ├── ToolError                     non-fatal  becomes an error tool result the model sees
     │   ├── ToolNotFoundError         non-fatal
@@ -23,10 +24,19 @@ attribute; the runner's retry / fail / continue decisions read nothing else::
     │   └── ToolExecutionError        non-fatal
     │       ├── PathEscapeError       non-fatal  (tools.filesystem) a path leaving the jail
     │       └── CommandNotAllowedError non-fatal (tools.shell) a program not allowlisted
+    ├── HookError                     terminal   a hook raised (has .hook, .stage); on a tool
+    │                                            call it is that call's error result instead
+    ├── FailedByPolicyError           terminal   a tool or agent whose failure policy is "fail"
+    │                                            failed: ends the run wherever it happened
+    ├── PolicyDeniedError             terminal   a policy rule denied a model call
     ├── LimitExceededError            terminal   a fail-safe limit was reached (has .limit)
+    │   └── BudgetExceededError       terminal   a spending budget would be passed (.limit
+    │                                            names it); the call was not made
     └── TelemetryError                non-fatal  a sink failed; the run never notices
 
-Errors that are not ``AgentsCoreError`` (bugs) are treated as terminal.
+Errors that are not ``AgentsCoreError`` (bugs) are treated as terminal. Failure
+policies (``agents_core.failures``) decide, per tool and per agent, whether a terminal
+failure ends the run, becomes an error the run reads and goes past, or degrades it.
 """
 
 from __future__ import annotations
@@ -115,6 +125,12 @@ class ModelOutputError(ModelError):
     code = "model_output_invalid"
 
 
+class OutputSchemaError(ModelOutputError):
+    """The agent's final answer did not match its output schema, re-prompts included."""
+
+    code = "output_invalid"
+
+
 class CircuitOpenError(ModelError):
     code = "circuit_open"
 
@@ -140,6 +156,35 @@ class ToolExecutionError(ToolError):
     code = "tool_failed"
 
 
+class HookError(AgentsCoreError):
+    """A hook raised; ``hook`` is its name and ``stage`` the method that raised
+    (``before_model``, ``after_tool`` ...). Isolated: never a crash of the run."""
+
+    code = "hook_failed"
+
+    def __init__(self, message: str, *, hook: str, stage: str) -> None:
+        super().__init__(message)
+        self.hook = hook
+        self.stage = stage
+
+
+class PolicyDeniedError(AgentsCoreError):
+    """A policy rule (``agents_core.policies``) denied a model call: the agent cannot go
+    on. Denied tool and sub-agent calls are error results the model reads instead."""
+
+    code = "policy_denied"
+
+
+class FailedByPolicyError(AgentsCoreError):
+    """A tool call or an agent failed and its failure policy is ``fail``: the run ends,
+    even where such a failure is otherwise absorbed (an agent tool, a parallel branch).
+    ``code`` is the code of the failure itself."""
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class LimitExceededError(AgentsCoreError):
     """A fail-safe limit of ``RunConfig`` was reached; ``limit`` names the field."""
 
@@ -148,6 +193,13 @@ class LimitExceededError(AgentsCoreError):
     def __init__(self, limit: str, message: str) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class BudgetExceededError(LimitExceededError):
+    """A model call could take a spending budget (``agents_core.spend``) past its
+    limit, so it was not made; ``limit`` names the budget."""
+
+    code = "budget_exceeded"
 
 
 class TelemetryError(AgentsCoreError):

@@ -8,14 +8,14 @@ conversation so far, so a long session costs the same per model call as a short 
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import overload
 
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import Event, EventType
-from agents_core.llm.contracts import ChatMessage
+from agents_core.llm.contracts import ChatMessage, Conversation, MessageLog
+
+__all__ = ["Conversation", "HistoryBuilder", "build_history", "truncate"]
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation]"
 INTERRUPTED_RESULT = "[no result: the tool call was interrupted before it finished]"
@@ -43,7 +43,7 @@ class HistoryBuilder:
     agent_name: str
     branch: str | None
     tool_result_max_chars: int
-    _messages: list[ChatMessage] = field(default_factory=list)
+    _messages: MessageLog = field(default_factory=MessageLog)
     _pending: dict[str, str] = field(default_factory=dict)  # own open call id -> tool
     _held: list[ChatMessage] = field(default_factory=list)
     _first_own: dict[str, int] = field(default_factory=dict)  # invocation -> message index
@@ -98,7 +98,7 @@ class HistoryBuilder:
         return Conversation((self._messages, 0, done), (tail, 0, len(tail)))
 
     def _reset(self) -> None:
-        self._messages, self._pending, self._held = [], {}, []
+        self._messages, self._pending, self._held = MessageLog(), {}, []
         self._first_own, self._seen_texts = {}, {}
 
     def _feed(self, event: Event) -> None:
@@ -166,62 +166,3 @@ def build_history(
     """The model messages for ``agent_name`` from ``events`` (see ``HistoryBuilder``)."""
     builder = HistoryBuilder(agent_name, branch, tool_result_max_chars)
     return list(builder.update(list(events)).messages(invocation_id, turn_input))
-
-
-class Conversation(Sequence[ChatMessage]):
-    """Model messages as a read-only sequence over stretches of lists that are only
-    ever appended to: ``(messages, start, stop)`` each, fixed when the view is made.
-    Equal to any sequence with the same messages."""
-
-    __slots__ = ("_length", "_stretches")
-
-    def __init__(self, *stretches: tuple[list[ChatMessage], int, int]) -> None:
-        self._stretches = tuple(s for s in stretches if s[2] > s[1])
-        self._length = sum(stop - start for _, start, stop in self._stretches)
-
-    def __len__(self) -> int:
-        return self._length
-
-    def __iter__(self) -> Iterator[ChatMessage]:
-        return itertools.chain.from_iterable(
-            itertools.islice(messages, start, stop) for messages, start, stop in self._stretches
-        )
-
-    @overload
-    def __getitem__(self, index: int) -> ChatMessage: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[ChatMessage]: ...
-    def __getitem__(self, index: int | slice) -> ChatMessage | list[ChatMessage]:
-        if isinstance(index, slice):
-            return self._slice(*index.indices(self._length), step=index.step)
-        position = index + self._length if index < 0 else index
-        if not 0 <= position < self._length:
-            raise IndexError("conversation index out of range")
-        for messages, start, stop in self._stretches:
-            if position < stop - start:
-                return messages[start + position]
-            position -= stop - start
-        raise AssertionError("unreachable: the stretches add up to the length")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(other) == self._length and all(a == b for a, b in zip(self, other, strict=True))
-
-    __hash__ = None  # type: ignore[assignment]  # equal to lists, so unhashable like them
-
-    def __repr__(self) -> str:
-        return f"Conversation({list(self)!r})"
-
-    def _slice(self, begin: int, end: int, _: int, *, step: int | None) -> list[ChatMessage]:
-        if step not in (None, 1):
-            return list(self)[begin:end:step]
-        out: list[ChatMessage] = []
-        offset = 0
-        for messages, start, stop in self._stretches:
-            size = stop - start
-            low, high = max(begin - offset, 0), min(end - offset, size)
-            if low < high:
-                out.extend(messages[start + low : start + high])
-            offset += size
-        return out

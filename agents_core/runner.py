@@ -8,15 +8,25 @@ import logging
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 
+from agents_core import ledger
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalBroker
 from agents_core.compaction import CompactionConfig, compact
 from agents_core.config import RunConfig
-from agents_core.context import CancellationToken, Context, Invocation, InvocationBudget
-from agents_core.events import ErrorInfo, Event, EventType, user_message
+from agents_core.context import (
+    CancellationToken,
+    Context,
+    Invocation,
+    InvocationBudget,
+    PauseGate,
+)
+from agents_core.events import ErrorInfo, Event, EventType, new_id, user_message
 from agents_core.exceptions import AgentsCoreError, LimitExceededError, SessionError
+from agents_core.ledger import CallLedger
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
+from agents_core.resume import ResumePoint
 from agents_core.sessions.base import BaseSessionService, Session
+from agents_core.spend import SpendGuard
 from agents_core.telemetry import TelemetryDispatcher, TelemetrySink
 
 logger = logging.getLogger("agents_core.runner")
@@ -32,6 +42,8 @@ class Runner:
 
     Failures end the turn with one terminal ``error`` event; cancellation (through the
     ``CancellationToken``) ends it with an ``error`` event whose code is ``cancelled``.
+    A ``PauseGate`` pauses it between steps (``run_paused`` ... ``run_resumed``); the
+    time it spends paused does not count towards ``max_wall_time_s``.
     With ``compaction`` set, a turn that ended normally may end with a compaction event.
     """
 
@@ -46,6 +58,7 @@ class Runner:
         breakers: BreakerRegistry = DEFAULT_BREAKERS,
         approvals: ApprovalBroker | None = None,
         compaction: CompactionConfig | None = None,
+        spend_guard: SpendGuard | None = None,
     ) -> None:
         self.agent = agent
         self.session_service = session_service
@@ -56,26 +69,47 @@ class Runner:
         self.approvals = approvals or ApprovalBroker()
         """Where approval decisions for this runner's tool calls are delivered."""
         self.compaction = compaction
+        self.spend_guard = spend_guard
+        """Asked before each model call whether it may be made (``agents_core.spend``)."""
 
     async def astream(
         self,
         *,
         user_id: str,
         session_id: str,
-        message: str | Event,
+        message: str | Event | None,
         run_config: RunConfig | None = None,
         cancel_token: CancellationToken | None = None,
+        pause_gate: PauseGate | None = None,
+        invocation_id: str | None = None,
     ) -> AsyncGenerator[Event]:
         """Run one turn; yields the stored user event, then every event of the turn.
 
         ``message`` is the user's text, or their ``user_message`` event when the caller
         stored it already (so that nothing that can fail or wait comes before it): the
-        turn then takes that event's invocation id and does not store it again."""
+        turn then takes that event's invocation id and does not store it again.
+
+        ``None`` resumes the session from its record (an interrupted turn): a new
+        invocation with no user message and no input of its own, whose agents read the
+        record and pick up where it stopped (``agents_core.resume``): workflow children
+        that finished are skipped, calls closed ``not_run`` are retried, and calls closed
+        ``in_doubt`` never run again (their tool's failure policy says what follows).
+        ``invocation_id`` names that invocation (a caller that records it beforehand);
+        a new id by default. With a message, the message's invocation is the turn's."""
+        if invocation_id is not None and message is not None:
+            raise SessionError("invocation_id names a resumed invocation: message must be None")
         session = await self._load_session(user_id, session_id)
         telemetry = TelemetryDispatcher(self.telemetry)
         try:
             async with contextlib.aclosing(
-                self._turn(session, message, run_config or self.run_config, cancel_token, telemetry)
+                self._turn(
+                    session,
+                    message,
+                    invocation_id,
+                    run_config or self.run_config,
+                    _Controls(cancel_token or CancellationToken(), pause_gate or PauseGate()),
+                    telemetry,
+                )
             ) as events:
                 async for event in events:
                     yield event
@@ -85,19 +119,18 @@ class Runner:
     async def _turn(
         self,
         session: Session,
-        message: str | Event,
+        message: str | Event | None,
+        resumed_as: str | None,
         config: RunConfig,
-        cancel_token: CancellationToken | None,
+        controls: _Controls,
         telemetry: TelemetryDispatcher,
     ) -> AsyncGenerator[Event]:
-        token = cancel_token or CancellationToken()
-        if isinstance(message, Event):
-            user_event = _stored_user_message(session, message)
-            telemetry.submit(user_event)
-        else:
-            user_event = await self._store(session, user_message(session.id, message), telemetry)
-        yield user_event
-        invocation_id, text = user_event.invocation_id, user_event.text
+        token = controls.cancel_token
+        invocation_id, text = resumed_as or new_id(), ""  # resuming from the record
+        if message is not None:
+            user_event = await self._opening(session, message, telemetry)
+            yield user_event
+            invocation_id, text = user_event.invocation_id, user_event.text
         channel = _Channel()
         ctx = Context(
             session=session,
@@ -109,6 +142,9 @@ class Runner:
                 event_callback=channel.send,
                 cancel_token=token,
                 approvals=self.approvals,
+                pause_gate=controls.pause_gate,
+                resume=ResumePoint.of(session.events) if message is None else None,
+                spend_guard=self.spend_guard,
             ),
             user_input=text,
         )
@@ -121,33 +157,38 @@ class Runner:
         # cancel arriving while the producer merely winds down must not mark the turn
         # cancelled after its agent_end.
         open_agents, finished = 0, False
+        calls = CallLedger()
         try:
             while (item := await channel.receive()) is not None:
                 event, ack = item
+                if event.is_terminal_error:
+                    async for closing in self._close_calls(session, ctx, calls, event, telemetry):
+                        yield closing
                 stored = await self._store(session, event, telemetry)
+                calls.observe(stored)
                 if not ack.done():
                     ack.set_result(stored)
                 open_agents += _AGENT_DEPTH.get(stored.type, 0)
                 finished = open_agents == 0 and stored.type is EventType.AGENT_END
                 yield stored
-            if producer.cancelled() and token.cancelled and not finished:
-                reason = token.reason or CANCELLED
-                cancelled = self._error_event(ctx, CANCELLED, reason)
-                yield await self._store(session, cancelled, telemetry)
-            elif self.compaction is not None:
-                summary = await compact(
-                    session.events,
-                    self.compaction,
-                    invocation_id=invocation_id,
-                    author=self.agent.name,
-                )
-                if summary is not None:
-                    yield await self._store(session, summary, telemetry)
+            cancelled = producer.cancelled() and token.cancelled and not finished
+            async for stored in self._finish(session, ctx, calls, cancelled, telemetry):
+                yield stored
         finally:
             if not producer.done():
                 producer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await producer
+
+    async def _opening(
+        self, session: Session, message: str | Event, telemetry: TelemetryDispatcher
+    ) -> Event:
+        """The turn's stored user message."""
+        if isinstance(message, Event):
+            user_event = _stored_user_message(session, message)
+            telemetry.submit(user_event)
+            return user_event
+        return await self._store(session, user_message(session.id, message), telemetry)
 
     def run(self, *, user_id: str, session_id: str, message: str) -> list[Event]:
         """Blocking convenience: run one turn and return its stored events."""
@@ -174,10 +215,71 @@ class Runner:
         telemetry.submit(event)
         return event
 
+    async def _finish(
+        self,
+        session: Session,
+        ctx: Context,
+        calls: CallLedger,
+        cancelled: bool,
+        telemetry: TelemetryDispatcher,
+    ) -> AsyncGenerator[Event]:
+        """The turn's last events: its cancellation (the calls it left open answered
+        first) or, when it ended normally, its compaction summary if one is due."""
+        if cancelled:
+            reason = ctx.invocation.cancel_token.reason or CANCELLED
+            ending = self._error_event(ctx, CANCELLED, reason)
+            async for closing in self._close_calls(session, ctx, calls, ending, telemetry):
+                yield closing
+            yield await self._store(session, ending, telemetry)
+        elif self.compaction is not None:
+            summary = await compact(
+                session.events,
+                self.compaction,
+                invocation_id=ctx.invocation_id,
+                author=self.agent.name,
+            )
+            if summary is not None:
+                yield await self._store(session, summary, telemetry)
+
+    async def _close_calls(
+        self,
+        session: Session,
+        ctx: Context,
+        calls: CallLedger,
+        ending: Event,
+        telemetry: TelemetryDispatcher,
+    ) -> AsyncGenerator[Event]:
+        """Store an error response for each call the turn leaves open as ``ending`` (a
+        terminal error) ends it, so every call in the record has exactly one response."""
+        error = ending.error
+        if error is None or not calls.open_calls:
+            return
+        if error.code != CANCELLED:
+            why = f"the run failed ({error.code})"
+        elif error.message.startswith(CANCELLED):  # "cancelled by request"
+            why = f"the run was {error.message}"
+        else:
+            why = f"the run was cancelled ({error.message})"
+        closing = calls.closing_events(
+            session.id,
+            started=f"{ledger.CANCELLED}: {why} while this call ran; it may or may not have "
+            "taken effect.",
+            not_run=f"{ledger.NOT_RUN}: {why} before this call ran; it did not run.",
+            ran=ctx.invocation.started_calls,
+        )
+        for event in closing:
+            stored = await self._store(session, event, telemetry)
+            calls.observe(stored)
+            yield stored
+
     async def _produce(self, ctx: Context, channel: _Channel) -> None:
         """Runs the agent tree. Failures are sent as one terminal error event; a
         cancellation leaves the task cancelled, and the consumer records it."""
+        resume = ctx.invocation.resume
+        if resume is not None and resume.skips(self.agent.name, self.agent.name):
+            return  # the interrupted turn had finished: nothing is left to do
         deadline = asyncio.timeout(ctx.run_config.max_wall_time_s)
+        _stop_clock_while_held(deadline, ctx.invocation.pause_gate)
         try:
             async with deadline, contextlib.aclosing(self.agent.astream(ctx)) as events:
                 async for event in events:
@@ -212,6 +314,33 @@ class Runner:
             branch=self.agent.name,
             error=ErrorInfo(code=code, message=message, failure="terminal", limit=limit),
         )
+
+
+def _stop_clock_while_held(deadline: asyncio.Timeout, gate: PauseGate) -> None:
+    """Move ``deadline`` on by the time ``gate`` holds the run: paused time is not run
+    time. The deadline is off while held, so a long pause does not end the run."""
+    left: list[float] = []
+
+    def hold() -> None:
+        when = deadline.when()
+        if when is not None and not left:
+            left.append(when - asyncio.get_running_loop().time())
+            deadline.reschedule(None)
+
+    def release() -> None:
+        if left:
+            deadline.reschedule(asyncio.get_running_loop().time() + left.pop())
+
+    gate.on_hold(hold)
+    gate.on_release(release)
+
+
+@dataclass(frozen=True, slots=True)
+class _Controls:
+    """How a turn is stopped or paused from outside."""
+
+    cancel_token: CancellationToken
+    pause_gate: PauseGate
 
 
 def _stored_user_message(session: Session, event: Event) -> Event:

@@ -7,18 +7,43 @@ registered and never sends code.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from decimal import Decimal
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from pydantic import Field, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from agents_core.config import RunConfig
 from agents_core.contracts import Contract
+from agents_core.policies import MAX_RULES, RULE_NAME_PATTERN, RULE_NAME_RULE, PolicyRule
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+# The rules write ranges with an en dash, as prose does (hence the RUF001 exemptions).
+NAME_RULE = "Use 1–64 letters, digits, _ or -, starting with a letter or _."  # noqa: RUF001
+STATE_KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+STATE_KEY_RULE = "Use 1–64 letters, digits or _, starting with a letter or _."  # noqa: RUF001
+PREFIX_PATTERN = r"^[A-Za-z0-9_-]{0,32}$"
+PREFIX_RULE = "Use at most 32 letters, digits, _ or -."
+PATTERN_RULES: Mapping[str, str] = MappingProxyType(
+    {
+        NAME_PATTERN: NAME_RULE,
+        STATE_KEY_PATTERN: STATE_KEY_RULE,
+        PREFIX_PATTERN: PREFIX_RULE,
+        RULE_NAME_PATTERN: RULE_NAME_RULE,
+    }
+)
+"""What each pattern of a spec admits, in words: error messages say these, never a regex."""
 MAX_INSTRUCTION_CHARS = 50_000
+MAX_OUTPUT_SCHEMA_CHARS = 20_000
+MAX_OUTPUT_SCHEMA_DEPTH = 32
+MAX_OUTPUT_RETRIES = 5
 
 AgentType = Literal["llm", "react", "sequential", "parallel", "loop"]
 MODEL_TYPES: frozenset[str] = frozenset({"llm", "react"})
+OnFailure = Literal["fail", "continue", "degrade"]
+"""A failure policy (``agents_core.failures``)."""
 
 
 class ToolRef(Contract):
@@ -29,6 +54,9 @@ class ToolRef(Contract):
     """Validated against the registry entry's settings model when the spec is built."""
     requires_approval: bool = False
     """Every call waits for a person to approve, edit or deny it."""
+    on_failure: OnFailure = "continue"
+    """What a failed call does: the model reads the error (``continue``), and the run
+    ends ``degraded`` (``degrade``) or fails at once (``fail``)."""
 
 
 class McpRef(Contract):
@@ -44,9 +72,19 @@ class McpRef(Contract):
         default=None, max_length=128
     )
     """Server tool names to offer; ``None`` offers every tool the server lists."""
-    prefix: str = Field(default="", pattern=r"^[A-Za-z0-9_-]{0,32}$")
+    prefix: str = Field(default="", pattern=PREFIX_PATTERN)
     requires_approval: bool = False
     """Every call of these tools waits for a person to approve, edit or deny it."""
+    on_failure: OnFailure = "continue"
+    """What a failed call of these tools does (as ``ToolRef.on_failure``)."""
+
+
+class HookRef(Contract):
+    """A registered hook by name, with its settings; an agent's hooks run in order."""
+
+    name: str = Field(min_length=1, max_length=64)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Validated against the registry entry's settings model when the spec is checked."""
 
 
 class PlannerSpec(Contract):
@@ -67,11 +105,48 @@ class LimitsSpec(Contract):
         return config.model_copy(update=self.model_dump(exclude_none=True))
 
 
+BudgetCost = Annotated[Decimal, Field(gt=0, max_digits=16, decimal_places=6)]
+"""An amount in the price currency of the agent's models (USD unless a model config
+says otherwise), up to 9,999,999,999.999999; sent as a string or a number."""
+
+
+class BudgetSpec(Contract):
+    """What one agent version may spend (root agent only): per run, and per UTC day
+    across all its runs, in cost and in tokens; unset fields are unlimited. A model
+    call is refused before it is made when its worst case (its prompt's estimated
+    tokens plus the most its model may answer) could pass one of them."""
+
+    run_cost: BudgetCost | None = None
+    day_cost: BudgetCost | None = None
+    run_tokens: PositiveInt | None = None
+    day_tokens: PositiveInt | None = None
+
+
 class ApprovalSpec(Contract):
     """How long an approval may wait, and what happens when nobody answers."""
 
     timeout_s: PositiveFloat = 300.0
     on_timeout: Literal["deny", "approve"] = "deny"
+
+
+class CompactionSpec(Contract):
+    """When a long session's older events are summarised into one compaction event, so
+    the model's context stays bounded (root agent only; on unless ``enabled`` is false).
+
+    Once more than ``threshold`` conversation events are visible, all but the newest
+    ``keep_last`` are summarised by ``model`` (default: the first model the agent tree
+    names), at the end of a turn."""
+
+    enabled: bool = True
+    threshold: PositiveInt = Field(default=60, le=10_000)
+    keep_last: PositiveInt = Field(default=20, le=10_000)
+    model: str | None = Field(default=None, min_length=1, max_length=128)
+
+    @model_validator(mode="after")
+    def _keeps_fewer_than_it_allows(self) -> CompactionSpec:
+        if self.keep_last >= self.threshold:
+            raise ValueError("keep_last must be smaller than threshold")
+        return self
 
 
 class AgentRef(Contract):
@@ -85,9 +160,10 @@ class AgentSpec(Contract):
 
     Type rules (checked by ``agents_core.builder.check_spec``): ``llm`` and ``react``
     agents need a ``model``; ``sequential``, ``parallel`` and ``loop`` agents need
-    sub-agents and take no model, tools, MCP servers, instruction or planner; ``max_iterations`` is
-    model calls per turn for ``llm``/``react`` and passes for ``loop``; ``limits`` is
-    for the root only; agent names are unique in the tree.
+    sub-agents and take no model, tools, MCP servers, instruction, planner, hooks,
+    policies or output schema; ``output_schema`` is for ``llm`` agents, with an ``output_key``;
+    ``max_iterations`` is model calls per turn for ``llm``/``react`` and passes for
+    ``loop``; ``limits`` is for the root only; agent names are unique in the tree.
     """
 
     type: AgentType = "llm"
@@ -104,10 +180,56 @@ class AgentSpec(Contract):
     sub_agents: list[AgentSpec | AgentRef] = Field(default_factory=list, max_length=32)
     """Workflow children, or for ``llm`` agents the agents it may transfer to."""
     planner: PlannerSpec | None = None
-    output_key: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    output_key: str | None = Field(default=None, pattern=STATE_KEY_PATTERN)
+    output_schema: dict[str, Any] | None = None
+    """``llm`` agents: a JSON Schema the final answer must match (``output_key`` stores
+    the parsed value); checked as a schema by ``check_spec``."""
+    output_retries: int = Field(default=2, ge=0, le=MAX_OUTPUT_RETRIES)
+    """Corrective re-prompts for an answer that does not match ``output_schema``."""
+    hooks: list[HookRef] = Field(default_factory=list, max_length=16)
+    """Registered hooks around this agent's model and tool calls, in order."""
+    policies: list[PolicyRule] = Field(default_factory=list, max_length=MAX_RULES)
+    """``llm`` and ``react`` agents: rules that allow, deny, rewrite or send for approval
+    this agent's model, tool and sub-agent calls (``agents_core.policies``)."""
+    on_failure: OnFailure | None = None
+    """What this agent's failure does (``agents_core.failures``); unset: its place
+    decides (the run fails, except as an agent tool or a parallel branch)."""
     max_iterations: PositiveInt | None = Field(default=None, le=1_000)
     limits: LimitsSpec | None = None
+    budget: BudgetSpec | None = None
+    """Root only: what the version may spend (``BudgetSpec``); enforced by whoever runs
+    it, through a spend guard (``agents_core.spend``)."""
     approval: ApprovalSpec | None = None
+    compaction: CompactionSpec | None = None
+    """Root only; unset means the defaults (on)."""
+
+    @field_validator("output_schema", mode="before")
+    @classmethod
+    def _schema_from_text(cls, value: object) -> object:
+        """A schema may come as its JSON text (a form's text box): parsed, or refused
+        saying why it does not parse."""
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return None
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"the output schema is not valid JSON: {exc}") from None
+
+    @field_validator("output_schema")
+    @classmethod
+    def _schema_is_bounded(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Checking and applying a schema recurses through it: bound its depth first."""
+        if schema is None:
+            return None
+        if _depth(schema) > MAX_OUTPUT_SCHEMA_DEPTH:
+            raise ValueError(f"an output schema may nest at most {MAX_OUTPUT_SCHEMA_DEPTH} levels")
+        if len(json.dumps(schema)) > MAX_OUTPUT_SCHEMA_CHARS:
+            raise ValueError(
+                f"an output schema may be at most {MAX_OUTPUT_SCHEMA_CHARS} characters"
+            )
+        return schema
 
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
         """``base`` (or the defaults) with this spec's limits applied."""
@@ -118,3 +240,22 @@ class AgentSpec(Contract):
     def json_schema(cls) -> dict[str, Any]:
         """The JSON Schema a builder page validates against."""
         return cls.model_json_schema()
+
+
+def _depth(value: object) -> int:
+    """How deeply ``value`` nests objects and arrays, found without recursion."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        )
+        if children:
+            deepest = max(deepest, depth)
+            pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def pattern_rule(pattern: str) -> str:
+    """What ``pattern`` (one of a spec's) admits, in words, for an error message."""
+    return PATTERN_RULES.get(pattern, "Use only the characters and length this field allows.")

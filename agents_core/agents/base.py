@@ -9,8 +9,14 @@ from contextlib import aclosing
 from typing import final
 
 from agents_core.context import Context
-from agents_core.events import Event, EventType
-from agents_core.exceptions import ConfigurationError
+from agents_core.events import ErrorInfo, Event, EventType
+from agents_core.exceptions import (
+    AgentsCoreError,
+    ConfigurationError,
+    FailedByPolicyError,
+    LimitExceededError,
+)
+from agents_core.failures import FailurePolicy
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 
@@ -22,11 +28,18 @@ class BaseAgent(ABC):
     author of its events, and the branch it runs on), emits ``agent_start``, relays
     what ``_astream`` yields, and emits ``agent_end`` when the agent finishes normally.
     Errors propagate to the runner, which turns them into an error event that closes
-    the invocation.
+    the invocation, unless ``on_failure`` (``agents_core.failures``) says to go on: then
+    the agent ends with a non-fatal ``error`` event (and its ``agent_end``), and its
+    parent goes on.
     """
 
     def __init__(
-        self, name: str, *, description: str = "", sub_agents: Sequence[BaseAgent] = ()
+        self,
+        name: str,
+        *,
+        description: str = "",
+        sub_agents: Sequence[BaseAgent] = (),
+        on_failure: FailurePolicy | str | None = None,
     ) -> None:
         if not _NAME.match(name) or name == "user":
             raise ConfigurationError(
@@ -35,6 +48,8 @@ class BaseAgent(ABC):
             )
         self.name = name
         self.description = description
+        self.on_failure = None if on_failure is None else FailurePolicy(on_failure)
+        """What this agent's failure does; ``None``: whatever its place decides."""
         self.parent_agent: BaseAgent | None = None
         self.sub_agents: list[BaseAgent] = list(sub_agents)
         seen: set[str] = set()
@@ -54,11 +69,32 @@ class BaseAgent(ABC):
         (parallel, loop, agent tools) pass a context made with ``ctx.for_branch``.
         """
         ctx = ctx.for_agent(self.name)
-        yield ctx.event(EventType.AGENT_START)
-        async with aclosing(self._astream(ctx)) as events:
-            async for event in events:
-                yield event
-        yield ctx.event(EventType.AGENT_END)
+        span, parent = ctx.span_id, ctx.parent_span_id
+        start = ctx.event(EventType.AGENT_START, span_id=span, parent_span_id=parent)
+        yield start
+        try:
+            async with aclosing(self._astream(ctx)) as events:
+                async for event in events:
+                    yield event
+        except AgentsCoreError as exc:
+            yield self._absorb(ctx, exc)
+        yield ctx.event(
+            EventType.AGENT_END, span_id=span, parent_span_id=parent, started_at=start.created_at
+        )
+
+    def _absorb(self, ctx: Context, exc: AgentsCoreError) -> Event:
+        """The error event of a failure ``on_failure`` lets the run go past; raises the
+        failure (as ``FailedByPolicyError`` with ``fail``) otherwise. Limits and an
+        inner ``fail`` always end the run."""
+        policy = self.on_failure
+        if policy is None or isinstance(exc, LimitExceededError | FailedByPolicyError):
+            raise exc
+        message = f"agent {self.name!r} failed: {exc.message}"
+        if policy is FailurePolicy.FAIL:
+            raise FailedByPolicyError(message, code=exc.code) from exc
+        degraded = policy is FailurePolicy.DEGRADE
+        error = ErrorInfo(code=exc.code, message=message, failure="non_fatal", degraded=degraded)
+        return ctx.event(EventType.ERROR, error=error)
 
     @abstractmethod
     def _astream(self, ctx: Context) -> AsyncGenerator[Event]:

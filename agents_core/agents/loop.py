@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 
 from agents_core.agents.base import BaseAgent
-from agents_core.context import Context
+from agents_core.context import Context, pause_point
 from agents_core.events import ErrorInfo, Event, EventType, new_id, utc_now
 from agents_core.exceptions import ConfigurationError
+from agents_core.failures import FailurePolicy
 
 
 class LoopAgent(BaseAgent):
@@ -29,39 +31,25 @@ class LoopAgent(BaseAgent):
         sub_agents: Sequence[BaseAgent],
         max_iterations: int = 5,
         description: str = "",
+        on_failure: FailurePolicy | str | None = None,
     ) -> None:
         if not sub_agents:
             raise ConfigurationError(f"loop agent {name!r} needs at least one sub-agent")
         if max_iterations < 1:
             raise ConfigurationError(f"loop agent {name!r}: max_iterations must be at least 1")
-        super().__init__(name, description=description, sub_agents=sub_agents)
+        super().__init__(
+            name, description=description, sub_agents=sub_agents, on_failure=on_failure
+        )
         self.max_iterations = max_iterations
 
     async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
         for iteration in range(1, self.max_iterations + 1):
-            pass_ctx = ctx.for_branch(f"{self.name}@{iteration}")
-            for child in self.sub_agents:
-                opened: list[Event] = []  # agent_start events not yet closed
-                async with aclosing(child.astream(pass_ctx)) as events:
-                    async for event in events:
-                        yield event
-                        _track(opened, event)
-                        if event.actions.escalate:
-                            break  # closing the stream stops whatever the child does next
-                    else:
-                        opened.clear()
-                if opened:  # stopped early: close what was open, innermost first
-                    for start in reversed(opened):
-                        yield start.model_copy(
-                            update={
-                                "id": new_id(),
-                                "type": EventType.AGENT_END,
-                                "created_at": utc_now(),
-                            }
-                        )
-                    return
-                if ctx.end_invocation:
-                    return
+            stopped = _Stop()
+            async with aclosing(self._pass(ctx, iteration, stopped)) as events:
+                async for event in events:
+                    yield event
+            if stopped.early or ctx.end_invocation:
+                return
         yield ctx.event(
             EventType.ERROR,
             error=ErrorInfo(
@@ -72,6 +60,47 @@ class LoopAgent(BaseAgent):
                 limit="max_iterations",
             ),
         )
+
+    async def _pass(self, ctx: Context, iteration: int, stopped: _Stop) -> AsyncGenerator[Event]:
+        """Iteration ``iteration``: each child in turn on the pass's branch, skipping
+        those that finished it before the turn was interrupted (``agents_core.resume``)."""
+        pass_ctx = ctx.for_branch(f"{self.name}@{iteration}")
+        resume = ctx.invocation.resume
+        for index, child in enumerate(self.sub_agents):
+            if resume is not None and resume.skips(child.name, pass_ctx.branch):
+                continue
+            if index or iteration > 1:  # a paused run waits between children
+                async for held in pause_point(pass_ctx):
+                    yield held
+            opened: list[Event] = []  # agent_start events not yet closed
+            async with aclosing(child.astream(pass_ctx)) as events:
+                async for event in events:
+                    yield event
+                    _track(opened, event)
+                    if event.actions.escalate:
+                        break  # closing the stream stops whatever the child does next
+                else:
+                    opened.clear()
+            if opened:  # stopped early: close what was open, innermost first
+                for start in reversed(opened):
+                    yield start.model_copy(
+                        update={
+                            "id": new_id(),
+                            "type": EventType.AGENT_END,
+                            "created_at": utc_now(),
+                        }
+                    )
+                stopped.early = True
+                return
+            if ctx.end_invocation:
+                return
+
+
+@dataclass(slots=True)
+class _Stop:
+    """Whether a pass ended the loop early (an escalation)."""
+
+    early: bool = False
 
 
 def _track(opened: list[Event], event: Event) -> None:

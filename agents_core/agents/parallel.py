@@ -9,11 +9,19 @@ from contextlib import aclosing
 from agents_core.agents.base import BaseAgent
 from agents_core.context import Context
 from agents_core.events import ErrorInfo, Event, EventType
-from agents_core.exceptions import AgentsCoreError, ConfigurationError, LimitExceededError
+from agents_core.exceptions import (
+    AgentsCoreError,
+    ConfigurationError,
+    FailedByPolicyError,
+    LimitExceededError,
+)
+from agents_core.failures import FailurePolicy
 
 _Delivery = tuple[Event, "asyncio.Future[None]"]
-_Item = _Delivery | LimitExceededError | None
-"""What a child task sends: an event awaiting delivery, a run-ending limit, or None (done)."""
+_RunEnding = LimitExceededError | FailedByPolicyError
+_Item = _Delivery | _RunEnding | None
+"""What a child task sends: an event awaiting delivery, a run-ending failure (a limit, a
+``fail`` policy), or None (done)."""
 
 
 class ParallelAgent(BaseAgent):
@@ -23,19 +31,27 @@ class ParallelAgent(BaseAgent):
     A child waits until each of its events has been passed on (and so stored by the
     runner) before it goes on, so its next model call sees its own tool results.
     A child that fails ends as a non-fatal ``error`` event on its branch while the
-    others finish; reaching a run limit cancels the others and ends the invocation.
+    others finish; reaching a run limit, or a failure whose policy is ``fail``, cancels
+    the others and ends the invocation.
     """
 
     def __init__(
-        self, name: str, *, sub_agents: Sequence[BaseAgent], description: str = ""
+        self,
+        name: str,
+        *,
+        sub_agents: Sequence[BaseAgent],
+        description: str = "",
+        on_failure: FailurePolicy | str | None = None,
     ) -> None:
         if not sub_agents:
             raise ConfigurationError(f"parallel agent {name!r} needs at least one sub-agent")
-        super().__init__(name, description=description, sub_agents=sub_agents)
+        super().__init__(
+            name, description=description, sub_agents=sub_agents, on_failure=on_failure
+        )
 
     async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
         inbox: asyncio.Queue[_Item] = asyncio.Queue()
-        failure: LimitExceededError | None = None
+        failure: _RunEnding | None = None
         # Child tasks never raise (see _run_child), so the group never cancels this task
         # while it is suspended at a yield; stopping early is always an explicit cancel.
         async with asyncio.TaskGroup() as group:
@@ -46,7 +62,7 @@ class ParallelAgent(BaseAgent):
                 if item is None:
                     running -= 1
                     continue
-                if isinstance(item, LimitExceededError):
+                if isinstance(item, LimitExceededError | FailedByPolicyError):
                     failure = item
                     _cancel(tasks)
                     break
@@ -64,6 +80,10 @@ class ParallelAgent(BaseAgent):
 
 async def _run_child(ctx: Context, child: BaseAgent, inbox: asyncio.Queue[_Item]) -> None:
     branch_ctx = ctx.for_branch(child.name)
+    resume = ctx.invocation.resume
+    if resume is not None and resume.skips(child.name, branch_ctx.branch):
+        inbox.put_nowait(None)  # it finished before the turn was interrupted
+        return
 
     async def deliver(event: Event) -> None:
         delivered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -74,7 +94,7 @@ async def _run_child(ctx: Context, child: BaseAgent, inbox: asyncio.Queue[_Item]
         async with aclosing(child.astream(branch_ctx)) as events:
             async for event in events:
                 await deliver(event)
-    except LimitExceededError as exc:
+    except (LimitExceededError, FailedByPolicyError) as exc:
         inbox.put_nowait(exc)
     except Exception as exc:
         await deliver(_branch_error(branch_ctx, child, exc))

@@ -9,27 +9,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
 
 from pydantic import Field, ValidationError, model_validator
 
-from agents_core._step_loop import (
-    ModelTurn,
-    message_event,
-    response_event,
-    run_tool_calls,
-    stream_model_call,
-)
+from agents_core._step_loop import ModelTurn, message_event, stream_model_call
+from agents_core._tool_round import raise_for_failures, response_event, run_tool_calls
 from agents_core.agents.base import BaseAgent
 from agents_core.agents.llm import InstructionProvider, LlmAgent, ToolLike
-from agents_core.context import Context
+from agents_core.approvals import ApprovalPolicy
+from agents_core.context import Context, pause_point
 from agents_core.contracts import Contract, ToolCall
 from agents_core.events import Event, EventActions, EventType, ThinkingPart, ToolCallPart, new_id
 from agents_core.exceptions import LimitExceededError, ModelOutputError
+from agents_core.failures import FailurePolicy
 from agents_core.history import build_history
+from agents_core.hooks import Hook
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse
+from agents_core.policies import PolicyRule
 from agents_core.tools.base import BaseTool
 
 __all__ = ["ReActAction", "ReActAgent", "ReActStep", "parse_step"]
@@ -93,6 +92,8 @@ class ReActAgent(LlmAgent):
     that is not a valid step gets one corrective retry; a second invalid reply is a
     ``ModelOutputError``. ``max_iterations`` bounds the steps, ``output_key`` saves the
     final answer to state, and sub-agents can be reached with ``transfer_to_agent``.
+    ``hooks``, ``policies``, ``approval``, ``tool_failures`` and ``on_failure`` work as
+    for ``LlmAgent``.
     """
 
     def __init__(
@@ -106,6 +107,11 @@ class ReActAgent(LlmAgent):
         output_key: str | None = None,
         max_iterations: int = 10,
         sub_agents: Sequence[BaseAgent] = (),
+        hooks: Sequence[Hook] = (),
+        tool_failures: Mapping[str, FailurePolicy | str] | None = None,
+        on_failure: FailurePolicy | str | None = None,
+        policies: Sequence[PolicyRule] = (),
+        approval: ApprovalPolicy | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -116,19 +122,28 @@ class ReActAgent(LlmAgent):
             output_key=output_key,
             max_iterations=max_iterations,
             sub_agents=sub_agents,
+            hooks=hooks,
+            tool_failures=tool_failures,
+            on_failure=on_failure,
+            policies=policies,
+            approval=approval,
         )
 
     async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
         for _ in range(self.max_iterations):
+            async for held in pause_point(ctx):  # a paused run waits here, between steps
+                yield held
             ctx.budget.charge_step()
             step, turn = await self._next_step(ctx)
             if step.action is None:
                 yield self._answer_event(ctx, step, turn)
                 return
             call = ToolCall(id=f"react_{new_id()}", name=step.action.tool, args=step.action.args)
-            yield message_event(ctx, _as_turn(turn, thinking=step.thought, tool_calls=[call]))
-            [outcome] = await run_tool_calls(ctx, self._tools_for(), [call])
+            message = message_event(ctx, _as_turn(turn, thinking=step.thought, tool_calls=[call]))
+            yield message
+            [outcome] = await run_tool_calls(ctx, self._tools_for(), message, control=self.control)
             yield response_event(ctx, outcome)
+            raise_for_failures([outcome])
             if outcome.effects.transfer_to_agent:
                 async for event in self._transfer(ctx, outcome.effects.transfer_to_agent):
                     yield event
@@ -179,7 +194,8 @@ class ReActAgent(LlmAgent):
     async def _call(self, ctx: Context, request: LlmRequest) -> ModelTurn:
         turn = ModelTurn()
         # Raw JSON tokens are not shown as partial events; the parsed step is.
-        async with aclosing(stream_model_call(ctx, self.model, request, turn)) as chunks:
+        stream = stream_model_call(ctx, self.model, request, turn, self.hooks, self.policy)
+        async with aclosing(stream) as chunks:
             async for _ in chunks:
                 pass
         return turn
@@ -208,7 +224,13 @@ def _describe(tool: BaseTool) -> str:
 def _as_turn(turn: ModelTurn, **fields: Any) -> ModelTurn:
     """The stored form of a step: the parsed parts, with the call's usage and latency."""
     response = LlmResponse(usage=turn.complete.usage, model_name=turn.complete.model_name, **fields)
-    return ModelTurn(response=response, latency_ms=turn.latency_ms)
+    return ModelTurn(
+        response=response,
+        latency_ms=turn.latency_ms,
+        span_id=turn.span_id,
+        started_at=turn.started_at,
+        hooks=turn.hooks,
+    )
 
 
 def _combine(first: ModelTurn, second: ModelTurn) -> ModelTurn:
@@ -216,7 +238,13 @@ def _combine(first: ModelTurn, second: ModelTurn) -> ModelTurn:
     usages = [t.complete.usage for t in (first, second) if t.complete.usage is not None]
     usage = usages[0] + usages[1] if len(usages) == 2 else (usages[0] if usages else None)
     response = second.complete.model_copy(update={"usage": usage})
-    return ModelTurn(response=response, latency_ms=first.latency_ms + second.latency_ms)
+    return ModelTurn(
+        response=response,
+        latency_ms=first.latency_ms + second.latency_ms,
+        span_id=first.span_id,
+        started_at=first.started_at,
+        hooks=[*first.hooks, *second.hooks],
+    )
 
 
 def _problems(exc: ValidationError) -> str:

@@ -6,9 +6,10 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 
 from agents_core.agents.base import BaseAgent
-from agents_core.context import Context
+from agents_core.context import Context, pause_point
 from agents_core.events import Event
 from agents_core.exceptions import ConfigurationError
+from agents_core.failures import FailurePolicy
 
 
 class SequentialAgent(BaseAgent):
@@ -19,15 +20,30 @@ class SequentialAgent(BaseAgent):
     """
 
     def __init__(
-        self, name: str, *, sub_agents: Sequence[BaseAgent], description: str = ""
+        self,
+        name: str,
+        *,
+        sub_agents: Sequence[BaseAgent],
+        description: str = "",
+        on_failure: FailurePolicy | str | None = None,
     ) -> None:
         if not sub_agents:
             raise ConfigurationError(f"sequential agent {name!r} needs at least one sub-agent")
-        super().__init__(name, description=description, sub_agents=sub_agents)
+        super().__init__(
+            name, description=description, sub_agents=sub_agents, on_failure=on_failure
+        )
 
     async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
         step_input = ctx.user_input
-        for child in self.sub_agents:
+        resume = ctx.invocation.resume
+        for index, child in enumerate(self.sub_agents):
+            if resume is not None and resume.skips(child.name, ctx.branch):
+                # It finished before the turn was interrupted: its answer stands.
+                step_input = resume.answer_of(child.name, ctx.branch) or step_input
+                continue
+            if index:  # a paused run waits between children
+                async for held in pause_point(ctx):
+                    yield held
             final: str | None = None
             async with aclosing(child.astream(ctx.with_input(step_input))) as events:
                 async for event in events:

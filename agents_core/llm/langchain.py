@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -27,9 +28,19 @@ from agents_core.exceptions import (
     ModelServerError,
     ModelTimeoutError,
 )
-from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse, ToolSchema
+from agents_core.llm.contracts import (
+    BaseLlm,
+    ChatMessage,
+    Conversation,
+    LlmRequest,
+    LlmResponse,
+    MessageLog,
+    ToolSchema,
+)
 
 Classifier = Callable[[Exception], ModelError]
+BOUND_TOOL_SETS_KEPT = 16
+"""Tool sets an adapter keeps bound to its chat model (an agent's tools are one set)."""
 
 
 @dataclass(slots=True)
@@ -45,10 +56,24 @@ class LangChainModel(BaseLlm):
     provider: str
     streaming: bool = True
     classify: Classifier | None = None
+    _bound: dict[
+        tuple[int, ...], tuple[list[ToolSchema], Runnable[LanguageModelInput, BaseMessage]]
+    ] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Bound chat models by the identity of the tool schemas they were bound with
+    (tools compute their schema once, so an agent's calls share one binding)."""
 
     @property
     def provider_key(self) -> str:
         return self.provider
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The chat model's ``max_tokens`` (or ``max_output_tokens``), when it has one."""
+        for name in ("max_tokens", "max_output_tokens"):
+            value = getattr(self.chat_model, name, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
 
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
         runnable = self._bind(request.tools)
@@ -76,12 +101,20 @@ class LangChainModel(BaseLlm):
     def _bind(self, tools: list[ToolSchema]) -> Runnable[LanguageModelInput, BaseMessage]:
         if not tools:
             return self.chat_model
+        key = tuple(map(id, tools))
+        kept = self._bound.get(key)
+        if kept is not None and all(a is b for a, b in zip(kept[0], tools, strict=True)):
+            return kept[1]
         try:
-            return self.chat_model.bind_tools([_tool_dict(t) for t in tools])
+            bound = self.chat_model.bind_tools([_tool_dict(t) for t in tools])
         except NotImplementedError as exc:
             raise ConfigurationError(
                 f"chat model {type(self.chat_model).__name__} does not support tools"
             ) from exc
+        if len(self._bound) >= BOUND_TOOL_SETS_KEPT:
+            del self._bound[next(iter(self._bound))]
+        self._bound[key] = (list(tools), bound)  # holding the schemas keeps their ids unique
+        return bound
 
 
 def _as_chunk(piece: BaseMessage) -> AIMessageChunk | None:
@@ -96,11 +129,40 @@ def _as_chunk(piece: BaseMessage) -> AIMessageChunk | None:
 
 
 def to_langchain_messages(request: LlmRequest) -> list[BaseMessage]:
+    """The request's messages as LangChain messages.
+
+    The stretches of a ``Conversation`` over the history builder's ``MessageLog`` are
+    converted once per message and the same LangChain objects handed out again on
+    later calls, as a hand-written LangChain loop keeps one list of messages: a turn
+    then costs the same however long the session. (A chat model must not change the
+    messages it is given; LangChain's own models do not.)
+    """
     out: list[BaseMessage] = []
     if request.system_instruction:
-        out.append(SystemMessage(request.system_instruction))
-    out.extend(_to_langchain(m) for m in request.messages)
+        out.append(_system_message(request.system_instruction))
+    messages = request.messages
+    if not isinstance(messages, Conversation):
+        out.extend(map(_to_langchain, messages))
+        return out
+    for source, start, stop in messages.stretches:
+        if isinstance(source, MessageLog):
+            out.extend(source.derive(_DERIVED_KEY, _derive, stop)[start:stop])
+        else:
+            out.extend(map(_to_langchain, source[start:stop]))
     return out
+
+
+_DERIVED_KEY = "langchain_message"
+
+
+@functools.lru_cache(maxsize=256)
+def _system_message(text: str) -> SystemMessage:
+    """One message per instruction text: an agent sends the same one on every call."""
+    return SystemMessage(text)
+
+
+def _derive(_: list[BaseMessage], message: ChatMessage) -> BaseMessage:
+    return _to_langchain(message)
 
 
 def _to_langchain(message: ChatMessage) -> BaseMessage:

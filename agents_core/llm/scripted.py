@@ -57,6 +57,13 @@ class ScriptedModel(BaseLlm):
     name: str = "scripted"
     loop: bool = False
     token_delay_s: float = 0.0
+    max_answer_tokens: int | None = None
+    """What the model says its longest answer may be (``max_output_tokens``)."""
+    summaries: Sequence[ScriptedResponse | ModelError] = ()
+    """What it answers to summary requests (compaction), in turn; without any, a digest
+    of the transcript (``digest``). Summaries never play ``script``, which is the
+    agent's."""
+    _summaries_played: int = 0
     requests: list[LlmRequest] = field(default_factory=list)
     _position: int = 0
     _call_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -66,10 +73,17 @@ class ScriptedModel(BaseLlm):
     def provider_key(self) -> str:
         return f"scripted:{self.name}"
 
+    @property
+    def max_output_tokens(self) -> int | None:
+        return self.max_answer_tokens
+
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
         self.requests.append(request)
         if len(self.requests) > REQUESTS_KEPT:
             del self.requests[0]
+        if request.purpose == "summary":  # compaction: the script plays the agent only
+            yield self._summary(request)
+            return
         step = self._next_step()
         if isinstance(step, ModelError):
             raise step
@@ -87,6 +101,18 @@ class ScriptedModel(BaseLlm):
             model_name=self.name,
             finish_reason="tool_calls" if scripted.tool_calls else "stop",
         )
+
+    def _summary(self, request: LlmRequest) -> LlmResponse:
+        if not self.summaries:
+            text = digest(request)
+            usage = self._estimate_usage(request, text)
+            return LlmResponse(text=text, usage=usage, model_name=self.name)
+        step = self.summaries[min(self._summaries_played, len(self.summaries) - 1)]
+        self._summaries_played += 1
+        if isinstance(step, ModelError):
+            raise step
+        usage = step.usage or self._estimate_usage(request, step.text)
+        return LlmResponse(text=step.text, usage=usage, model_name=self.name)
 
     def _next_step(self) -> ScriptStep:
         if self._position >= len(self.script):
@@ -122,3 +148,20 @@ def _fill(text: str, request: LlmRequest) -> str:
     last_user = next((m.text for m in reversed(request.messages) if m.role == "user"), "")
     last_tool = next((m.text for m in reversed(request.messages) if m.role == "tool"), "")
     return text.replace("{last_user_message}", last_user).replace("{last_tool_result}", last_tool)
+
+
+def digest(request: LlmRequest) -> str:
+    """A scripted summary of a compaction request's transcript: how many messages the
+    user sent, and the first and last of them."""
+    transcript = "\n".join(m.text for m in request.messages)
+    asked = [
+        line.removeprefix("user: ") for line in transcript.splitlines() if line.startswith("user: ")
+    ]
+    if not asked:
+        return "An earlier conversation, with no messages from the user."
+    first, last = _clip(asked[0]), _clip(asked[-1])
+    return f"Summary of {len(asked)} earlier messages from the user, from “{first}” to “{last}”."
+
+
+def _clip(text: str, chars: int = 80) -> str:
+    return text if len(text) <= chars else f"{text[: chars - 1]}…"

@@ -2,6 +2,7 @@
 import, so it is not loaded here)."""
 
 from agents_core.tools.agent_tool import AgentTool
+from agents_core.tools.ask_user import AskUserTool
 from agents_core.tools.base import BaseTool, ToolContext, ToolEffects, render_output
 from agents_core.tools.control import ExitLoopTool, TransferTool, exit_loop_tool
 from agents_core.tools.filesystem import FilesystemSettings, PathEscapeError, filesystem_tools
@@ -11,6 +12,7 @@ from agents_core.tools.shell import CommandNotAllowedError, ShellSettings, shell
 
 __all__ = [
     "AgentTool",
+    "AskUserTool",
     "BaseTool",
     "CommandNotAllowedError",
     "ExitLoopTool",

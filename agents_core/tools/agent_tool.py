@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from agents_core.events import Event, EventType
 from agents_core.exceptions import ToolArgumentsError, ToolExecutionError
+from agents_core.policies import PolicyTarget
 from agents_core.tools.base import BaseTool, ToolContext
 
 if TYPE_CHECKING:
@@ -18,6 +21,8 @@ class AgentTool(BaseTool):
     The child runs on its own branch (``<branch>.<agent>@<call id>``), so concurrent
     calls never see each other's work. Its events stream into the parent's run as they
     happen, through the context's event callback, and are stored like any other.
+    A child that failed and went on (its ``on_failure``) makes an error result that says
+    why; one whose policy is ``fail`` ends the run.
     """
 
     timeout_s = None  # the child is bounded by the run's own limits
@@ -26,6 +31,9 @@ class AgentTool(BaseTool):
         self.agent = agent
         self.name = agent.name
         self.description = description or agent.description or f"Ask the {agent.name} agent."
+
+    def policy_subject(self, args: Mapping[str, Any]) -> tuple[PolicyTarget, str]:
+        return "agent", self.agent.name
 
     def parameters_schema(self) -> dict[str, Any]:
         return {
@@ -43,12 +51,24 @@ class AgentTool(BaseTool):
             raise ToolArgumentsError("expected one non-empty string argument: request")
         segment = f"{self.agent.name}@{tool_context.call.id}"
         ctx = tool_context.context.for_branch(segment, user_input=request)
+        if tool_context.span_id is not None:
+            ctx = ctx.within(tool_context.span_id)
         final: str | None = None
+        failed: str | None = None
         async with aclosing(self.agent.astream(ctx)) as events:
             async for event in events:
                 await tool_context.emit(event)
                 if event.is_final_response():
                     final = event.text
+                elif _own_failure(event, self.agent.name, ctx.branch):
+                    failed = event.error.message if event.error else None
+        if failed is not None:
+            raise ToolExecutionError(failed)
         if final is None:
             raise ToolExecutionError(f"agent {self.agent.name!r} finished without an answer")
         return final
+
+
+def _own_failure(event: Event, agent: str, branch: str | None) -> bool:
+    """The error event the agent ended with when its failure policy let it go on."""
+    return event.type is EventType.ERROR and event.author == agent and event.branch == branch

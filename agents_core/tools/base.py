@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from agents_core.contracts import ToolCall, ToolSchema
 from agents_core.exceptions import ToolArgumentsError
+from agents_core.policies import PolicyTarget
 
 if TYPE_CHECKING:
     from agents_core.context import Context
@@ -34,6 +36,8 @@ class ToolContext:
     call: ToolCall
     context: Context
     effects: ToolEffects = field(default_factory=ToolEffects)
+    span_id: str | None = None
+    """The span of this call: agents the tool runs run inside it."""
 
     @property
     def state(self) -> dict[str, Any]:
@@ -56,6 +60,11 @@ class BaseTool(ABC):
     description: str = ""
     timeout_s: float | None = 60.0
     """Per call; ``None`` leaves only the run's wall-time limit."""
+    side_effects: bool = True
+    """Whether a call may change something outside the run. Such calls are journalled
+    (a ``tool_started`` event is stored before they run), so a run that dies while they
+    run reports them in doubt rather than not run, and never runs them again. Read-only
+    tools set it ``False`` and cost nothing."""
 
     @abstractmethod
     def parameters_schema(self) -> dict[str, Any]:
@@ -64,6 +73,11 @@ class BaseTool(ABC):
     @abstractmethod
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         """Run the tool. ``args`` are unvalidated: validate them, raising ``ToolArgumentsError``."""
+
+    def policy_subject(self, args: Mapping[str, Any]) -> tuple[PolicyTarget, str]:
+        """What policy rules (``agents_core.policies``) see a call of this tool as: a
+        tool, by its name. Tools that call agents say which agent."""
+        return "tool", self.name
 
     def schema(self) -> ToolSchema:
         return ToolSchema(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents_core.exceptions import ToolArgumentsError
+from agents_core.policies import PolicyTarget
 from agents_core.tools.base import BaseTool, ToolContext
 
 TRANSFER_TOOL_NAME = "transfer_to_agent"
@@ -16,6 +17,7 @@ class TransferTool(BaseTool):
     """Hands the conversation to another agent. The calling agent stops after this call."""
 
     name = TRANSFER_TOOL_NAME
+    side_effects = False
     timeout_s = None
 
     def __init__(self, targets: Sequence[tuple[str, str]]) -> None:
@@ -26,6 +28,9 @@ class TransferTool(BaseTool):
             "Transfer the conversation to the agent best suited to answer. "
             "Available agents:\n" + "\n".join(lines)
         )
+
+    def policy_subject(self, args: Mapping[str, Any]) -> tuple[PolicyTarget, str]:
+        return "agent", str(args.get("agent_name", ""))
 
     def parameters_schema(self) -> dict[str, Any]:
         return {
@@ -56,6 +61,7 @@ class ExitLoopTool(BaseTool):
     """Ends the enclosing ``LoopAgent`` (sets ``escalate`` on the tool's response)."""
 
     name = EXIT_LOOP_TOOL_NAME
+    side_effects = False
     description = "Call this when the loop's work is done, to stop iterating."
     timeout_s = None
 

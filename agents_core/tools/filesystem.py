@@ -127,6 +127,7 @@ class _LsArgs(_Args):
 
 class LsTool(_FilesystemTool):
     name = "ls"
+    side_effects = False
     description = "List a directory. Directories end with '/'."
     args_model = _LsArgs
 
@@ -151,6 +152,7 @@ class _ReadArgs(_Args):
 
 class ReadTool(_FilesystemTool):
     name = "read"
+    side_effects = False
     description = "Read a text file. Long files are truncated; read on with `offset`."
     args_model = _ReadArgs
 
@@ -226,6 +228,7 @@ class _GlobArgs(_Args):
 
 class GlobTool(_FilesystemTool):
     name = "glob"
+    side_effects = False
     description = "Find paths matching a glob ('*', '?', '[..]', and '**' across directories)."
     args_model = _GlobArgs
 
@@ -278,6 +281,7 @@ class _GrepArgs(_Args):
 
 class GrepTool(_FilesystemTool):
     name = "grep"
+    side_effects = False
     description = "Search text files for a regular expression; answers 'path:line: text'."
     args_model = _GrepArgs
 

@@ -11,6 +11,7 @@ from typing import Any, get_type_hints, overload
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from agents_core.contracts import ToolSchema
 from agents_core.exceptions import ConfigurationError
 from agents_core.tools.base import BaseTool, ToolContext, args_schema, parse_args
 
@@ -28,18 +29,29 @@ class FunctionTool(BaseTool):
         name: str | None = None,
         description: str | None = None,
         timeout_s: float | None = 60.0,
+        side_effects: bool = True,
     ) -> None:
         self.func = func
         self.name = name or func.__name__
         self.timeout_s = timeout_s
+        self.side_effects = side_effects
         doc = docstring_parser.parse(inspect.getdoc(func) or "")
         self.description = description or _describe(doc)
         self._context_param, self._args_model = _args_model(func, self.name, doc)
         self._schema = args_schema(self._args_model)
         self._is_async = inspect.iscoroutinefunction(func)
+        self._tool_schema: ToolSchema | None = None
 
     def parameters_schema(self) -> dict[str, Any]:
         return copy.deepcopy(self._schema)
+
+    def schema(self) -> ToolSchema:
+        """Made once (again only if the name or description is changed): the same
+        object on every model call lets the LangChain adapter reuse its tool binding."""
+        made = self._tool_schema
+        if made is None or (made.name, made.description) != (self.name, self.description):
+            made = self._tool_schema = super().schema()
+        return made
 
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> Any:
         parsed = parse_args(self._args_model, args)
@@ -55,7 +67,11 @@ class FunctionTool(BaseTool):
 def function_tool(func: Callable[..., Any], /) -> FunctionTool: ...
 @overload
 def function_tool(
-    *, name: str | None = None, description: str | None = None, timeout_s: float | None = 60.0
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_s: float | None = 60.0,
+    side_effects: bool = True,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 def function_tool(
     func: Callable[..., Any] | None = None,
@@ -64,11 +80,14 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     timeout_s: float | None = 60.0,
+    side_effects: bool = True,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a function into a tool; usable bare (``@function_tool``) or with options."""
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(f, name=name, description=description, timeout_s=timeout_s)
+        return FunctionTool(
+            f, name=name, description=description, timeout_s=timeout_s, side_effects=side_effects
+        )
 
     return wrap(func) if func is not None else wrap
 

@@ -24,7 +24,8 @@ async def test_child_events_stream_live_and_are_stored_before_the_tool_response(
 
     call_at = next(i for i, e in enumerate(events) if e.tool_calls)
     response_at = next(i for i, e in enumerate(events) if e.type is EventType.TOOL_RESPONSE)
-    child_events = events[call_at + 1 : response_at]
+    assert events[call_at + 1].type is EventType.TOOL_STARTED  # an agent tool is journalled
+    child_events = events[call_at + 2 : response_at]
     assert [e.author for e in child_events] == ["researcher"] * 3
     assert {e.branch for e in child_events} == {"lead.researcher@c1"}
     assert all(e.seq is not None for e in child_events)

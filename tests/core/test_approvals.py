@@ -15,8 +15,10 @@ from agents_core.approvals import (
     ApprovalPolicy,
     args_hash,
 )
+from agents_core.context import CancellationToken
 from agents_core.contracts import ToolCall
 from agents_core.llm.resilience import BreakerRegistry
+from agents_core.policies import Condition, PolicyRule
 from agents_core.testing import ScriptedModel, reply, tool_call
 
 deleted: list[str] = []
@@ -74,7 +76,8 @@ async def test_approved_call_runs_after_the_request_and_decision_events(
     kinds = [e.type for e in events]
     request_at = kinds.index(EventType.APPROVAL_REQUEST)
     assert kinds[request_at + 1] is EventType.APPROVAL_DECISION
-    assert kinds[request_at + 2] is EventType.TOOL_RESPONSE
+    assert kinds[request_at + 2] is EventType.TOOL_STARTED  # journalled once approved
+    assert kinds[request_at + 3] is EventType.TOOL_RESPONSE
     request, decision = events[request_at], events[request_at + 1]
     assert request.approval is not None and request.approval.args_hash == HASH
     assert request.approval.args == {"path": "a.txt"} and request.approval.decision is None
@@ -134,8 +137,14 @@ async def test_timeout_fallback_may_approve(
 async def test_calls_outside_the_policy_run_without_asking(
     sessions: InMemorySessionService, breakers: BreakerRegistry
 ) -> None:
-    policy = ApprovalPolicy(rules=[lambda call: call.args.get("path") == "/etc/passwd"])
-    runner, _ = make_runner(sessions, breakers, policy)
+    system_files = PolicyRule(
+        name="system_files",
+        action="ask",
+        when=[Condition(arg="path", op="starts_with", value="/etc/")],
+    )
+    model = ScriptedModel([tool_call("delete_file", "c1", path="a.txt"), reply("done")])
+    agent = LlmAgent("ops", model=model, tools=[delete_file], policies=[system_files])
+    runner = Runner(agent, session_service=sessions, breakers=breakers)
     events = await run_deciding(runner, None)
     assert EventType.APPROVAL_REQUEST not in [e.type for e in events]
     assert deleted == ["a.txt"]
@@ -198,3 +207,45 @@ def test_args_hash_is_canonical_and_sensitive_to_every_argument() -> None:
     assert args_hash("t", {"a": 1, "b": 2}) == args_hash("t", {"b": 2, "a": 1})
     assert args_hash("t", {"a": 1}) != args_hash("t", {"a": 2})
     assert args_hash("t", {"a": 1}) != args_hash("u", {"a": 1})
+
+
+async def test_a_turn_cancelled_while_a_call_waits_for_approval_answers_it_as_not_run(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    runner, _ = make_runner(sessions, breakers, ApprovalPolicy(tools=frozenset({"delete_file"})))
+    token = CancellationToken()
+    events: list[Event] = []
+    async for event in runner.astream(
+        user_id="u", session_id="s", message="go", cancel_token=token
+    ):
+        if not event.partial:
+            events.append(event)
+        if event.type is EventType.APPROVAL_REQUEST:
+            token.cancel("stopped by ada")
+
+    assert deleted == []
+    assert [e.type for e in events[-2:]] == [EventType.TOOL_RESPONSE, EventType.ERROR]
+    (result,) = events[-2].tool_results
+    assert (result.call_id, result.is_error) == ("c1", True)
+    assert result.output == (
+        "not_run: the run was cancelled (stopped by ada) before this call ran; it did not run."
+    )
+
+
+async def test_a_tool_s_latency_leaves_out_the_wait_for_approval(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    runner, _ = make_runner(
+        sessions,
+        breakers,
+        ApprovalPolicy(tools=frozenset({"delete_file"}), timeout_s=0.3, on_timeout="approve"),
+    )
+    events = await run_deciding(runner, None)  # nobody answers: the time-out approves
+
+    decision = next(e for e in events if e.type is EventType.APPROVAL_DECISION)
+    response = next(e for e in events if e.type is EventType.TOOL_RESPONSE)
+    assert decision.approval is not None and decision.approval.decided_by == "timeout"
+    waited = (decision.created_at - events[0].created_at).total_seconds()
+    assert waited >= 0.3
+    assert deleted == ["a.txt"]
+    assert response.latency_ms is not None and response.latency_ms < 100

@@ -8,31 +8,46 @@ from bench.run_all import END, START, refresh_readme
 from tests.support.bench import run_bench
 
 
-def test_runner_overhead_compares_both_session_shapes_with_the_floor() -> None:
+def test_runner_overhead_compares_every_shape_with_the_reference() -> None:
     results = run_bench("runner_overhead", "--turns", "3", "--warmup", "1", "--rounds", "1")
 
     assert [r["name"] for r in results] == [
         "runner_overhead.fresh_session",
         "runner_overhead.one_session",
+        "runner_overhead.streaming",
     ]
-    assert all(r["details"]["floor"]["us_per_turn"] > 0 for r in results)
+    assert all(r["details"]["reference"]["us_per_turn"] > 0 for r in results)
 
 
-def test_concurrency_reports_turns_per_second_and_peak_rss() -> None:
-    results = run_bench("concurrency", "--sessions", "3", "--turns", "2")
+def test_concurrency_compares_turns_per_second_and_memory_with_the_reference() -> None:
+    results = run_bench("concurrency", "--sessions", "3", "--turns", "2", "--rounds", "1")
 
-    assert [r["unit"] for r in results] == ["turns/s", "MiB"]
+    assert [r["unit"] for r in results] == ["turns/s", "KiB", "MiB"]
+    assert results[0]["details"]["reference_turns_per_s"] > 0
+    assert results[1]["details"]["reference_kib"] > 0
 
 
-def test_history_growth_fills_the_session_and_profiles_both_ends() -> None:
+def test_history_growth_fills_the_session_and_compares_its_end_with_the_reference() -> None:
     args = ("--turns", "10", "--window", "2", "--fill-budget-s", "0", "--profile-turns", "1")
 
-    (result,) = run_bench("history_growth", *args)
+    growth, versus = run_bench("history_growth", *args)
 
-    details = result["details"]
+    details = growth["details"]
+    assert growth["name"] == "history_growth.adapter_last_over_first"
     assert details["turns_run"] + details["turns_appended"] == 10
     assert details["events_in_session"] == 60
     assert details["growth_profile"]["sdk_cumulative"]
+    assert versus["name"] == "history_growth.vs_reference"
+    assert versus["details"]["reference_last_ms_median"] > 0
+
+
+def test_history_growth_on_the_scripted_model_keeps_its_own_target() -> None:
+    args = ("--model", "scripted", "--turns", "10", "--window", "2", "--fill-budget-s", "0")
+
+    (result,) = run_bench("history_growth", *args)
+
+    assert result["name"] == "history_growth.last_over_first"
+    assert result["target"] == "<= 1.2"
 
 
 def test_run_all_replaces_only_the_results_block(tmp_path: Path) -> None:

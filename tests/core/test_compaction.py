@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agents_core import Event, EventType, InMemorySessionService, LlmAgent, Runner
-from agents_core.compaction import CompactionConfig, plan_cut
+from agents_core.compaction import CompactionConfig, compact, plan_cut, transcript
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import (
     CompactionRange,
@@ -16,6 +16,7 @@ from agents_core.events import (
 )
 from agents_core.exceptions import ConfigurationError, ModelServerError
 from agents_core.history import SUMMARY_PREFIX
+from agents_core.llm import ChatMessage, LlmRequest
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.testing import ScriptedModel, collect, reply
 
@@ -113,7 +114,7 @@ async def test_runner_compacts_at_the_end_of_a_turn_and_the_model_then_sees_the_
     sessions: InMemorySessionService, breakers: BreakerRegistry
 ) -> None:
     model = ScriptedModel([reply(f"answer {i}") for i in range(6)])
-    summarizer = ScriptedModel([reply("They talked about numbers.")])
+    summarizer = ScriptedModel([], summaries=[reply("They talked about numbers.")])
     runner = Runner(
         LlmAgent("bot", model=model),
         session_service=sessions,
@@ -139,7 +140,7 @@ async def test_runner_compacts_at_the_end_of_a_turn_and_the_model_then_sees_the_
 async def test_a_failing_summariser_leaves_the_session_unchanged(
     sessions: InMemorySessionService, breakers: BreakerRegistry
 ) -> None:
-    summarizer = ScriptedModel([ModelServerError("down")])
+    summarizer = ScriptedModel([], summaries=[ModelServerError("down")])
     runner = Runner(
         LlmAgent("bot", model=ScriptedModel([reply("a")], loop=True)),
         session_service=sessions,
@@ -151,3 +152,41 @@ async def test_a_failing_summariser_leaves_the_session_unchanged(
     assert len(summarizer.requests) == 1
     assert EventType.COMPACTION not in [e.type for e in events]
     assert events[-2].text == "a"
+
+
+def test_a_summary_whose_covered_events_were_not_loaded_comes_first() -> None:
+    summary = _event(
+        6,
+        EventType.COMPACTION,
+        parts=[TextPart(text="S")],
+        actions=EventActions(compaction=CompactionRange(start_seq=1, end_seq=3)),
+    )
+    loaded = [_event(4), _event(5), summary, _event(7)]  # from the newest compaction on
+    everything = [_event(i) for i in range(1, 6)] + [summary, _event(7)]
+    assert [e.seq for e in apply_compaction(loaded)] == [6, 4, 5, 7]
+    assert [e.seq for e in apply_compaction(loaded)] == [
+        e.seq for e in apply_compaction(everything)
+    ]
+
+
+async def test_a_scripted_model_summarises_without_playing_its_script() -> None:
+    model = ScriptedModel([reply("the agent's one turn")])
+    events = [_event(i) for i in range(1, 8)]
+    summary = await compact(
+        events,
+        CompactionConfig(summarizer=model, threshold=4, keep_last=2),
+        invocation_id="i",
+        author="a",
+    )
+    assert summary is not None and summary.text.startswith("An earlier conversation")
+    assert model.requests[-1].purpose == "summary"
+    request = LlmRequest(messages=[ChatMessage(role="user", text="hi")])
+    final = [r async for r in model.astream(request) if not r.partial]
+    assert final[-1].text == "the agent's one turn"  # the script was not used up
+
+
+def test_the_transcript_cuts_each_entry_so_huge_messages_fit_the_summariser() -> None:
+    huge = _event(1, parts=[TextPart(text="x" * 100_000)])
+    text = transcript([huge, _event(2, EventType.USER_MESSAGE, parts=[TextPart(text="short")])])
+    assert len(text) < 2_100 + 20
+    assert text.endswith("user: short") and "[…]" in text

@@ -22,7 +22,8 @@ from agents_core import (
     function_tool,
 )
 from agents_core.exceptions import ModelServerError
-from agents_core.history import INTERRUPTED_RESULT, build_history
+from agents_core.history import build_history
+from agents_core.ledger import error_code
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.testing import ScriptedResponse, ScriptedToolCall, reply, tool_call
 from tests.core.run_helpers import (
@@ -119,7 +120,13 @@ async def test_max_tool_calls_refuses_a_round_that_would_exceed_it_before_any_to
 
     await assert_ended_by_limit(events, sessions, "max_tool_calls")
     assert ran == []
-    assert not any(e.type is EventType.TOOL_RESPONSE for e in events)
+    # Each refused call is answered once, as one that did not run, before the error.
+    responses = [e for e in events if e.type is EventType.TOOL_RESPONSE]
+    assert [e.type for e in events[-4:]] == [EventType.TOOL_RESPONSE] * 3 + [EventType.ERROR]
+    results = [r for e in responses for r in e.tool_results]
+    assert [r.call_id for r in results] == [c.id for c in events[2].tool_calls]
+    assert all(r.is_error and error_code(r.output) == "not_run" for r in results)
+    assert "the run failed (limit_exceeded) before this call ran" in results[0].output
 
 
 async def test_max_wall_time_cuts_off_a_model_call_that_never_returns(
@@ -150,7 +157,12 @@ async def test_max_wall_time_cuts_off_a_tool_that_never_returns(
     events = await run_turn(runner)
 
     await assert_ended_by_limit(events, sessions, "max_wall_time_s")
-    assert not any(e.type is EventType.TOOL_RESPONSE for e in events)
+    # The call had started: its one response says it may or may not have taken effect.
+    (response,) = [e for e in events if e.type is EventType.TOOL_RESPONSE]
+    (result,) = response.tool_results
+    assert error_code(result.output) == "cancelled"
+    assert "the run failed (limit_exceeded) while this call ran" in result.output
+    assert events[-2] is response
 
 
 async def test_max_tokens_ends_the_run_once_usage_passes_it(
@@ -165,6 +177,27 @@ async def test_max_tokens_ends_the_run_once_usage_passes_it(
     await assert_ended_by_limit(events, sessions, "max_tokens")
     assert events[-1].error is not None
     assert "13 > 10" in events[-1].error.message
+
+
+async def test_max_tokens_refuses_a_call_that_could_overshoot_before_making_it(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    step = ScriptedResponse(tool_calls=[ScriptedToolCall(name="ping", args={})])
+    costly = step.model_copy(update={"usage": Usage(input_tokens=40, output_tokens=10)})
+    model = ScriptedModel([costly], loop=True, max_answer_tokens=80)
+    agent = LlmAgent("agent", model=model, tools=[ping])
+    runner = make_runner(agent, sessions, breakers, run_config=RunConfig(max_tokens=150))
+
+    events = await run_turn(runner)
+
+    await assert_ended_by_limit(events, sessions, "max_tokens")
+    # The first call fits (a prompt of some 30 plus 80 for its answer); after it 50 are
+    # used, and the second could take 50 + its prompt + 80 > 150: refused, never sent.
+    assert len(model.requests) == 1
+    error = events[-1].error
+    assert error is not None and "50 used" in error.message and "up to 80" in error.message
+    used = sum(e.usage.total_tokens for e in events if e.usage is not None and not e.partial)
+    assert used == 50 <= 150
 
 
 async def test_an_agents_max_iterations_ends_a_run_that_never_reaches_an_answer(
@@ -235,7 +268,7 @@ async def test_cancelling_while_the_model_is_called_ends_the_run_with_a_cancelle
     assert [e.id for e in await stored_events(sessions)] == [e.id for e in events]
 
 
-async def test_cancelling_while_a_tool_runs_stores_no_response_for_it(
+async def test_cancelling_while_a_tool_runs_answers_it_as_cancelled(
     sessions: InMemorySessionService, breakers: BreakerRegistry
 ) -> None:
     running, stopped = asyncio.Event(), asyncio.Event()
@@ -263,16 +296,24 @@ async def test_cancelling_while_a_tool_runs_stores_no_response_for_it(
         EventType.USER_MESSAGE,
         EventType.AGENT_START,
         EventType.AGENT_MESSAGE,
+        EventType.TOOL_STARTED,
+        EventType.TOOL_RESPONSE,
         EventType.ERROR,
     ]
     assert [c.id for c in stored[2].tool_calls] == ["s1"]
-    assert [e.seq for e in stored] == [1, 2, 3, 4]
+    (result,) = stored[4].tool_results
+    assert (result.call_id, result.is_error) == ("s1", True)
+    assert result.output == (
+        "cancelled: the run was cancelled (user pressed stop) while this call ran; "
+        "it may or may not have taken effect."
+    )
+    assert [e.seq for e in stored] == [1, 2, 3, 4, 5, 6]
     assert_valid_history(
         build_history(stored, agent_name="agent", branch="agent", tool_result_max_chars=100)
     )
 
 
-async def test_a_turn_after_a_cancelled_tool_call_sees_it_interrupted(
+async def test_a_turn_after_a_cancelled_tool_call_sees_it_cancelled(
     sessions: InMemorySessionService, breakers: BreakerRegistry
 ) -> None:
     running = asyncio.Event()
@@ -300,7 +341,12 @@ async def test_a_turn_after_a_cancelled_tool_call_sees_it_interrupted(
     assert [(m.role, m.text, m.tool_call_id) for m in messages] == [
         ("user", "start", None),
         ("assistant", "", None),
-        ("tool", INTERRUPTED_RESULT, "s1"),
+        (
+            "tool",
+            "cancelled: the run was cancelled (user pressed stop) while this call ran; "
+            "it may or may not have taken effect.",
+            "s1",
+        ),
         ("user", "and now?", None),
     ]
 

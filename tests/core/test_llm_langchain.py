@@ -293,3 +293,14 @@ async def test_a_chat_model_failure_is_raised_classified_and_chained(streaming: 
         await collect(model)
 
     assert caught.value.__cause__ is error
+
+
+def test_the_adapter_says_the_longest_answer_its_chat_model_may_give() -> None:
+    from langchain_openai import ChatOpenAI
+
+    from agents_core.llm.langchain import LangChainModel
+
+    capped = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:9/v1", max_tokens=123)  # type: ignore[arg-type]
+    open_ended = ChatOpenAI(model="m", api_key="k", base_url="http://127.0.0.1:9/v1")  # type: ignore[arg-type]
+    assert LangChainModel(chat_model=capped, provider="p").max_output_tokens == 123
+    assert LangChainModel(chat_model=open_ended, provider="p").max_output_tokens is None

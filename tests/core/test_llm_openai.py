@@ -321,11 +321,12 @@ async def test_a_tool_round_trip_over_http_records_usage_and_latency_on_events(
         EventType.USER_MESSAGE,
         EventType.AGENT_START,
         EventType.AGENT_MESSAGE,
+        EventType.TOOL_STARTED,
         EventType.TOOL_RESPONSE,
         EventType.AGENT_MESSAGE,
         EventType.AGENT_END,
     ]
-    call_message, tool_response, answer = stored[2:5]
+    call_message, _started, tool_response, answer = stored[2:6]
     assert call_message.tool_calls == [
         ToolCall(id="call_w1", name="get_weather", args={"city": "Paris"})
     ]

@@ -84,7 +84,7 @@ async def test_tool_responses_follow_call_order_not_completion_order(
 async def test_one_message_holds_every_call_and_each_call_gets_exactly_one_response(
     sessions: InMemorySessionService, breakers: BreakerRegistry
 ) -> None:
-    @function_tool
+    @function_tool(side_effects=False)
     def step(label: str) -> str:
         return label.upper()
 

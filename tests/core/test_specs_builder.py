@@ -10,10 +10,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agents_core import EventType, InMemorySessionService, Runner, function_tool
 from agents_core.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
-from agents_core.builder import build_agent, check_spec
+from agents_core.builder import build_agent, build_compaction, check_spec
 from agents_core.exceptions import SpecError
 from agents_core.llm.resilience import BreakerRegistry
-from agents_core.specs import AgentSpec
+from agents_core.specs import AgentSpec, CompactionSpec
 from agents_core.testing import ScriptedModel, collect, reply, tool_call
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.registry import ToolRegistry, default_registry
@@ -258,11 +258,12 @@ async def test_a_spec_round_trips_from_json_to_a_run_on_the_scripted_model(
         EventType.USER_MESSAGE,
         EventType.AGENT_START,
         EventType.AGENT_MESSAGE,
+        EventType.TOOL_STARTED,
         EventType.TOOL_RESPONSE,
         EventType.AGENT_MESSAGE,
         EventType.AGENT_END,
     ]
-    assert events[3].tool_results[0].output == "Bonjour, Ada!"
+    assert events[4].tool_results[0].output == "Bonjour, Ada!"
     session = await sessions.get_session(app_name="agents", user_id="u", session_id="s")
     assert session is not None and session.state == {"last_greeting": "Bonjour, Ada!"}
     assert model.requests[0].system_instruction == "Greet people."
@@ -291,3 +292,37 @@ def test_react_agents_and_planners_are_built_from_their_spec_types() -> None:
     )
     assert isinstance(tasked, LlmAgent) and isinstance(tasked.planner, TaskPlanner)
     assert "write_todos" in tasked.tools
+
+
+# Compaction
+
+
+def test_compaction_is_on_by_default_and_summarises_with_the_first_model_named() -> None:
+    fast, smart = ScriptedModel([reply("f")], name="fast"), ScriptedModel([reply("s")])
+    spec = AgentSpec.model_validate(
+        {"type": "sequential", "name": "root", "sub_agents": [{"name": "a", "model": "fast"}]}
+    )
+    config = build_compaction(spec, models={"fast": fast, "smart": smart})
+    assert config is not None
+    assert (config.summarizer, config.threshold, config.keep_last) == (fast, 60, 20)
+    chosen = spec.model_copy(update={"compaction": CompactionSpec(model="smart", threshold=30)})
+    config = build_compaction(chosen, models={"fast": fast, "smart": smart})
+    assert config is not None and (config.summarizer, config.threshold) == (smart, 30)
+    off = spec.model_copy(update={"compaction": CompactionSpec(enabled=False)})
+    assert build_compaction(off, models={"fast": fast}) is None
+
+
+def test_compaction_is_checked_at_its_path() -> None:
+    spec = AgentSpec.model_validate(
+        {
+            "name": "root",
+            "model": "m",
+            "compaction": {"model": "missing"},
+            "sub_agents": [{"name": "child", "model": "m", "compaction": {}}],
+        }
+    )
+    problems = {p.path: p.message for p in check_spec(spec, models={"m"}, tools=registry())}
+    assert problems[("compaction", "model")].startswith("unknown model 'missing'")
+    assert "set it on the root agent" in problems[("sub_agents", 0, "compaction")]
+    with pytest.raises(ValidationError, match="keep_last must be smaller than threshold"):
+        CompactionSpec(threshold=10, keep_last=10)

@@ -1,0 +1,177 @@
+"""The ledger of a turn's open calls: what it asked for and has not got yet.
+
+``CallLedger`` follows stored events in seq order and knows which tool calls have no
+response yet and which calls wait for (or got) a person's approval or answer. The runner uses it
+to answer every call a turn leaves open when it ends early (cancelled, or failed while
+tools ran), so that each call in the record has exactly one response; Studio uses it for
+what a live run waits on, for crash recovery and for approval decisions.
+
+A tool's error result reads ``"<code>: <message>"``. The codes of the results that close
+calls which did not finish are ``NOT_RUN`` (certainly did not run), ``CANCELLED`` and
+``IN_DOUBT`` (may or may not have taken effect); ``DENIED`` is a person's refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agents_core.events import Event, EventType, ToolCallPart, ToolResponsePart
+
+DENIED = "denied"
+NOT_RUN = "not_run"
+CANCELLED = "cancelled"
+IN_DOUBT = "in_doubt"
+
+TRACKED_TYPES: frozenset[EventType] = frozenset(
+    {
+        EventType.AGENT_MESSAGE,
+        EventType.TOOL_RESPONSE,
+        EventType.APPROVAL_REQUEST,
+        EventType.APPROVAL_DECISION,
+        EventType.USER_QUESTION,
+        EventType.USER_ANSWER,
+        EventType.TOOL_STARTED,
+    }
+)
+"""The event types that open or close a call."""
+
+
+def error_code(result: str) -> str:
+    """The code an error result starts with (``"denied: ..."`` -> ``"denied"``)."""
+    code, colon, _ = result.partition(":")
+    return code.strip() if colon and code.strip().isidentifier() else "error"
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCall:
+    """A tool call the model made that has no response yet, and where it was made."""
+
+    call_id: str
+    name: str
+    invocation_id: str
+    author: str
+    branch: str | None
+    span_id: str | None = None
+    parent_span_id: str | None = None
+
+
+@dataclass(slots=True)
+class CallLedger:
+    """Calls, built by ``observe``-ing stored events in seq order."""
+
+    open_calls: dict[str, OpenCall] = field(default_factory=dict)
+    """Tool calls without a response, in the order they were made."""
+    approvals: dict[str, Literal["approve", "deny"] | None] = field(default_factory=dict)
+    """Each call that asked for approval: its verdict, ``None`` while it waits."""
+    questions: dict[str, bool] = field(default_factory=dict)
+    """Each call that asked the user a question: whether it has had its answer (or its
+    time-out)."""
+    started: set[str] = field(default_factory=set)
+    """The calls the effect journal says started (their ``tool_started`` events): the
+    calls of tools with side effects that may have taken effect."""
+
+    def observe(self, event: Event) -> None:
+        if event.partial or event.type not in TRACKED_TYPES:
+            return
+        if event.type is EventType.AGENT_MESSAGE:
+            for part in event.parts:
+                if isinstance(part, ToolCallPart):
+                    self.open_calls[part.call_id] = _open_call(event, part)
+        elif event.type is EventType.TOOL_STARTED:
+            self.started.update(p.call_id for p in event.parts if isinstance(p, ToolCallPart))
+        elif event.type is EventType.TOOL_RESPONSE:
+            for result in event.tool_results:
+                self.open_calls.pop(result.call_id, None)
+        elif event.approval is not None:
+            self.approvals[event.approval.call_id] = event.approval.decision
+        elif event.question is not None:
+            self.questions[event.question.call_id] = event.type is EventType.USER_ANSWER
+
+    def observe_all(self, events: Iterable[Event]) -> CallLedger:
+        for event in events:
+            self.observe(event)
+        return self
+
+    def awaits_approval(self, call_id: str) -> bool:
+        """Whether ``call_id`` asked for approval and has no decision yet."""
+        return call_id in self.approvals and self.approvals[call_id] is None
+
+    @property
+    def waits_for_approval(self) -> bool:
+        """Whether any call waits for a person's decision."""
+        return any(verdict is None for verdict in self.approvals.values())
+
+    def awaits_answer(self, call_id: str) -> bool:
+        """Whether ``call_id`` asked the user a question that has no answer yet."""
+        return self.questions.get(call_id) is False
+
+    @property
+    def waits_for_answer(self) -> bool:
+        """Whether any call waits for the user's answer to its question."""
+        return not all(self.questions.values())
+
+    @property
+    def waits_for_person(self) -> bool:
+        return self.waits_for_approval or self.waits_for_answer
+
+    def never_ran(self, call: OpenCall) -> bool:
+        """Whether an open call certainly did not run: it waited for an approval that
+        never came, or was denied, or it is a question still unanswered (asking has no
+        effect). Any other open call may have taken effect."""
+        if self.awaits_answer(call.call_id):
+            return True
+        return call.call_id in self.approvals and self.approvals[call.call_id] != "approve"
+
+    def closing_events(
+        self,
+        session_id: str,
+        *,
+        started: str,
+        not_run: str,
+        ran: Container[str] | None = None,
+    ) -> list[Event]:
+        """A ``tool_response`` error (unsaved) for each open call, in the order they were
+        made: ``not_run`` for a call that certainly never ran or had no effect
+        (``never_ran``, or not among the calls known to have started: ``ran`` when it is
+        given, else the journal's ``started``), ``started`` for the others. Both read
+        ``"<code>: <message>"``.
+
+        Without ``ran`` (the process that ran the turn is gone), the effect journal
+        decides: a read-only tool that was running is ``not_run`` too, as it changed
+        nothing and the record shows no result."""
+        return [
+            _closing(call, session_id, started if self._may_have_run(call, ran) else not_run)
+            for call in self.open_calls.values()
+        ]
+
+    def _may_have_run(self, call: OpenCall, ran: Container[str] | None) -> bool:
+        known = self.started if ran is None else ran
+        return not self.never_ran(call) and call.call_id in known
+
+
+def _open_call(event: Event, part: ToolCallPart) -> OpenCall:
+    return OpenCall(
+        call_id=part.call_id,
+        name=part.name,
+        invocation_id=event.invocation_id,
+        author=event.author,
+        branch=event.branch,
+        span_id=part.span_id,
+        parent_span_id=event.parent_span_id,
+    )
+
+
+def _closing(call: OpenCall, session_id: str, text: str) -> Event:
+    part = ToolResponsePart(call_id=call.call_id, name=call.name, result=text, is_error=True)
+    return Event(
+        type=EventType.TOOL_RESPONSE,
+        invocation_id=call.invocation_id,
+        session_id=session_id,
+        author=call.author,
+        branch=call.branch,
+        parts=[part],
+        span_id=call.span_id,
+        parent_span_id=call.parent_span_id,
+    )

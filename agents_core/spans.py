@@ -1,0 +1,308 @@
+"""Spans: where a run's time went, derived from its events.
+
+Every agent run, model call, tool call and wait for a person (an approval, or the
+resume of a paused run) is a ``Span``, built from the events that open and close it
+(``agents_core.events``, schema version 2: each event names its ``span_id`` and
+``parent_span_id``). ``SpanTree`` follows events in their wire
+form (``Event.to_wire()``, as stored and as streamed), in seq order, and hands out the
+spans so far: open spans (no ``end``) included, so a live run draws while it runs.
+``finish`` closes what a run left open when it ended.
+
+This is the one place that knows what a span is: Studio's API, pages, exports, cost
+roll-ups and OpenTelemetry export all read spans from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import AwareDatetime
+
+from agents_core.contracts import Contract
+from agents_core.events import EventType
+
+SpanKind = Literal["agent", "model", "tool", "human"]
+SpanStatus = Literal["open", "ok", "error"]
+PREVIEW_CHARS = 2_000
+"""How much of a model's text or a tool's arguments and result a span carries."""
+
+Wire = Mapping[str, Any]
+SPAN_EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        EventType.AGENT_START,
+        EventType.AGENT_END,
+        EventType.AGENT_MESSAGE,
+        EventType.TOOL_RESPONSE,
+        EventType.APPROVAL_REQUEST,
+        EventType.APPROVAL_DECISION,
+        EventType.USER_QUESTION,
+        EventType.USER_ANSWER,
+        EventType.RUN_PAUSED,
+        EventType.RUN_RESUMED,
+        EventType.ERROR,
+    }
+)
+"""The event types spans are made of (``SpanTree`` skips every other)."""
+_WAIT_OPENED: Mapping[str, str] = {
+    EventType.APPROVAL_REQUEST: "approval",
+    EventType.USER_QUESTION: "question",
+    EventType.RUN_PAUSED: "pause",
+}
+"""The events that open a wait for a person, and the wait's name."""
+_WAIT_CLOSED = frozenset(
+    {EventType.APPROVAL_DECISION, EventType.USER_ANSWER, EventType.RUN_RESUMED}
+)
+
+
+class Span(Contract):
+    """One step of a run, open (``end`` is ``None``) or closed."""
+
+    span_id: str
+    parent_span_id: str | None
+    kind: SpanKind
+    name: str
+    """The agent's name, the tool's name, ``model``, ``approval``, ``question`` or
+    ``pause``."""
+    author: str
+    """The agent the span belongs to."""
+    branch: str | None
+    invocation_id: str
+    start: AwareDatetime
+    end: AwareDatetime | None = None
+    status: SpanStatus = "open"
+    start_seq: int | None = None
+    """The first stored event of the span (``None`` for a model call still streaming)."""
+    end_seq: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    error: str | None = None
+    attributes: dict[str, Any] = {}
+    """Kind-specific details: a tool's ``call_id``, ``arguments``, ``result`` and
+    ``outcome``; a model's ``text`` and ``tool_calls``; an agent's ``transfer_to`` and
+    loop ``iteration``; a wait's ``decision``, ``decided_by`` and ``reason``, or its
+    ``question``, ``answer`` and ``answered_by``."""
+
+    @property
+    def duration_ms(self) -> float | None:
+        if self.end is None:
+            return None
+        return (self.end - self.start) / timedelta(milliseconds=1)
+
+
+@dataclass(slots=True)
+class _Open:
+    """A span being built: the fields of its ``Span`` so far."""
+
+    fields: dict[str, Any]
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    def span(self) -> Span:
+        return Span.model_validate({**self.fields, "attributes": self.attributes})
+
+
+@dataclass(slots=True)
+class SpanTree:
+    """The spans of the events ``observe``-d so far, in the order they began."""
+
+    _spans: dict[str, _Open] = field(default_factory=dict)
+
+    def observe(self, wire: Wire) -> None:
+        kind = wire.get("type")
+        if kind == EventType.AGENT_START:
+            self._open(wire, "agent", wire["author"], _time(wire["created_at"]))
+            self._agent(wire)
+        elif kind == EventType.AGENT_END:
+            self._close(wire, "ok")
+        elif kind == EventType.AGENT_MESSAGE:
+            self._model(wire)
+        elif kind == EventType.TOOL_RESPONSE:
+            self._tool_response(wire)
+        elif kind in _WAIT_OPENED or kind in _WAIT_CLOSED:
+            self._wait(str(kind), wire)
+        elif kind == EventType.ERROR:
+            self._error(wire)
+
+    def observe_all(self, wires: Iterable[Wire]) -> SpanTree:
+        for wire in wires:
+            self.observe(wire)
+        return self
+
+    def spans(self) -> list[Span]:
+        return [built.span() for built in self._spans.values()]
+
+    def finish(self, at: datetime, *, error: str | None = None) -> None:
+        """Close the spans a run left open when it ended at ``at``: errors, saying
+        ``error``, when it failed, was cancelled or interrupted."""
+        for built in self._spans.values():
+            if built.fields["end"] is None:
+                built.fields["end"] = max(at, built.fields["start"])
+                built.fields["status"] = "ok" if error is None else "error"
+                if error is not None:
+                    built.fields.setdefault("error", error)
+
+    # Opening and closing
+
+    def _open(self, wire: Wire, kind: SpanKind, name: str, start: datetime) -> _Open | None:
+        span_id = wire.get("span_id")
+        if not span_id:
+            return None  # an event from before spans (schema version 1, not upgraded)
+        built = self._spans.get(span_id)
+        if built is None:
+            built = self._spans[span_id] = _Open(
+                {
+                    "span_id": span_id,
+                    "parent_span_id": wire.get("parent_span_id"),
+                    "kind": kind,
+                    "name": name,
+                    "author": wire["author"],
+                    "branch": wire.get("branch"),
+                    "invocation_id": wire["invocation_id"],
+                    "start": start,
+                    "end": None,
+                    "start_seq": wire.get("seq"),
+                }
+            )
+        elif built.fields["start_seq"] is None:
+            built.fields["start_seq"] = wire.get("seq")
+        return built
+
+    def _close(self, wire: Wire, status: SpanStatus) -> _Open | None:
+        built = self._spans.get(wire.get("span_id") or "")
+        if built is None:
+            return None
+        built.fields["end"] = max(_time(wire["created_at"]), built.fields["start"])
+        built.fields["end_seq"] = wire.get("seq")
+        built.fields["status"] = status
+        return built
+
+    # Kinds
+
+    def _agent(self, wire: Wire) -> None:
+        built = self._spans.get(wire.get("span_id") or "")
+        branch = wire.get("branch") or ""
+        last = branch.rsplit(".", 1)[-1]
+        if built is not None and "@" in last:
+            suffix = last.rsplit("@", 1)[1]
+            if suffix.isdigit():
+                built.attributes["iteration"] = int(suffix)
+
+    def _model(self, wire: Wire) -> None:
+        calls = [p for p in wire.get("parts", ()) if p["kind"] == "tool_call"]
+        if not wire.get("span_id"):  # no model call: the agent retrying lost calls
+            for part in calls:
+                self._tool_call(wire, part)
+            return
+        start = _time(wire.get("started_at") or wire["created_at"])
+        built = self._open(wire, "model", "model", start)
+        if built is None or wire.get("partial"):
+            return
+        built.fields["start"] = start  # the call began before its first streamed chunk
+        text = "".join(p.get("text", "") for p in wire.get("parts", ()) if p["kind"] == "text")
+        built.attributes["text"] = _clip(text)
+        built.attributes["tool_calls"] = [p["name"] for p in calls]
+        usage = wire.get("usage") or {}
+        built.fields["input_tokens"] = usage.get("input_tokens")
+        built.fields["output_tokens"] = usage.get("output_tokens")
+        self._close(wire, "ok")
+        for part in calls:
+            self._tool_call(wire, part)
+
+    def _tool_call(self, message: Wire, part: Wire) -> None:
+        span_id = part.get("span_id")
+        if not span_id:
+            return
+        opened = {**message, "span_id": span_id, "parent_span_id": message.get("parent_span_id")}
+        built = self._open(opened, "tool", part["name"], _time(message["created_at"]))
+        if built is not None:
+            built.attributes.update(call_id=part["call_id"], arguments=part.get("args", {}))
+            if part.get("retry_of"):
+                built.attributes["retry_of"] = part["retry_of"]
+
+    def _tool_response(self, wire: Wire) -> None:
+        """A tool span runs from the model's call to the response; within it, the tool
+        itself ran for ``ran_ms`` from ``ran_from`` (after any wait for approval)."""
+        part = next((p for p in wire.get("parts", ()) if p["kind"] == "tool_response"), None)
+        outcome = _outcome(part) if part is not None else "done"
+        built = self._close(wire, "ok" if outcome == "done" else "error")
+        if built is None:
+            return
+        ran_from, ran_ms = wire.get("started_at"), wire.get("latency_ms")
+        if ran_from and ran_ms is not None:  # responses are stored in call order, so the
+            end = _time(ran_from) + timedelta(milliseconds=ran_ms)  # tool's own end
+            built.fields["end"] = max(end, built.fields["start"])
+            built.attributes.update(ran_from=_time(ran_from), ran_ms=ran_ms)
+        if part is not None:
+            built.attributes["result"] = _clip(part["result"])
+            built.attributes["outcome"] = outcome
+            if outcome != "done":
+                built.fields["error"] = _clip(part["result"])
+        transfer = (wire.get("actions") or {}).get("transfer_to_agent")
+        if transfer:
+            built.attributes["transfer_to"] = transfer
+
+    def _approval(self, wire: Wire) -> None:
+        built = self._spans.get(wire.get("span_id") or "")
+        approval = wire.get("approval") or {}
+        if built is None or not approval:
+            return
+        built.attributes["tool"] = approval.get("tool")
+        for key in ("decision", "decided_by", "reason", "edited_args"):
+            if approval.get(key):
+                built.attributes[key] = approval[key]
+
+    def _wait(self, kind: str, wire: Wire) -> None:
+        """A wait for a person: an approval, an answer to a question, a pause (for
+        whoever paused the run); the event that ends it closes it."""
+        if kind in _WAIT_OPENED:
+            self._open(wire, "human", _WAIT_OPENED[kind], _time(wire["created_at"]))
+        self._approval(wire)
+        self._question(wire)
+        if kind in _WAIT_CLOSED:
+            unanswered = kind == EventType.USER_ANSWER and not (wire.get("question") or {}).get(
+                "answer"
+            )
+            self._close(wire, "error" if unanswered else "ok")
+
+    def _question(self, wire: Wire) -> None:
+        built = self._spans.get(wire.get("span_id") or "")
+        question = wire.get("question") or {}
+        if built is None:
+            return
+        for key in ("question", "answer", "answered_by"):
+            if question.get(key):
+                built.attributes[key] = _clip(question[key])
+
+    def _error(self, wire: Wire) -> None:
+        """A terminal error fails the agent span it happened in."""
+        error = wire.get("error") or {}
+        built = self._spans.get(wire.get("parent_span_id") or "")
+        if built is not None and error.get("failure", "terminal") == "terminal":
+            built.fields["error"] = f"{error.get('code')}: {error.get('message')}"
+            built.fields["status"] = "error"
+            if built.fields["end"] is None:
+                self._close({**wire, "span_id": built.fields["span_id"]}, "error")
+
+
+def spans_of(wires: Iterable[Wire]) -> list[Span]:
+    """The spans of ``wires`` (stored events in seq order)."""
+    return SpanTree().observe_all(wires).spans()
+
+
+def _outcome(part: Wire) -> str:
+    if not part.get("is_error"):
+        return "done"
+    code, colon, _ = str(part.get("result", "")).partition(":")
+    return code.strip() if colon and code.strip().isidentifier() else "error"
+
+
+def _time(value: str | datetime) -> datetime:
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
+
+def _clip(text: Any) -> Any:
+    if isinstance(text, str) and len(text) > PREVIEW_CHARS:
+        return f"{text[:PREVIEW_CHARS]}…"
+    return text

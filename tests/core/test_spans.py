@@ -1,0 +1,184 @@
+"""Spans derived from a run's events (``agents_core.spans``), live and after the fact,
+and version 1 events upgraded to carry them (``agents_core.span_upgrade``)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from agents_core import (
+    Event,
+    EventType,
+    InMemorySessionService,
+    LlmAgent,
+    LoopAgent,
+    ParallelAgent,
+    SequentialAgent,
+    function_tool,
+)
+from agents_core.approvals import ApprovalDecision, ApprovalPolicy
+from agents_core.events import new_id
+from agents_core.llm.resilience import BreakerRegistry
+from agents_core.span_upgrade import upgrade
+from agents_core.spans import Span, SpanTree, spans_of
+from agents_core.testing import ScriptedModel, reply, tool_call
+from agents_core.tools.agent_tool import AgentTool
+from agents_core.tools.control import exit_loop_tool
+from tests.core.run_helpers import complete, make_runner
+
+
+@function_tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    await asyncio.sleep(0.01)
+    return a + b
+
+
+def team() -> SequentialAgent:
+    """Every kind of span: parallel branches, an agent called as a tool, a loop and a
+    call that waits for approval."""
+    helper = LlmAgent("helper", model=ScriptedModel([reply("helped")]))
+    lead = LlmAgent(
+        "lead",
+        model=ScriptedModel(
+            [
+                tool_call("helper", "t1", request="help"),
+                tool_call("add", "a1", a=1, b=2),
+                reply("led"),
+            ]
+        ),
+        tools=[AgentTool(helper), add],
+        approval=ApprovalPolicy(tools=frozenset({"add"})),
+    )
+    fan = ParallelAgent(
+        "fan",
+        sub_agents=[
+            LlmAgent("left", model=ScriptedModel([reply("l")])),
+            LlmAgent("right", model=ScriptedModel([reply("r")])),
+        ],
+    )
+    loop = LoopAgent(
+        "loop",
+        max_iterations=3,
+        sub_agents=[
+            LlmAgent("pass_", model=ScriptedModel([reply("once")], loop=True)),
+            LlmAgent(
+                "stop",
+                model=ScriptedModel([reply("again"), tool_call("exit_loop")], loop=False),
+                tools=[exit_loop_tool],
+            ),
+        ],
+    )
+    return SequentialAgent("root", sub_agents=[lead, fan, loop])
+
+
+async def run_team(sessions: InMemorySessionService, breakers: BreakerRegistry) -> list[Event]:
+    runner = make_runner(team(), sessions, breakers)
+    events: list[Event] = []
+    async for event in runner.astream(user_id="ada", session_id="s1", message="go"):
+        events.append(event)
+        if event.type is EventType.APPROVAL_REQUEST and event.approval is not None:
+            await asyncio.sleep(0.02)  # a person takes a moment
+            runner.approvals.decide(
+                ApprovalDecision(
+                    call_id=event.approval.call_id,
+                    args_hash=event.approval.args_hash,
+                    decision="approve",
+                    decided_by="ada",
+                )
+            )
+    return complete(events)
+
+
+def by_id(spans: list[Span]) -> dict[str, Span]:
+    return {span.span_id: span for span in spans}
+
+
+def shape(spans: list[Span]) -> list[tuple[str, str, str | None]]:
+    """Each span as (kind, name, its parent's name), in the order they began."""
+    index = by_id(spans)
+    parent = lambda s: index[s.parent_span_id].name if s.parent_span_id else None  # noqa: E731
+    return [(s.kind, s.name, parent(s)) for s in spans]
+
+
+async def test_every_agent_model_tool_and_wait_is_a_span_in_its_parent(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    events = await run_team(sessions, breakers)
+    spans = spans_of(e.to_wire() for e in events)
+
+    assert all(s.status == "ok" and s.end is not None for s in spans), spans
+    kinds = shape(spans)
+    assert ("agent", "root", None) in kinds
+    assert ("agent", "lead", "root") in kinds
+    assert ("tool", "helper", "lead") in kinds
+    assert ("agent", "helper", "helper") in kinds  # the agent runs inside its tool call
+    assert ("human", "approval", "add") in kinds
+    assert ("agent", "left", "fan") in kinds and ("agent", "right", "fan") in kinds
+    iterations = [s.attributes.get("iteration") for s in spans if s.name == "pass_"]
+    assert iterations == [1, 2]
+    models = [s for s in spans if s.kind == "model"]
+    assert all(s.input_tokens is not None and s.parent_span_id for s in models)
+    index = by_id(spans)
+    for span in spans:  # children lie within their parents
+        if span.parent_span_id:
+            parent = index[span.parent_span_id]
+            assert parent.start <= span.start and span.end <= parent.end  # type: ignore[operator]
+    add_span = next(s for s in spans if s.name == "add")
+    wait = next(s for s in spans if s.kind == "human")
+    assert add_span.attributes["outcome"] == "done" and add_span.attributes["result"] == "3"
+    assert wait.attributes["decision"] == "approve" and wait.duration_ms >= 20  # type: ignore[operator]
+    assert add_span.attributes["ran_from"] >= wait.end  # the tool ran once approved
+
+
+async def test_a_live_run_has_open_spans_until_their_events_arrive(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    events = await run_team(sessions, breakers)
+    request = next(i for i, e in enumerate(events) if e.type is EventType.APPROVAL_REQUEST)
+    tree = SpanTree().observe_all(e.to_wire() for e in events[: request + 1])
+
+    open_spans = {(s.kind, s.name) for s in tree.spans() if s.end is None}
+    assert open_spans == {
+        ("agent", "root"),
+        ("agent", "lead"),
+        ("tool", "add"),
+        ("human", "approval"),
+    }
+    assert all(s.status == "open" for s in tree.spans() if s.end is None)
+    last = events[request].created_at
+    tree.finish(last, error="cancelled: cancelled by request")
+    assert all(s.end is not None for s in tree.spans())
+    assert {s.status for s in tree.spans() if s.kind == "human"} == {"error"}
+
+
+def downgraded(wire: dict[str, Any]) -> dict[str, Any]:
+    """``wire`` as a version 1 event stored it: no span fields."""
+    old = {k: v for k, v in wire.items() if k not in {"span_id", "parent_span_id", "started_at"}}
+    old["parts"] = [{k: v for k, v in p.items() if k != "span_id"} for p in wire["parts"]]
+    return {**old, "schema_version": 1}
+
+
+async def test_version_1_events_upgrade_to_the_same_span_tree(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    wires = [e.to_wire() for e in await run_team(sessions, breakers)]
+    upgraded = list(upgrade(downgraded(w) for w in wires))
+
+    assert all(w["schema_version"] == 2 for w in upgraded)
+    assert [Event.model_validate(w).type for w in upgraded] == [w["type"] for w in wires]
+    assert shape(spans_of(upgraded)) == shape(spans_of(wires))
+    again = list(upgrade(downgraded(w) for w in wires))
+    assert [w.get("span_id") for w in again] == [w.get("span_id") for w in upgraded]
+    assert list(upgrade(wires)) == wires  # version 2 events are left as they are
+
+
+def test_new_ids_are_distinct_random_uuid4s_as_32_hex_digits() -> None:
+    ids = [new_id() for _ in range(10_000)]
+
+    assert len(set(ids)) == len(ids)
+    for value in ids[:1_000]:
+        parsed = uuid.UUID(value)
+        assert parsed.hex == value
+        assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
