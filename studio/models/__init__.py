@@ -1,4 +1,6 @@
-"""Studio's stored objects. Every row belongs to one owner; ids are UUIDs.
+"""Studio's stored objects. Every row belongs to one owner; ids are UUIDs. Agents,
+model configurations, sessions and events are here; runs in ``runs``, MCP servers in
+``mcp``, the final spans of ended runs in ``traces``.
 
 Core values (``agents_core`` sessions and events) are mapped with ``to_core()`` and
 ``from_core()``; an event's ``payload`` is its full wire JSON, so it round-trips exactly.
@@ -8,12 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import uuid
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -21,7 +22,7 @@ from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.sessions import base as core_sessions
-from studio import crypto
+from studio import costs, crypto
 
 DEFAULT_APP_NAME = "studio"
 SESSION_KEY_MAX_LENGTH = 200
@@ -100,6 +101,17 @@ class AgentVersion(models.Model):
         super().save(*args, **kwargs)
 
 
+def _price_field(what: str) -> models.DecimalField[Any, Any]:
+    return models.DecimalField(
+        max_digits=costs.PRICE_MAX_DIGITS,
+        decimal_places=costs.PRICE_PLACES,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0)],
+        help_text=f"Price of a million {what} tokens; empty: not known.",
+    )
+
+
 class ModelConfig(models.Model):
     """A model endpoint an agent spec can name. The API key is only ever stored
     encrypted (``api_key_ciphertext``); its plaintext exists only while in use."""
@@ -119,6 +131,16 @@ class ModelConfig(models.Model):
     options = models.JSONField(default=dict, blank=True)
     api_key_ciphertext = models.TextField(blank=True, editable=False)
     api_key_hint = models.CharField(max_length=8, blank=True, editable=False)
+    # Per million tokens; none known (null) means its calls' cost is unknown, never zero.
+    price_input = _price_field("input")
+    price_cached_input = _price_field("cached input (charged as input when empty)")
+    price_output = _price_field("output")
+    price_currency = models.CharField(
+        max_length=3,
+        default=costs.DEFAULT_CURRENCY,
+        validators=[RegexValidator("^[A-Z]{3}$", "An ISO 4217 code: three capital letters.")],
+        help_text="The currency of its prices (ISO 4217), e.g. USD.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -136,6 +158,11 @@ class ModelConfig(models.Model):
     def has_api_key(self) -> bool:
         return bool(self.api_key_ciphertext)
 
+    @property
+    def api_key_last_chars(self) -> str:
+        """The key's last four characters as its hint shows them; empty for no or a short key."""
+        return self.api_key_hint.removeprefix("...")
+
     def set_api_key(self, plaintext: str) -> None:
         """Encrypt and keep ``plaintext``; an empty string removes the key."""
         self.api_key_ciphertext = crypto.encrypt(plaintext) if plaintext else ""
@@ -145,29 +172,58 @@ class ModelConfig(models.Model):
         """The decrypted key, for the one call that sends it to the provider."""
         return crypto.decrypt(self.api_key_ciphertext) if self.api_key_ciphertext else ""
 
+    def price(self) -> costs.Price | None:
+        """Its price, or ``None`` unless both the input and the output price are known."""
+        if self.price_input is None or self.price_output is None:
+            return None
+        return costs.Price(
+            input=self.price_input,
+            output=self.price_output,
+            cached_input=self.price_cached_input,
+            currency=self.price_currency,
+        )
+
+    def set_price(self, price: costs.Price | None) -> None:
+        self.price_input = price.input if price else None
+        self.price_cached_input = price.cached_input if price else None
+        self.price_output = price.output if price else None
+        self.price_currency = price.currency if price else costs.DEFAULT_CURRENCY
+
 
 class RunStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
+    PAUSED = "paused"  # running, held between steps until resumed (services.resume_run)
     SUCCEEDED = "succeeded"
+    DEGRADED = "degraded"  # finished past failures a policy let through: error_message says
     FAILED = "failed"
     CANCELLED = "cancelled"
     INTERRUPTED = "interrupted"
 
 
-ACTIVE_RUN_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
+ACTIVE_RUN_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED})
+FINISHED_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.DEGRADED})  # no terminal error
 
 
 class SessionStatus(models.TextChoices):
-    """The status of a session's latest run, or ``idle`` before its first."""
+    """Its latest run's status (``idle`` before one; ``waiting`` while it waits on a person)."""
 
     IDLE = "idle"
     QUEUED = "queued"
     RUNNING = "running"
+    WAITING = "waiting", "waiting for approval"
+    PAUSED = "paused"
     SUCCEEDED = "succeeded"
+    DEGRADED = "degraded"
     FAILED = "failed"
     CANCELLED = "cancelled"
     INTERRUPTED = "interrupted"
+
+
+def cost_field() -> models.DecimalField[Any, Any]:
+    return models.DecimalField(
+        max_digits=costs.MAX_DIGITS, decimal_places=costs.PLACES, null=True, blank=True
+    )
 
 
 class Session(models.Model):
@@ -196,12 +252,19 @@ class Session(models.Model):
         max_length=16, choices=SessionStatus.choices, default=SessionStatus.IDLE
     )
     last_seq = models.PositiveIntegerField(default=0, editable=False)
+    cost = cost_field()
+    """The sum of its ended runs' costs (``costs.total_of``), set as each ends."""
+    cost_currency = models.CharField(max_length=3, blank=True)
+    cost_complete = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["owner", "-created_at"], name="session_owner_created")]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="session_owner_created"),
+            models.Index(fields=["owner", "cost"], name="session_owner_cost"),  # sorted by cost
+        ]
 
     def __str__(self) -> str:
         return self.title or self.key
@@ -240,6 +303,18 @@ class Event(models.Model):
     payload = models.JSONField()
     schema_version = models.PositiveSmallIntegerField()
     usage = models.JSONField(null=True, blank=True)
+    cost = cost_field()
+    """What the model call cost when it was stored (``payload["cost"]``, for sums)."""
+    cost_currency = models.CharField(max_length=3, blank=True)
+    # A model call's attribution, filled by ``end_run`` from the run's spans (roll-ups).
+    run = models.ForeignKey(
+        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # db_default: the session service inserts events with SQL of its own.
+    tool = models.CharField(max_length=100, blank=True, db_default="")
+    """The tool call it ran inside (an agent called as a tool, or a transfer); blank:
+    the run's own agents."""
+    model = models.CharField(max_length=200, blank=True, db_default="")
     created_at = models.DateTimeField()
 
     class Meta:
@@ -248,7 +323,21 @@ class Event(models.Model):
             # Also the timeline's index: (session, seq) range scans for ?after=<seq>.
             models.UniqueConstraint(fields=["session", "seq"], name="event_seq_unique_per_session")
         ]
-        indexes = [models.Index(fields=["session", "invocation_id"], name="event_invocation")]
+        indexes = [
+            models.Index(fields=["session", "invocation_id"], name="event_invocation"),
+            # The cost roll-ups': an owner's model calls in a date range.
+            models.Index(
+                fields=["session", "created_at"],
+                condition=models.Q(type="agent_message"),
+                name="event_model_call_day",
+            ),
+            # The overview's sums of model calls by day: only events with usage.
+            models.Index(
+                fields=["created_at"],
+                name="event_usage_created",
+                condition=models.Q(usage__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.type} by {self.author}"
@@ -269,6 +358,8 @@ class Event(models.Model):
             payload=event.to_wire(),
             schema_version=event.schema_version,
             usage=event.usage.model_dump(mode="json") if event.usage else None,
+            cost=event.cost.amount if event.cost else None,
+            cost_currency=event.cost.currency if event.cost else "",
             created_at=event.created_at,
         )
 
@@ -276,134 +367,8 @@ class Event(models.Model):
         return core_events.Event.model_validate(self.payload)
 
 
-class Run(models.Model):
-    """One user turn of a session: queued by the API, executed by the run manager."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="runs")
-    invocation_id = models.CharField(max_length=64, blank=True)
-    message = models.TextField()
-    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.QUEUED)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    ended_at = models.DateTimeField(null=True, blank=True)
-    input_tokens = models.PositiveBigIntegerField(default=0)
-    output_tokens = models.PositiveBigIntegerField(default=0)
-    cost = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
-    error_code = models.CharField(max_length=64, blank=True)
-    error_message = models.TextField(blank=True)
-    # Crash recovery: the process executing the run renews its lease while it runs and
-    # clears both when it records the outcome. A lease left to expire means that
-    # process died; its run is then marked interrupted (studio.recovery).
-    owner_process = models.CharField(max_length=200, blank=True, editable=False)
-    lease_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
-    start_seq = models.PositiveIntegerField(null=True, blank=True, editable=False)
-    """The session's last seq when the run started: its events are the ones after."""
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [
-            models.Index(fields=["session", "-created_at"], name="run_session_created"),
-            models.Index(fields=["status"], name="run_status"),
-            models.Index(fields=["lease_expires_at"], name="run_lease_expiry"),
-        ]
-
-    def __str__(self) -> str:
-        return f"run {self.id} ({self.status})"
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in ACTIVE_RUN_STATUSES
-
-
-class McpServer(models.Model):
-    """A Model Context Protocol server whose tools the owner's agents may use.
-
-    ``http`` servers are reached at ``url`` (checked by ``studio.security`` when saved
-    and before each connection), with optional ``headers`` kept encrypted. ``stdio``
-    servers are programs Studio starts: exactly ``command`` with ``args``, no shell, with
-    an environment of allowlisted variables only (``studio.mcp``); only staff create or
-    change them. Header and environment values are secrets: stored encrypted, never shown.
-    """
-
-    class Transport(models.TextChoices):
-        HTTP = "http", "Streamable HTTP"
-        STDIO = "stdio", "Local process (stdio)"
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_servers"
-    )
-    name = models.CharField(
-        max_length=64,
-        validators=[RegexValidator(core_specs.NAME_PATTERN)],
-        help_text="Letters, digits, '_' or '-': agent specs refer to the server by this name.",
-    )
-    description = models.CharField(max_length=500, blank=True)
-    transport = models.CharField(max_length=8, choices=Transport.choices)
-    url = models.URLField(max_length=2_000, blank=True)
-    headers_ciphertext = models.TextField(blank=True, editable=False)
-    header_names = models.JSONField(default=list, blank=True, editable=False)
-    command = models.CharField(max_length=1_000, blank=True)
-    args = models.JSONField(default=list, blank=True)
-    env_ciphertext = models.TextField(blank=True, editable=False)
-    env_names = models.JSONField(default=list, blank=True, editable=False)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        editable=False,
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name"]
-        verbose_name = "MCP server"
-        constraints = [
-            models.UniqueConstraint(fields=["owner", "name"], name="mcp_name_unique_per_owner"),
-            models.CheckConstraint(
-                condition=(models.Q(transport="http") & ~models.Q(url=""))
-                | (models.Q(transport="stdio") & ~models.Q(command="")),
-                name="mcp_transport_has_target",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
-
-    @property
-    def command_line(self) -> str:
-        """The exact program and arguments, quoted as a POSIX shell would need them:
-        what staff approved, shown as text wherever the server appears."""
-        return shlex.join([self.command, *self.args]) if self.command else ""
-
-    def set_headers(self, headers: dict[str, str]) -> None:
-        self.headers_ciphertext, self.header_names = _seal(headers)
-
-    def headers(self) -> dict[str, str]:
-        """The decrypted headers, for the connection that sends them."""
-        return _unseal(self.headers_ciphertext)
-
-    def set_env(self, env: dict[str, str]) -> None:
-        self.env_ciphertext, self.env_names = _seal(env)
-
-    def env(self) -> dict[str, str]:
-        """The decrypted environment values staff stored, for the process that gets them."""
-        return _unseal(self.env_ciphertext)
-
-
-def _seal(values: dict[str, str]) -> tuple[str, list[str]]:
-    """A mapping of secrets as one encrypted token, and its (non-secret) names."""
-    if not values:
-        return "", []
-    return crypto.encrypt(json.dumps(values, sort_keys=True)), sorted(values)
-
-
-def _unseal(token: str) -> dict[str, str]:
-    if not token:
-        return {}
-    values: dict[str, str] = json.loads(crypto.decrypt(token))
-    return values
+from studio.models.budgets import DaySpend as DaySpend  # noqa: E402  (rows of their own)
+from studio.models.budgets import UserBudget as UserBudget  # noqa: E402
+from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of its own)
+from studio.models.runs import Run as Run  # noqa: E402
+from studio.models.traces import RunSpans as RunSpans  # noqa: E402
