@@ -7,7 +7,10 @@ class StudioConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Where runs execute (in the servers, or in workers) is chosen once, here.
+        # Where runs execute (in the servers, or in workers) and where their traces go
+        # (nowhere, or an OTLP collector) are chosen once, here.
         from studio import runs
+        from studio.traces import otel
 
         runs.configure()
+        otel.configure()

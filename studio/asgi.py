@@ -5,10 +5,13 @@ executor that runs (or, with worker execution, sweeps) inside this server
 A websocket upgrade is admitted only from Studio's own pages: its Origin must be the
 request's own origin (scheme, host and port of its Host header) or one listed in
 ``CSRF_TRUSTED_ORIGINS``. A page served by another app on the same machine (another
-port) is a different origin and is refused, as are ``null`` and missing origins."""
+port) is a different origin and is refused, as are ``null`` and missing origins. A
+script's upgrade that signs in with an API token in its ``Authorization`` header
+(``studio.auth.TokenSocketAuth``) needs no Origin: no browser page can send one."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,8 +29,12 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (after Django setup)
 from channels.security.websocket import WebsocketDenier  # noqa: E402
 
-from studio import runs  # noqa: E402
+from studio import auth, runs, security  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
+from studio.traces import otel  # noqa: E402
+
+# Once per server process (runserver's and Daphne's alike), with the other start-up lines.
+security.log_policy()
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -42,7 +49,8 @@ def same_origin_only(app: ASGIApp) -> ASGIApp:
     closed before it is accepted (the client sees HTTP 403)."""
 
     async def application(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket" and not origin_allowed(scope):
+        token_signed = auth.authorization_header(scope) is not None
+        if scope["type"] == "websocket" and not token_signed and not origin_allowed(scope):
             await WebsocketDenier()(scope, receive, send)
             return
         await app(scope, receive, send)
@@ -140,6 +148,7 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await runs.executor().aclose()
+            await asyncio.to_thread(otel.shutdown)  # the runs just ended, within a bound
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -148,7 +157,9 @@ application = with_run_executor(
     ProtocolTypeRouter(
         {
             "http": django_asgi_app,
-            "websocket": same_origin_only(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            "websocket": same_origin_only(
+                AuthMiddlewareStack(auth.TokenSocketAuth(URLRouter(websocket_urlpatterns)))
+            ),
         }
     )
 )

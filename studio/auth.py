@@ -5,6 +5,12 @@ A websocket outlives the request that authenticated it, so ending a sign-in must
 the sockets too: each live consumer joins its user's group and its login session's
 group (``user_groups``); the signal handlers here send those groups ``auth.revoked``,
 and the consumer closes with 4401.
+
+Scripts authenticate a websocket with their API token in the upgrade request's
+``Authorization: Token <key>`` header (``TokenSocketAuth``), never in the URL, which
+proxies and logs keep. A browser cannot set that header on a websocket, so a page of
+another origin cannot use a token: such upgrades need no Origin. Deleting the token
+closes its sockets.
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import get_user_model, user_logged_out
+from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.db import transaction
-from django.db.models.signals import pre_save
+from django.db.models.signals import post_delete, pre_save
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
+from rest_framework.authtoken.models import Token
+
+from studio.db import db_sync_to_async
 
 logger = logging.getLogger(__name__)
 
@@ -92,12 +102,18 @@ def login_group(session_key: str) -> str:
     return f"studio.login.{session_key}"
 
 
+def token_group(key: str) -> str:
+    return f"studio.token.{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+
+
 def user_groups(scope: dict[str, Any]) -> list[str]:
     """The groups a socket joins so that the end of its sign-in closes it."""
     user = scope.get("user")
     if user is None or not user.is_authenticated:
         return []
     groups = [user_group(user.pk)]
+    if token := scope.get(SIGNED_IN_WITH):
+        groups.append(token_group(token))
     session = scope.get("session")
     session_key = getattr(session, "session_key", None)
     if session_key:
@@ -140,6 +156,59 @@ def _on_user_saved(sender: Any, instance: Any, raw: bool = False, **kwargs: Any)
     deactivated = before["is_active"] and not instance.is_active
     if deactivated or before["password"] != instance.password:
         revoke(user_group(instance.pk))
+
+
+@receiver(post_delete, sender=Token, dispatch_uid="studio.auth.token_deleted")
+def _on_token_deleted(sender: Any, instance: Token, **kwargs: Any) -> None:
+    revoke(token_group(instance.key))
+
+
+# Websockets: token authentication
+
+SIGNED_IN_WITH = "studio.signed_in_with"
+"""Where ``TokenSocketAuth`` notes the key a socket signed in with."""
+
+
+def authorization_header(scope: dict[str, Any]) -> str | None:
+    """The upgrade request's one ``Authorization`` header (``None`` when absent, or when
+    it was sent more than once)."""
+    values = [v for name, v in scope.get("headers", []) if name.lower() == b"authorization"]
+    return values[0].decode("latin1") if len(values) == 1 else None
+
+
+class TokenSocketAuth:
+    """ASGI middleware: a websocket whose upgrade carries ``Authorization: Token <key>``
+    is that token's user's (anonymous when the key is unknown or its user inactive)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        header = authorization_header(scope)
+        if scope["type"] == "websocket" and header is not None:
+            key = _token_key(header)
+            user = await _token_user(key) if key else None
+            scope = {
+                **scope,
+                "user": user or AnonymousUser(),
+                SIGNED_IN_WITH: key if user else None,
+            }
+        return await self.app(scope, receive, send)
+
+
+def _token_key(header: str) -> str | None:
+    scheme, _, key = header.strip().partition(" ")
+    key = key.strip()
+    return key if scheme.lower() == "token" and key and len(key) <= 64 else None
+
+
+async def _token_user(key: str) -> Any:
+    return await db_sync_to_async(_active_user_of)(key)
+
+
+def _active_user_of(key: str) -> Any:
+    token = Token.objects.select_related("user").filter(key=key).first()
+    return token.user if token is not None and token.user.is_active else None
 
 
 class RevocableSocketMixin:

@@ -83,17 +83,30 @@ class _CheckedBackend(httpcore2.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+class RefusedConnectError(httpcore2.ConnectError):
+    """No connection was tried: ``host`` did not resolve (``reason`` "unresolvable") or
+    the outbound check refused its address (the check's code). ``detail`` says which."""
+
+    def __init__(self, host: str, reason: str, detail: str) -> None:
+        super().__init__(f"refused to connect to {host}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
 def admitted_addresses(host: str, port: int) -> list[str]:
     """The addresses of ``host`` from one resolution, once ``check_outbound_url`` admits
-    them all; ``httpcore2.ConnectError`` if it does not."""
+    them all; ``RefusedConnectError`` if it does not."""
     literal = security.parse_ip_literal(host)
     try:
         found = [str(literal)] if literal is not None else security.system_resolver(host, port)
         netloc = f"[{host}]" if ":" in host else host
         security.check_outbound_url(f"http://{netloc}:{port}/", resolver=lambda _h, _p: found)
-    except (OSError, UnicodeError, security.OutboundURLError) as exc:
-        detail = exc.detail if isinstance(exc, security.OutboundURLError) else str(exc)
-        raise httpcore2.ConnectError(f"refused to connect to {host}: {detail}") from None
+    except security.OutboundURLError as exc:
+        raise RefusedConnectError(host, exc.code, exc.detail) from None
+    except (OSError, UnicodeError) as exc:
+        raise RefusedConnectError(
+            host, "unresolvable", f"cannot resolve host {host!r} ({exc})"
+        ) from None
     return list(dict.fromkeys(found))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
@@ -15,6 +16,11 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 def env_str(name: str, default: str) -> str:
     return os.environ.get(name, default)
+
+
+def env_is_set(name: str) -> bool:
+    """Whether the variable is set at all (an empty value counts: it says "none")."""
+    return name in os.environ
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -132,3 +138,88 @@ def env_redis_url(name: str) -> str | None:
     if not raw.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured(f"{name} must be a redis:// or rediss:// URL, got {raw!r}")
     return raw
+
+
+OTLP_SIGNAL_PREFIXES = ("OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_")
+"""The exporter's variables: for every signal, and for traces only (which wins)."""
+
+
+def env_otel_traces_exporter() -> str:
+    """``OTEL_TRACES_EXPORTER``: ``otlp`` (OTLP/HTTP), or ``none`` when unset, empty,
+    ``none`` or ``OTEL_SDK_DISABLED=true``. With ``otlp`` the OpenTelemetry SDK reads the
+    other ``OTEL_*`` variables itself; they are checked here, so that a bad value stops
+    start-up rather than failing every export (the SDK would log and fall back)."""
+    raw = os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() or "none"
+    if raw not in {"none", "otlp"}:
+        raise ImproperlyConfigured(
+            f"OTEL_TRACES_EXPORTER must be otlp (OTLP/HTTP) or none, got {raw!r}"
+        )
+    if raw == "none" or env_bool("OTEL_SDK_DISABLED", False):
+        return "none"
+    for prefix in OTLP_SIGNAL_PREFIXES:
+        _check_otlp_endpoint(f"{prefix}ENDPOINT")
+        _check_pairs(f"{prefix}HEADERS")
+        _check_one_of(f"{prefix}PROTOCOL", {"http/protobuf"})
+        _check_one_of(f"{prefix}COMPRESSION", {"none", "gzip", "deflate"})
+        if _set(f"{prefix}TIMEOUT"):
+            env_float(f"{prefix}TIMEOUT", 10.0, minimum=0.001)
+    _check_pairs("OTEL_RESOURCE_ATTRIBUTES")
+    _check_batching()
+    return raw
+
+
+def env_otel_queue_size() -> int:
+    """``OTEL_BSP_MAX_QUEUE_SIZE``: how many spans may wait to be exported (2048)."""
+    return _otel_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048)
+
+
+def _set(name: str) -> str | None:
+    """The variable's value, ``None`` when unset or blank (the SDK reads blank as unset)."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _otel_int(name: str, default: int) -> int:
+    return env_int(name, default, minimum=1) if _set(name) else default
+
+
+def _check_otlp_endpoint(name: str) -> None:
+    value = _set(name)
+    if value is None:
+        return
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  (raises on a bad port)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ImproperlyConfigured(f"{name} must be an http:// or https:// URL")
+
+
+def _check_pairs(name: str) -> None:
+    """A comma-separated list of ``key=value`` (headers, resource attributes). Values
+    are not quoted back: a header may carry the collector's token."""
+    value = _set(name)
+    if value is None:
+        return
+    for position, item in enumerate(value.split(","), start=1):
+        key, equals, _ = item.partition("=")
+        if item.strip() and (not equals or not key.strip()):
+            raise ImproperlyConfigured(f"{name}: item #{position} is not key=value")
+
+
+def _check_one_of(name: str, choices: set[str]) -> None:
+    value = _set(name)
+    if value is not None and value.lower() not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {sorted(choices)}, got {value!r}")
+
+
+def _check_batching() -> None:
+    queue = env_otel_queue_size()
+    batch = _otel_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)
+    _otel_int("OTEL_BSP_SCHEDULE_DELAY", 5000)
+    if batch > queue:
+        raise ImproperlyConfigured(
+            f"OTEL_BSP_MAX_EXPORT_BATCH_SIZE ({batch}) must not exceed OTEL_BSP_MAX_QUEUE_SIZE "
+            f"({queue})"
+        )

@@ -10,7 +10,9 @@ resolves to one, unless ``settings.STUDIO_OUTBOUND_ALLOWLIST`` admits it.
 
 The allowlist is set by whoever deploys Studio (staff), never by users: a comma-separated
 list of host names (exact, case-insensitive) and addresses or CIDR networks, e.g.
-``STUDIO_OUTBOUND_ALLOWLIST=ollama.internal,10.0.5.0/24,127.0.0.1``.
+``STUDIO_OUTBOUND_ALLOWLIST=ollama.internal,10.0.5.0/24,127.0.0.1``. Unset, it is empty,
+except on the embedded default (``make run``, one user on loopback), where it admits
+loopback only (``studio.settings``); start-up says so (``log_policy``).
 
 The check runs when a URL is saved, and again before each use (a name may resolve
 differently later); the model client does not follow redirects, so a public endpoint
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import ipaddress
+import logging
 import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ from urllib.parse import quote, quote_plus, urlsplit
 
 from django.conf import settings
 
+logger = logging.getLogger(__name__)
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Iterable[str]]
 
@@ -79,6 +83,45 @@ def configured_allowlist() -> Allowlist:
     return Allowlist.parse(getattr(settings, "STUDIO_OUTBOUND_ALLOWLIST", []))
 
 
+def policy_line() -> str | None:
+    """The start-up line saying which non-public addresses outbound requests may reach;
+    ``None`` when they reach public addresses only."""
+    entries = ", ".join(settings.STUDIO_OUTBOUND_ALLOWLIST)
+    if not entries:
+        return None
+    if settings.STUDIO_OUTBOUND_LOOPBACK_BY_DEFAULT:
+        return (
+            f"Outbound model/MCP requests may reach loopback ({entries}): embedded default; "
+            "set STUDIO_OUTBOUND_ALLOWLIST= to refuse"
+        )
+    return (
+        f"Outbound model/MCP requests may reach {entries} besides public addresses "
+        "(STUDIO_OUTBOUND_ALLOWLIST)"
+    )
+
+
+def log_policy() -> None:
+    """Say at start-up what ``policy_line`` says, if anything."""
+    if (line := policy_line()) is not None:
+        logger.info("%s", line)
+
+
+def policy_for_users() -> str:
+    """What a user entering a URL is told about addresses, without listing the
+    operator's entries (which may name internal hosts)."""
+    if settings.STUDIO_OUTBOUND_LOOPBACK_BY_DEFAULT:
+        return (
+            "Addresses on this machine (loopback, such as Ollama's 127.0.0.1:11434) are "
+            "allowed: Studio runs on its embedded default. Private-network and other "
+            "non-public addresses are refused unless the operator who runs Studio lists "
+            "them in the STUDIO_OUTBOUND_ALLOWLIST setting."
+        )
+    return (
+        "Loopback, private-network and other non-public addresses are refused unless "
+        "the operator who runs Studio lists them in the STUDIO_OUTBOUND_ALLOWLIST setting."
+    )
+
+
 def system_resolver(host: str, port: int) -> list[str]:
     """Every address ``host`` resolves to (what the HTTP client will connect to)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -96,10 +139,10 @@ def check_outbound_url(
         return
     literal = parse_ip_literal(host)
     if literal is not None:
-        _check_address(literal, allowlist, shown=host)
+        _check_address(literal, allowlist, host=host, shown=host)
         return
     for address in _resolve(host, port, resolver or system_resolver):
-        _check_address(address, allowlist, shown=f"{host} ({address})")
+        _check_address(address, allowlist, host=host, shown=f"{host} ({address})")
 
 
 def _host_and_port(url: str) -> tuple[str, int]:
@@ -148,17 +191,38 @@ def _resolve(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
     return [ipaddress.ip_address(address.split("%", 1)[0]) for address in raw]
 
 
-def _check_address(address: IPAddress, allowlist: Allowlist, *, shown: str) -> None:
+def _check_address(address: IPAddress, allowlist: Allowlist, *, host: str, shown: str) -> None:
     for candidate in _meanings(address):
         if allowlist.admits_address(candidate):
             return
-    for candidate in _meanings(address):
-        if not is_public_address(candidate):
-            raise OutboundURLError(
-                "address_not_allowed",
-                f"{shown} is a loopback, private, link-local or otherwise non-public "
-                "address; ask an administrator to add it to STUDIO_OUTBOUND_ALLOWLIST",
-            )
+    # The kind named is the innermost address's: what ::ffff:127.0.0.1 reaches is loopback.
+    if refused := [c for c in _meanings(address) if not is_public_address(c)]:
+        raise OutboundURLError(
+            "address_not_allowed",
+            f"{shown} is {_kind(refused[-1])}, which Studio sends no requests to unless "
+            "the operator who runs Studio allows it with the STUDIO_OUTBOUND_ALLOWLIST "
+            f"setting (e.g. STUDIO_OUTBOUND_ALLOWLIST={host.strip('[]')})",
+        )
+
+
+_SHARED = ipaddress.ip_network("100.64.0.0/10")
+
+
+def _kind(address: IPAddress) -> str:
+    """What a non-public address is, in words."""
+    if address.is_unspecified:
+        return "the unspecified address"
+    if address.is_loopback:
+        return "a loopback address (this machine)"
+    if address.is_link_local:
+        return "a link-local address (where cloud metadata services answer)"
+    if address.is_multicast:
+        return "a multicast address"
+    if address.is_private:
+        return "a private-network address"
+    if address in _SHARED:
+        return "a shared (carrier-grade NAT) address"
+    return "a reserved, non-public address"
 
 
 def _meanings(address: IPAddress) -> list[IPAddress]:

@@ -19,6 +19,7 @@ import functools
 import json
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -38,6 +39,7 @@ from django.utils import timezone
 from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
 from agents_core.sessions import base as core_sessions
+from studio import costs, metrics
 from studio.db import db_sync_to_async
 from studio.models import SESSION_KEY_MAX_LENGTH, Event, Session
 
@@ -49,6 +51,11 @@ RETRY_DELAYS_S = (0.05, 0.25, 1.0)
 
 
 class DjangoSessionService(core_sessions.BaseSessionService):
+    """``prices`` (by agent name) price each model call as it is stored (``costs``)."""
+
+    def __init__(self, prices: Mapping[str, costs.Price] | None = None) -> None:
+        self._prices: Mapping[str, costs.Price] = prices or {}
+
     async def create_session(
         self,
         *,
@@ -80,7 +87,7 @@ class DjangoSessionService(core_sessions.BaseSessionService):
     ) -> core_events.Event:
         if event.partial:
             raise core_exceptions.SessionError("partial events are never stored")
-        stored = await _append_retrying(session.id, event)
+        stored = await _append_retrying(session.id, costs.priced(event, self._prices))
         if session.events and session.events[-1].id == stored.id:
             return stored  # appended again: this session mirrors it already
         core_sessions.apply_state_delta(session.state, stored.actions.state_delta)
@@ -156,6 +163,7 @@ def append_event_sync(session_key: str, event: core_events.Event) -> core_events
                 seq = _append_in_transaction(cursor, session_key, event)
     if seq is None:
         raise core_exceptions.SessionNotFoundError(f"no session {session_key!r}")
+    metrics.stored(event)
     return event.model_copy(update={"seq": seq, "session_id": session_key})
 
 
@@ -186,6 +194,8 @@ _INSERT_COLUMNS = (
     "payload",
     "schema_version",
     "usage",
+    "cost",
+    "cost_currency",
     "created_at",
 )
 
@@ -247,6 +257,8 @@ def _event_params(session_key: str, event: core_events.Event, seq: int | None = 
         _db(Event, "payload", payload),
         event.schema_version,
         _db(Event, "usage", event.usage.model_dump(mode="json") if event.usage else None),
+        _db(Event, "cost", event.cost.amount if event.cost else None),
+        event.cost.currency if event.cost else "",
         _db(Event, "created_at", event.created_at),
     ]
 
@@ -276,7 +288,7 @@ def _postgresql_append_sql(*, removals: bool, sets: bool, async_commit: bool) ->
         f" WHERE {key} = %s RETURNING {session} AS session, {last_seq} AS seq{no_flush})"
         f" INSERT INTO {_table(Event)} ({', '.join(_names(Event, *_INSERT_COLUMNS))})"
         f" SELECT allocated.session, allocated.seq, %s, {values},"
-        " jsonb_set(%s::jsonb, '{seq}', to_jsonb(allocated.seq)), %s, %s, %s"
+        " jsonb_set(%s::jsonb, '{seq}', to_jsonb(allocated.seq)), %s, %s, %s, %s, %s"
         f" FROM allocated RETURNING {_names(Event, 'seq')[0]}"
     )
 
@@ -357,7 +369,7 @@ def _get(app_name: str, user_id: str, session_id: str) -> core_sessions.Session 
     )
     if row is None:
         return None
-    return row.to_core(events=list(row.events.order_by("seq")))
+    return row.to_core(events=_visible_events(row))
 
 
 def _update(session_key: str, state: dict[str, Any]) -> core_sessions.Session:
@@ -368,7 +380,20 @@ def _update(session_key: str, state: dict[str, Any]) -> core_sessions.Session:
         found.state = copy.deepcopy(state)
         found.updated_at = timezone.now()
         found.save(update_fields=["state", "updated_at"])
-    return found.to_core(events=list(found.events.order_by("seq")))
+    return found.to_core(events=_visible_events(found))
+
+
+def _visible_events(row: Session) -> list[Event]:
+    """The events of ``row`` a reader of the session can see: from its newest
+    compaction on (which summarises everything before its cut), or all of them. A long
+    session loads in the time of its last compaction's worth of events, not its whole
+    history."""
+    events = row.events.order_by("seq")
+    newest = events.filter(type=core_events.EventType.COMPACTION).order_by("-seq").first()
+    covered = (newest.payload.get("actions") or {}).get("compaction") if newest else None
+    if covered and covered.get("start_seq") == 1:
+        events = events.filter(seq__gt=covered["end_seq"])
+    return list(events)
 
 
 def _delete(session_key: str) -> None:

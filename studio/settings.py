@@ -19,7 +19,10 @@ from studio.conf import (
     env_fernet_keys,
     env_float,
     env_int,
+    env_is_set,
     env_list,
+    env_otel_queue_size,
+    env_otel_traces_exporter,
     env_redis_url,
     env_str,
 )
@@ -102,6 +105,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            "libraries": {"studio": "studio.web.format"},
         },
     },
 ]
@@ -291,10 +295,29 @@ STUDIO_WS_MAX_MESSAGE_BYTES = env_int("STUDIO_WS_MAX_MESSAGE_BYTES", 64 * 1024, 
 STUDIO_WS_RATE_PER_S = env_float("STUDIO_WS_RATE_PER_S", 5.0, minimum=0.1)
 STUDIO_WS_BURST = env_int("STUDIO_WS_BURST", 20, minimum=1)
 
-# Outbound requests (studio.security): model base URLs may reach only public addresses,
-# unless listed here: host names and addresses or CIDR networks, comma-separated, e.g.
-# "ollama.internal,10.0.5.0/24,127.0.0.1" for a model server on the private network.
-STUDIO_OUTBOUND_ALLOWLIST = env_list("STUDIO_OUTBOUND_ALLOWLIST", [])
+# Outbound requests (studio.security): model and MCP server URLs may reach only public
+# addresses, unless listed here: host names and addresses or CIDR networks,
+# comma-separated, e.g. "ollama.internal,10.0.5.0/24,127.0.0.1" for a model server on
+# the private network.
+# The embedded default (`make run`: SQLite, the in-memory channel layer, inline runs, not
+# production, served to loopback only) is one user on their own machine: there the
+# default admits loopback, so a local model server (Ollama on 127.0.0.1:11434) works out
+# of the box; never private networks or metadata addresses. Scaled out or in production
+# the default is empty. `STUDIO_OUTBOUND_ALLOWLIST=` (empty) refuses loopback everywhere.
+EMBEDDED_DEFAULT = (
+    _database is None
+    and REDIS_URL is None
+    and STUDIO_RUN_EXECUTION == "inline"
+    and not PRODUCTION
+    and set(ALLOWED_HOSTS) <= {"127.0.0.1", "localhost", "::1", "[::1]"}
+)
+OUTBOUND_LOOPBACK = ["127.0.0.0/8", "::1", "localhost"]
+STUDIO_OUTBOUND_LOOPBACK_BY_DEFAULT = EMBEDDED_DEFAULT and not env_is_set(
+    "STUDIO_OUTBOUND_ALLOWLIST"
+)
+STUDIO_OUTBOUND_ALLOWLIST = env_list(
+    "STUDIO_OUTBOUND_ALLOWLIST", OUTBOUND_LOOPBACK if STUDIO_OUTBOUND_LOOPBACK_BY_DEFAULT else []
+)
 
 # MCP servers (studio.mcp). A stdio server's process gets only these variables: Studio's
 # own values, or the ones staff stored on the server. Never add a secret of Studio's
@@ -305,6 +328,18 @@ if _leaked := [n for n in STUDIO_MCP_ENV_ALLOWLIST if n.startswith("STUDIO_") or
 # Connecting to a server and listing its tools, and each tool call.
 STUDIO_MCP_CONNECT_TIMEOUT_S = env_float("STUDIO_MCP_CONNECT_TIMEOUT_S", 20.0, minimum=0.1)
 STUDIO_MCP_CALL_TIMEOUT_S = env_float("STUDIO_MCP_CALL_TIMEOUT_S", 60.0, minimum=0.1)
+
+# OpenTelemetry export of every ended run as a trace (studio.traces.otel): off unless
+# OTEL_TRACES_EXPORTER=otlp; the SDK reads the standard OTEL_EXPORTER_OTLP_* variables
+# (checked here). Tool arguments and results, model text and approval reasons are
+# exported only with STUDIO_OTEL_CAPTURE_CONTENT=1.
+OTEL_TRACES_EXPORTER = env_otel_traces_exporter()
+OTEL_BSP_MAX_QUEUE_SIZE = env_otel_queue_size()
+STUDIO_OTEL_CAPTURE_CONTENT = env_bool("STUDIO_OTEL_CAPTURE_CONTENT", False)
+
+# GET /metrics (Prometheus): staff signed in or with their API token, or a scraper
+# sending this token as "Authorization: Bearer <token>"; empty: no scrape token.
+STUDIO_METRICS_TOKEN = env_str("STUDIO_METRICS_TOKEN", "")
 
 # Browser hardening, in every configuration. The pages read the CSRF token from a
 # <meta> tag, so no script needs either cookie.

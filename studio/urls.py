@@ -1,11 +1,13 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from studio.auth import RateLimitedLoginView
 from studio.web import mcp as views_mcp
-from studio.web import views
+from studio.web import metrics, overview, sessions, traces, views
 
 login_view = RateLimitedLoginView.as_view(
     # The documented local demo account gets a one-click sign-in in development.
@@ -32,11 +34,22 @@ urlpatterns = [
     path("mcp-servers/<uuid:pk>/", views_mcp.mcp_edit, name="mcp-server-edit"),
     path("mcp-servers/<uuid:pk>/delete/", views_mcp.mcp_delete, name="mcp-server-delete"),
     path("mcp-servers/<uuid:pk>/test/", views_mcp.mcp_test, name="mcp-server-test"),
-    path("playground/", views.playground, name="playground"),
-    path("sessions/", views.session_list, name="sessions"),
-    path("sessions/<uuid:pk>/", views.session_timeline, name="session-timeline"),
-    path("sessions/<uuid:pk>/delete/", views.session_delete, name="session-delete"),
+    path("overview/", overview.overview_page, name="overview"),
+    path("playground/", sessions.playground, name="playground"),
+    path("sessions/", sessions.session_list, name="sessions"),
+    path("sessions/<uuid:pk>/", sessions.session_timeline, name="session-timeline"),
+    path("sessions/<uuid:pk>/waterfall/", traces.session_waterfall, name="session-waterfall"),
+    path("sessions/<uuid:pk>/delete/", sessions.session_delete, name="session-delete"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics.metrics_view, name="metrics"),
+    # Browsers ask for /favicon.ico where a page names no icon (a JSON error, a download).
+    path("favicon.ico", RedirectView.as_view(url=static("studio/img/favicon.svg")), name="favicon"),
     path("admin/", admin.site.urls),
     path("api/", include("studio.api.urls")),
 ]
+
+# Errors are pages of the app, and JSON under /api/ (studio.web.errors).
+handler400 = "studio.web.errors.bad_request"
+handler403 = "studio.web.errors.permission_denied"
+handler404 = "studio.web.errors.page_not_found"
+handler500 = "studio.web.errors.server_error"

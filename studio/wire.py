@@ -16,9 +16,10 @@ from decimal import Decimal
 from typing import Any
 
 from agents_core import events as core_events
+from studio import costs
 from studio.models import Run
 
-COST_PLACES = Decimal("0.000001")
+COST_PLACES = costs.QUANTUM
 """``Run.cost``'s decimal places: costs are written with all of them, as strings."""
 
 
@@ -51,8 +52,12 @@ def run_payload(run: Run) -> dict[str, Any]:
         "input_tokens": run.input_tokens,
         "output_tokens": run.output_tokens,
         "cost": None if run.cost is None else str(Decimal(run.cost).quantize(COST_PLACES)),
+        "cost_currency": None if run.cost is None else run.cost_currency,
+        "cost_complete": run.cost_complete,
         "error_code": run.error_code,
         "error_message": run.error_message,
+        "timing": run.timing,
+        "resumed_from": None if run.resumed_from_id is None else str(run.resumed_from_id),
     }
 
 

@@ -2,6 +2,11 @@
 Versions and events are read-only, secrets write-only, and actions go through
 ``services`` like every other edge."""
 
-from studio.admin import sessions, site
+from django.contrib import admin
 
-__all__ = ["sessions", "site"]
+from studio.admin import budgets, sessions, site
+
+admin.site.site_header = "Studio administration"
+admin.site.site_title = "Studio admin"
+
+__all__ = ["budgets", "sessions", "site"]

@@ -1,8 +1,10 @@
 """The admin of sessions (events read-only, paged), with JSON export, and of runs,
-with a cancel action that goes through ``services``."""
+with cancel, pause, resume and resume-from-last-step actions that go through
+``services``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
@@ -15,9 +17,9 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from studio import services
+from studio import figures, services
 from studio.admin.site import ReadOnlyInline, pretty_json
-from studio.errors import ConflictError
+from studio.errors import ConflictError, LimitError
 from studio.models import Event, Run, Session
 
 # Django's admin and form classes are generic only in django-stubs, not at runtime.
@@ -125,13 +127,26 @@ def _download(document: dict[str, Any], filename: str) -> JsonResponse:
     return response
 
 
+SESSION_TITLE_CHARS = 32
+"""How much of a session's title the run list shows, so its columns fit 1280 px."""
+
+
 @admin.register(Run)
 class RunAdmin(RunAdminBase):
-    list_display = ["id", "session", "status", "created_at", "ended_at", "input_tokens"]
+    # Narrow columns: the list fits its box beside the admin's navigation and filters.
+    list_display = [
+        "short_id",
+        "session_title",
+        "status",
+        "created_at",
+        "duration",
+        "tokens",
+        "spent",
+    ]
     list_filter = ["status", "created_at"]
     list_select_related = ["session"]
     search_fields = ["id", "invocation_id", "message", "session__title"]
-    actions = ["cancel_runs"]
+    actions = ["cancel_runs", "pause_runs", "resume_runs", "resume_from_last_step"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -142,21 +157,79 @@ class RunAdmin(RunAdminBase):
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [field.name for field in Run._meta.fields]
 
+    @admin.display(description="run", ordering="id")
+    def short_id(self, run: Run) -> str:
+        return str(run.id)[:8]
+
+    @admin.display(description="duration")
+    def duration(self, run: Run) -> str:
+        if run.ended_at is None:
+            return "—"
+        return figures.duration(run.ended_at - (run.started_at or run.created_at))
+
+    @admin.display(description="session", ordering="session__title")
+    def session_title(self, run: Run) -> str:
+        """The session's title, clipped: a turn's first words can be long."""
+        title = str(run.session)
+        return (
+            title if len(title) <= SESSION_TITLE_CHARS else f"{title[: SESSION_TITLE_CHARS - 1]}…"
+        )
+
+    @admin.display(description="tokens")
+    def tokens(self, run: Run) -> str:
+        # The pages' vocabulary and format: "1,204 in · 88 out".
+        counts = {"input": run.input_tokens, "output": run.output_tokens}
+        return figures.tokens(counts) or "—"
+
+    @admin.display(description="cost", ordering="cost")
+    def spent(self, run: Run) -> str:  # not "cost": Django would show the field itself
+        return figures.cost(run.cost, run.cost_currency, complete=run.cost_complete) or "—"
+
     def has_cancel_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("studio.change_run")
 
     @admin.action(description="Cancel selected runs", permissions=["cancel"])
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        cancelled = 0
-        for run in queryset:
-            try:
-                services.cancel_run(run)
-            except ConflictError:
-                continue
-            cancelled += 1
-        skipped = len(queryset) - cancelled
-        self.message_user(
+        done = _each(queryset, services.cancel_run)
+        skipped = len(queryset) - done
+        self._report(request, done, f"Cancelled {done} run(s); {skipped} had already finished.")
+
+    @admin.action(description="Pause selected runs", permissions=["cancel"])
+    def pause_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        done = _each(queryset, services.pause_run)
+        skipped = len(queryset) - done
+        self._report(request, done, f"Paused {done} run(s); {skipped} were not running.")
+
+    @admin.action(description="Resume selected runs", permissions=["cancel"])
+    def resume_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        done = _each(queryset, services.resume_run)
+        skipped = len(queryset) - done
+        self._report(request, done, f"Resumed {done} run(s); {skipped} were not paused.")
+
+    @admin.action(description="Resume from last step", permissions=["cancel"])
+    def resume_from_last_step(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        done = _each(queryset, services.resume_interrupted_run)
+        skipped = len(queryset) - done
+        self._report(
             request,
-            f"Cancelled {cancelled} run(s); {skipped} had already finished.",
-            messages.SUCCESS if cancelled else messages.WARNING,
+            done,
+            f"Resumed {done} interrupted run(s) from their last step; {skipped} could not be "
+            "(not interrupted, not their session's latest run, or over the run limit).",
         )
+
+    def _report(self, request: HttpRequest, done: int, text: str) -> None:
+        self.message_user(request, text, messages.SUCCESS if done else messages.WARNING)
+
+
+def _each(queryset: QuerySet[Run], change: Callable[[Run], Run]) -> int:
+    """Apply ``change`` (a service) to each run; how many it applied to (the others
+    were refused with a conflict or a limit: finished, not running, not paused, not
+    interrupted, over the run cap)."""
+    done = 0
+    for run in queryset:
+        try:
+            change(run)
+        except (ConflictError, LimitError):
+            continue
+        done += 1
+    return done

@@ -13,10 +13,11 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from pydantic import ValidationError
 
-from studio import security
+from studio import costs, security
 from studio.agents.llms import parse_options
 from studio.mcp import checks as mcp_checks
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
+from studio.services import PRICE_FIELDS
 
 # Django's admin and form classes are generic only in django-stubs, not at runtime.
 if TYPE_CHECKING:
@@ -100,7 +101,14 @@ class ModelConfigForm(ModelConfigFormBase):
 
     class Meta:
         model = ModelConfig
-        fields = ["owner", "name", "provider", "base_url", "model", "options"]
+        fields = ["owner", "name", "provider", "base_url", "model", "options", *PRICE_FIELDS]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["price_currency"].required = False  # empty: the default, USD
+
+    def clean_price_currency(self) -> str:
+        return str(self.cleaned_data.get("price_currency") or costs.DEFAULT_CURRENCY)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -145,6 +153,7 @@ class ModelConfigAdmin(ModelConfigAdminBase):
         "base_url",
         "model",
         "options",
+        *PRICE_FIELDS,
         "api_key_hint",
         "new_api_key",
         "remove_api_key",

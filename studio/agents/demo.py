@@ -1,15 +1,28 @@
-"""The demo account's agents: each runs offline on the scripted demo model
-(see ``studio.demo_model`` for how their instructions steer it)."""
+"""The demo account's models and agents: each agent runs offline on a scripted model
+(see ``studio.agents.demo_model`` for how their instructions steer it).
+
+Two models: ``scripted`` answers at once; ``demo``, which the demo agents use, takes a
+moment before each answer and streams it word by word, as a hosted model does, so a
+demo run shows in its waterfall where the time goes and can be watched as it happens.
+Between them the agents draw every kind of span: a sequential pipeline whose researcher
+asks a fact-checker agent as a tool, a parallel fan-out, a loop and a transfer.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 MODEL = "scripted"
+DEMO_MODEL = "demo"
+MODELS: dict[str, dict[str, Any]] = {
+    MODEL: {},
+    DEMO_MODEL: {"latency_s": 0.35, "token_delay_s": 0.04},
+}
+"""The demo account's scripted models and their options."""
 
 
 def _llm(name: str, instruction: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "llm", "name": name, "model": MODEL, "instruction": instruction, **extra}
+    return {"type": "llm", "name": name, "model": DEMO_MODEL, "instruction": instruction, **extra}
 
 
 DEMO_AGENTS: list[tuple[str, str, dict[str, Any]]] = [
@@ -25,12 +38,24 @@ DEMO_AGENTS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     (
         "pipeline",
-        "A sequential pipeline: a researcher, a writer and an editor, in turn.",
+        "A sequential pipeline: a researcher (who asks a fact-checker agent, called as a "
+        "tool), a writer and an editor, in turn.",
         {
             "type": "sequential",
             "name": "pipeline",
             "sub_agents": [
-                _llm("researcher", "Collect facts.\nReply: Notes on: {last_user_message}"),
+                _llm(
+                    "researcher",
+                    "Collect facts and have the fact_checker check them.\n"
+                    "Result: Notes, checked: {last_tool_result}",
+                    agent_tools=[
+                        _llm(
+                            "fact_checker",
+                            "Check the facts.\nReply: Two sources agree on: {last_user_message}",
+                            description="Checks facts against two sources.",
+                        )
+                    ],
+                ),
                 _llm("writer", "Write a paragraph.\nReply: A draft built from the notes."),
                 _llm("editor", "Polish the draft.\nReply: The final, edited text."),
             ],
@@ -63,26 +88,38 @@ DEMO_AGENTS: list[tuple[str, str, dict[str, Any]]] = [
     ),
     (
         "refine_loop",
-        "A loop: a drafter improves the draft until a reviewer calls exit_loop.",
+        "A loop: a drafter improves the draft until a reviewer calls exit_loop; then an "
+        "editor presents the final draft.",
         {
-            "type": "loop",
+            "type": "sequential",
             "name": "refine_loop",
-            "max_iterations": 4,
             "sub_agents": [
+                {
+                    "type": "loop",
+                    "name": "refine",
+                    "max_iterations": 4,
+                    "sub_agents": [
+                        _llm(
+                            "drafter",
+                            "Improve the current draft: {draft}\n"
+                            "Reply: A rough first draft.\n"
+                            "Reply: A polished second draft.",
+                            output_key="draft",
+                        ),
+                        _llm(
+                            "reviewer",
+                            "Review the draft: {draft}\n"
+                            "Once the draft is good enough, end the loop with exit_loop.\n"
+                            "Exit when: polished\n"
+                            "Reply: Not there yet; another pass, please.",
+                            tools=[{"name": "exit_loop"}],
+                        ),
+                    ],
+                },
                 _llm(
-                    "drafter",
-                    "Improve the current draft: {draft}\n"
-                    "Reply: A rough first draft.\n"
-                    "Reply: A polished second draft.",
-                    output_key="draft",
-                ),
-                _llm(
-                    "reviewer",
-                    "Review the draft: {draft}\n"
-                    "Once the draft is good enough, end the loop with exit_loop.\n"
-                    "Exit when: polished\n"
-                    "Reply: Not there yet; another pass, please.",
-                    tools=[{"name": "exit_loop"}],
+                    "presenter",
+                    "Present the final draft: {draft}\n"
+                    "Reply: Here is the final draft, after review: {draft}",
                 ),
             ],
         },

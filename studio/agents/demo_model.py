@@ -5,12 +5,14 @@ demo agents run with no network and no API key. It is deliberately simple and re
 the request it is given:
 
 - right after one of its own tool calls returns, it answers with its instruction's
-  ``Result:`` line, or "The result is {last_tool_result}.";
+  ``Result:`` line, or "The result is {last_tool_result}."; when a person denied the
+  call, it says so in a sentence (with their reason) instead;
 - it calls a tool only when its instruction names the tool:
   ``transfer_to_agent`` goes to the offered agent whose name and description best
   match the user's words; ``calculator`` gets the arithmetic found in the user's last
   message; ``exit_loop`` is called once the word after ``Exit when:`` appears
-  elsewhere in the (state-filled) instruction;
+  elsewhere in the (state-filled) instruction; an agent offered as a tool (its one
+  argument is ``request``) is asked the user's last message;
 - otherwise it answers with the first ``Reply:`` line of its instruction whose text is
   not already in the instruction (so a loop step can move on to its next reply once
   its previous one is in state), or with the last one. ``{last_user_message}`` and
@@ -20,13 +22,15 @@ the request it is given:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from agents_core.llm import ChatMessage, LlmRequest, ScriptedModel, ScriptedResponse
+from agents_core.ledger import DENIED
+from agents_core.llm import ChatMessage, LlmRequest, ScriptedModel, ScriptedResponse, ToolSchema
 from agents_core.llm.scripted import ScriptedToolCall
 
 _ARITHMETIC = re.compile(r"[-+(]*\d[\d\s.+\-*/%^()]*")
 _WORD = re.compile(r"[a-z]{4,}")
+_OTHER_AGENT = re.compile(r"^\[[A-Za-z_][\w-]* said\] ")
 
 
 def demo_model(name: str = "scripted", *, token_delay_s: float = 0.0) -> ScriptedModel:
@@ -37,6 +41,8 @@ def respond(request: LlmRequest) -> ScriptedResponse:
     instruction = request.system_instruction or ""
     last = request.messages[-1] if request.messages else None
     if last is not None and last.role == "tool":
+        if last.text.startswith(f"{DENIED}:"):
+            return ScriptedResponse(text=_denied_reply(last.name or "tool", last.text))
         results, _ = _directives(instruction, "Result")
         return ScriptedResponse(text=results[0] if results else "The result is {last_tool_result}.")
     offered = {tool.name: tool for tool in request.tools if tool.name in instruction}
@@ -47,7 +53,42 @@ def respond(request: LlmRequest) -> ScriptedResponse:
         return _call("calculator", expression=expression)
     if "exit_loop" in offered and _exit_condition_met(instruction):
         return _call("exit_loop")
+    if (agent_tool := _agent_tool(offered)) is not None and user_text:
+        if not _answered(request.messages, agent_tool):
+            return _call(agent_tool, request=user_text)
+        results, _ = _directives(instruction, "Result")  # its answer comes back in its words
+        return ScriptedResponse(text=results[0] if results else "{last_tool_result}")
     return ScriptedResponse(text=_reply(instruction, default="You said: {last_user_message}"))
+
+
+def _agent_tool(offered: Mapping[str, ToolSchema]) -> str | None:
+    """The first offered tool that is an agent (``AgentTool``: one ``request`` argument)."""
+    for name, tool in offered.items():
+        if set(tool.parameters.get("properties", {})) == {"request"}:
+            return name
+    return None
+
+
+def _answered(messages: Sequence[ChatMessage], tool: str) -> bool:
+    """Whether ``tool`` answered since the user last spoke (other agents' words, which
+    the history hands on as ``[name said] ...`` user messages, do not count)."""
+    for message in reversed(messages):
+        if message.role == "tool" and message.name == tool:
+            return True
+        if message.role == "user" and not _OTHER_AGENT.match(message.text):
+            return False
+    return False
+
+
+def _denied_reply(tool: str, refusal: str) -> str:
+    """What the demo agent says when a person declined its call: a sentence."""
+    _, found, reason = refusal.partition("Reason:")
+    reason = reason.strip().rstrip(".")
+    because = f" You said: {reason}." if found and reason else ""
+    return (
+        f"I did not run the {tool} tool, because you declined the call.{because} "
+        "Tell me how you would like me to go on."
+    )
 
 
 def _call(name: str, **args: str) -> ScriptedResponse:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -32,13 +33,16 @@ class OpenAIOptions(BaseModel):
 
 
 class ScriptedOptions(BaseModel):
-    """A fixed script, or (without one) the instruction-driven demo responder."""
+    """A fixed script, or (without one) the instruction-driven demo responder;
+    ``latency_s`` before each answer and ``token_delay_s`` between its words pace it
+    like a hosted model."""
 
     model_config = ConfigDict(extra="forbid")
 
     script: list[ScriptedResponse] | None = Field(default=None, max_length=1_000)
     loop: bool = True
     token_delay_s: float = Field(default=0.0, ge=0, le=1)
+    latency_s: float = Field(default=0.0, ge=0, le=10)
 
 
 OPTIONS_MODELS: dict[str, type[BaseModel]] = {
@@ -53,9 +57,15 @@ def parse_options(provider: str, options: dict[str, Any]) -> BaseModel:
 
 
 class OutboundRefusedError(core_exceptions.ConfigurationError):
-    """A model base URL Studio must not send requests to (``studio.security``)."""
+    """A model base URL Studio must not send requests to (``studio.security``);
+    ``reason`` is the check's code (``address_not_allowed``, ``unresolvable`` ...)."""
 
     code = "outbound_refused"
+
+    def __init__(self, refused: security.OutboundURLError) -> None:
+        super().__init__(f"base_url refused: {refused.detail}")
+        self.reason = refused.code
+        self.detail = refused.detail
 
 
 def build_llm(config: ModelConfig, *, timeout_s: float | None = None) -> BaseLlm:
@@ -68,13 +78,49 @@ def build_llm(config: ModelConfig, *, timeout_s: float | None = None) -> BaseLlm
 
 def _scripted(config: ModelConfig, options: ScriptedOptions) -> BaseLlm:
     if options.script is None:
-        return demo_model(config.name, token_delay_s=options.token_delay_s)
-    return ScriptedModel(
-        script=options.script,
-        name=config.name,
-        loop=options.loop,
-        token_delay_s=options.token_delay_s,
-    )
+        model = demo_model(config.name, token_delay_s=options.token_delay_s)
+    else:
+        model = ScriptedModel(
+            script=options.script,
+            name=config.name,
+            loop=options.loop,
+            token_delay_s=options.token_delay_s,
+        )
+    return PacedLlm(model, options.latency_s) if options.latency_s else model
+
+
+class WrappedLlm(BaseLlm):
+    """A model around another: what the runner reads of a model (its provider key, for
+    breakers; its output cap, which token limits reserve) is the inner model's."""
+
+    def __init__(self, inner: BaseLlm) -> None:
+        self._inner = inner
+
+    @property
+    def provider_key(self) -> str:
+        return self._inner.provider_key
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        return self._inner.max_output_tokens
+
+
+class PacedLlm(WrappedLlm):
+    """Waits ``latency_s`` before each answer starts, as a hosted model takes a while
+    to its first token: the offline demo then shows where a run's time goes."""
+
+    def __init__(self, inner: BaseLlm, latency_s: float) -> None:
+        super().__init__(inner)
+        self._latency_s = latency_s
+
+    async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
+        await asyncio.sleep(self._latency_s)
+        stream = self._inner.astream(request)
+        try:
+            async for response in stream:
+                yield response
+        finally:
+            await stream.aclose()
 
 
 def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None) -> BaseLlm:
@@ -83,7 +129,7 @@ def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None
         try:
             security.check_outbound_url(config.base_url)
         except security.OutboundURLError as exc:
-            raise OutboundRefusedError(f"base_url refused: {exc.detail}") from None
+            raise OutboundRefusedError(exc) from None
     extra = options.model_dump(exclude_none=True, exclude={"timeout_s", "streaming"})
     # langchain-openai takes ~2 s to import: pay it only when a config needs it, so
     # servers, workers and commands that run scripted models start fast.
@@ -104,17 +150,13 @@ def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None
     return RedactingLlm(llm, [api_key]) if api_key else llm
 
 
-class RedactingLlm(BaseLlm):
+class RedactingLlm(WrappedLlm):
     """Removes the API key from the model's errors before anything stores, logs or
     sends them: providers quote the key they were sent in 401 bodies."""
 
     def __init__(self, inner: BaseLlm, secrets: list[str]) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._secrets = secrets
-
-    @property
-    def provider_key(self) -> str:
-        return self._inner.provider_key
 
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
         stream = self._inner.astream(request)

@@ -1,28 +1,33 @@
 """Agent specs inside Studio: validated against what their owner has, and built.
 
-A spec names models by their ``ModelConfig`` name, tools by their registered name
-(``studio.tools.tool_registry``), MCP servers by their ``McpServer`` name and other
-agents by their ``Agent`` name, all the owner's own: a spec can never reach another
-user's models, servers or agents.
+A spec names models by their ``ModelConfig`` name, tools and hooks by their registered
+names (``studio.agents.tools.tool_registry``, ``studio.agents.hooks.hook_registry``),
+MCP servers by their ``McpServer`` name and other agents by their ``Agent`` name, all
+the owner's own: a spec can never reach another user's models, servers or agents.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from agents_core import builder as core_builder
 from agents_core import config as core_config
 from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.agents.base import BaseAgent
+from agents_core.compaction import CompactionConfig
 from agents_core.llm import BaseLlm
 from agents_core.tools.base import BaseTool
+from studio.agents.hooks import hook_registry
 from studio.agents.llms import build_llm
 from studio.agents.tools import tool_registry
+from studio.costs import Price
 from studio.errors import InvalidInputError, Path, Problem
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
 
@@ -45,7 +50,7 @@ def parse(data: Any) -> core_specs.AgentSpec:
         return core_specs.AgentSpec.model_validate(data)
     except ValidationError as exc:
         problems = [
-            Problem(_clean_loc(tuple(error["loc"])), error["type"], error["msg"])
+            Problem(_clean_loc(tuple(error["loc"])), error["type"], _message(error))
             for error in exc.errors()
             if _on_taken_branch(data, tuple(error["loc"]))
         ]
@@ -67,33 +72,92 @@ def validate(
         tools=tool_registry(owner.pk),
         agents=agents,
         mcp_servers=mcp_server_names(owner),
+        hooks=hook_registry(),
     )
     if problems:
         raise InvalidInputError("spec", [Problem(p.path, p.code, p.message) for p in problems])
     return spec
 
 
+@dataclass(frozen=True, slots=True)
+class Built:
+    """A stored version, ready to run: its agent tree, run limits and compaction."""
+
+    agent: BaseAgent
+    run_config: core_config.RunConfig
+    compaction: CompactionConfig | None
+
+
 def build(
     version: AgentVersion, *, mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None
-) -> tuple[BaseAgent, core_config.RunConfig]:
-    """The agent tree of a stored version and its run limits; ``SpecError`` if the
-    owner's models, MCP servers or referenced agents changed so that it no longer
-    builds. ``mcp_tools`` are the connected tools of the servers it names
-    (``studio.mcp.client.open_tools``)."""
+) -> Built:
+    """The agent tree of a stored version, its run limits and how its sessions are
+    compacted; ``SpecError`` if the owner's models, MCP servers or referenced agents
+    changed so that it no longer builds. ``mcp_tools`` are the connected tools of the
+    servers it names (``studio.mcp.client.open_tools``)."""
     owner = version.agent.owner
     spec = core_specs.AgentSpec.model_validate(version.spec)
+    models, agents = _LazyModels(model_configs(owner)), owner_agent_specs(owner)
     agent = core_builder.build_agent(
         spec,
-        models=_LazyModels(model_configs(owner)),
+        models=models,
         tools=tool_registry(owner.pk),
-        agents=owner_agent_specs(owner),
+        agents=agents,
         mcp_tools=mcp_tools,
+        hooks=hook_registry(),
     )
-    return agent, spec.run_config()
+    compaction = core_builder.build_compaction(spec, models=models, agents=agents)
+    return Built(agent, spec.run_config(), compaction)
 
 
 def model_configs(owner: AbstractBaseUser) -> dict[str, ModelConfig]:
     return {config.name: config for config in ModelConfig.objects.filter(owner_id=owner.pk)}
+
+
+def root_agent_name(version: AgentVersion | None) -> str:
+    """The name of the agent a version's runs run (``studio`` once it was deleted)."""
+    if version is None:
+        return "studio"
+    return str(version.spec.get("name") or version.agent.name)
+
+
+def agent_models(version: AgentVersion) -> dict[str, str]:
+    """The model each agent of ``version``'s tree calls, by agent name: its model
+    config's ``model``, what the provider is asked for, or the config's name when it
+    names none (a scripted model)."""
+    configs = agent_model_configs(version)
+    return {agent: config.model or config.name for agent, config in configs.items()}
+
+
+def agent_prices(version: AgentVersion) -> dict[str, Price]:
+    """The price of each agent's model calls, by agent name, as its model config says
+    now (an agent whose model has no price is left out: its calls cost unknown)."""
+    configs = agent_model_configs(version)
+    return {agent: price for agent, config in configs.items() if (price := config.price())}
+
+
+def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:
+    """The model config each agent of ``version``'s tree calls, by agent name (names are
+    unique in a tree, references included). An agent whose model config is gone is left
+    out."""
+    owner = version.agent.owner
+    configs = model_configs(owner)
+    found: dict[str, ModelConfig] = {}
+    pending = [core_specs.AgentSpec.model_validate(version.spec)]
+    stored: dict[str, core_specs.AgentSpec] | None = None
+    seen: set[str] = set()
+    while pending:
+        spec = pending.pop()
+        if spec.model in configs:
+            found[spec.name] = configs[spec.model]
+        for child in [*spec.agent_tools, *spec.sub_agents]:
+            if isinstance(child, core_specs.AgentSpec):
+                pending.append(child)
+            elif child.ref not in seen:
+                seen.add(child.ref)
+                stored = owner_agent_specs(owner) if stored is None else stored
+                pending.extend([stored[child.ref]] if child.ref in stored else [])
+    return found
 
 
 def mcp_server_names(owner: AbstractBaseUser) -> set[str]:
@@ -189,6 +253,16 @@ def _on_taken_branch(data: Any, loc: Path) -> bool:
         except (KeyError, IndexError, TypeError):
             return True
     return True
+
+
+def _message(error: ErrorDetails) -> str:
+    """Pydantic's message, except that a pattern is said in words, never as a regex, and
+    a rule of the spec's own says only its words (no "Value error, " before them)."""
+    if error["type"] == "string_pattern_mismatch":
+        return core_specs.pattern_rule(str(error.get("ctx", {}).get("pattern", "")))
+    if error["type"] == "value_error":
+        return error["msg"].removeprefix("Value error, ")
+    return error["msg"]
 
 
 def _clean_loc(loc: Path) -> Path:

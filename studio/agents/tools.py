@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents_core.exceptions import ConfigurationError, ToolArgumentsError
 from agents_core.tools import (
+    AskUserTool,
     BaseTool,
     FilesystemSettings,
     ShellSettings,
@@ -81,7 +82,7 @@ def _evaluate(node: ast.expr) -> float:
     raise ToolArgumentsError("only numbers, + - * / // % ** and parentheses are allowed")
 
 
-@function_tool(timeout_s=5.0)
+@function_tool(timeout_s=5.0, side_effects=False)
 def calculator(expression: str) -> str:
     """Evaluate an arithmetic expression exactly as written.
 
@@ -92,6 +93,15 @@ def calculator(expression: str) -> str:
     if isinstance(result, float) and result.is_integer():
         return str(int(result))
     return str(result)
+
+
+class AskUserSettings(BaseModel):
+    """How long a question waits for the user's answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_s: float = Field(default=900.0, gt=0, le=86_400)
+    """Then the model reads that nobody answered."""
 
 
 class WorkspaceToolSettings(BaseModel):
@@ -127,6 +137,12 @@ def tool_registry(owner_id: object | None = None) -> ToolRegistry:
     registry = ToolRegistry()
     registry.register_tool(exit_loop_tool)
     registry.register_tool(calculator)
+    registry.register(
+        "ask_user",
+        lambda chosen: [AskUserTool(timeout_s=chosen.timeout_s)],
+        description="Ask the user a question mid-run; the run waits for their answer.",
+        settings_model=AskUserSettings,
+    )
 
     def workspace(owner_settings: WorkspaceToolSettings) -> list[BaseTool]:
         root = workspace_dir(_require(owner_id))

@@ -13,7 +13,7 @@ from drf_spectacular.extensions import (
 )
 from rest_framework import serializers
 
-from agents_core import specs as core_specs
+from studio.api.fields import NameField
 from studio.mcp import checks as mcp_checks
 
 
@@ -92,10 +92,8 @@ class _ClosedSchema(OpenApiSerializerExtension):  # type: ignore[no-untyped-call
         return {**schema, "additionalProperties": False}
 
 
-def name_field() -> serializers.RegexField:
-    return serializers.RegexField(
-        core_specs.NAME_PATTERN,
-        max_length=64,
+def name_field() -> NameField:
+    return NameField(
         help_text="Letters, digits, '_' or '-', starting with a letter or '_': agent specs "
         'name the server by it ({"mcp": [{"server": name}]}).',
     )

@@ -18,9 +18,10 @@ from studio import security, services, wire
 from studio.agents import specs as agent_specs
 from studio.agents.llms import parse_options
 from studio.api.exceptions import problems_detail
+from studio.api.fields import NameField, PriceField
 from studio.api.permissions import request_owner
 from studio.errors import InvalidInputError, Problem
-from studio.models import Agent, AgentVersion, ModelConfig, Run, Session
+from studio.models import Agent, AgentVersion, ModelConfig, Run
 
 
 class StoredJSONField(serializers.JSONField):
@@ -75,6 +76,9 @@ class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField[Any]):
 
 
 class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
+    # Surrounding whitespace is trimmed (Python's whitespace, U+0085 included): the
+    # schema says a name needs one other character, as what is refused as blank.
+    name = serializers.RegexField(r"\S", max_length=100)
     api_key = serializers.CharField(
         write_only=True,
         required=False,
@@ -90,6 +94,9 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
     options = StoredJSONField(
         required=False, help_text="Provider-specific settings, checked against the provider."
     )
+    price_input = PriceField("input")
+    price_cached_input = PriceField("cached input (null: charged as input)")
+    price_output = PriceField("output")
 
     class Meta:
         model = ModelConfig
@@ -100,6 +107,7 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
             "base_url",
             "model",
             "options",
+            *services.PRICE_FIELDS,
             "api_key",
             "api_key_hint",
             "has_api_key",
@@ -155,11 +163,8 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
         return attrs
 
     def create(self, validated_data: dict[str, Any]) -> ModelConfig:
-        api_key = validated_data.pop("api_key", "")
-        config = ModelConfig(owner_id=_request_user_id(self), **validated_data)
-        config.set_api_key(api_key)
-        config.save()
-        return config
+        """A price left out starts as the price table's (``services.create_model_config``)."""
+        return services.create_model_config(_request_user_id(self), **validated_data)
 
     def update(self, instance: ModelConfig, validated_data: dict[str, Any]) -> ModelConfig:
         if "api_key" in validated_data:
@@ -172,7 +177,14 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
 
 class ConnectionCheckSerializer(serializers.Serializer[services.ConnectionCheck]):
     ok = serializers.BooleanField()
-    detail = serializers.CharField()
+    code = serializers.CharField(
+        help_text="'ok', or what failed: address_refused, dns_failed, connection_refused, "
+        "unreachable, timeout, tls_failed, disconnected, unauthorized, forbidden, not_found, "
+        "rate_limited, server_error, request_refused, failed."
+    )
+    detail = serializers.CharField(
+        help_text="In words: the address, what failed there and what to check."
+    )
     latency_ms = serializers.FloatField(allow_null=True)
 
 
@@ -187,7 +199,7 @@ class AgentVersionSerializer(serializers.ModelSerializer[AgentVersion]):
 
 
 class AgentSerializer(serializers.ModelSerializer[Agent]):
-    name = serializers.RegexField(core_specs.NAME_PATTERN, max_length=64)
+    name = NameField(help_text='Other specs refer to the agent by this name ({"ref": name}).')
     spec = AgentSpecField(
         help_text="The current AgentSpec (see /api/agent-spec/schema/). Saving a changed "
         "spec adds a version; an unchanged one adds none."
@@ -218,12 +230,6 @@ class AgentSerializer(serializers.ModelSerializer[Agent]):
         read_only_fields = ["id", "created_at", "updated_at"]
 
     def validate_name(self, name: str) -> str:
-        if not re.fullmatch(core_specs.NAME_PATTERN, name):
-            raise serializers.ValidationError(
-                "use letters, digits, '_' or '-', starting with a letter or '_' "
-                "(at most 64 characters): other specs refer to agents by this name",
-                code="invalid",
-            )
         others = Agent.objects.filter(owner_id=_request_user_id(self), name=name)
         if self.instance is not None:
             others = others.exclude(pk=self.instance.pk)
@@ -277,7 +283,7 @@ class AgentDocumentSerializer(serializers.Serializer[dict[str, Any]]):
 
     format = serializers.ChoiceField(choices=[services.AGENT_FORMAT])
     format_version = serializers.ChoiceField(choices=[services.FORMAT_VERSION])
-    name = serializers.RegexField(core_specs.NAME_PATTERN, max_length=64)
+    name = NameField()
     description = serializers.CharField(allow_blank=True, required=False, default="")
     spec = AgentSpecField()
     exported_at = serializers.DateTimeField(required=False, read_only=True)
@@ -289,59 +295,30 @@ class AgentDocumentSerializer(serializers.Serializer[dict[str, Any]]):
 # Sessions, events, runs
 
 
-class SessionSerializer(serializers.ModelSerializer[Session]):
-    agent = serializers.SerializerMethodField()
-    agent_name = serializers.SerializerMethodField()
-    agent_version = serializers.IntegerField(
-        source="agent_version.number", read_only=True, allow_null=True
-    )
-
-    class Meta:
-        model = Session
-        fields = [
-            "id",
-            "title",
-            "agent",
-            "agent_name",
-            "agent_version",
-            "status",
-            "state",
-            "last_seq",
-            "created_at",
-            "updated_at",
-        ]
-        read_only_fields = [f for f in fields if f != "title"]
-
-    @extend_schema_field(serializers.UUIDField(allow_null=True))
-    def get_agent(self, session: Session) -> str | None:
-        version = session.agent_version
-        return str(version.agent_id) if version else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_agent_name(self, session: Session) -> str | None:
-        version = session.agent_version
-        return version.agent.name if version else None
-
-
-class SessionCreateSerializer(serializers.Serializer[Session]):
-    agent = OwnedPrimaryKeyRelatedField(
-        queryset=Agent.objects.all(), help_text="Pins the agent's current version."
-    )
-    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-
-    def create(self, validated_data: dict[str, Any]) -> Session:
-        return services.start_session(
-            request_owner(self.context["request"]),
-            validated_data["agent"],
-            title=validated_data["title"],
-        )
-
-
 class MessageSerializer(serializers.Serializer[dict[str, Any]]):
     text = serializers.CharField(max_length=50_000)
 
 
+class RunTimingSerializer(serializers.Serializer[Any]):
+    """Where an ended run's wall time went, in milliseconds (``studio.timing``): the
+    parts add up to ``total_ms``."""
+
+    total_ms = serializers.FloatField(help_text="From queueing the run to its end.")
+    queued_ms = serializers.FloatField(help_text="Waiting for a server or worker to start it.")
+    model_ms = serializers.FloatField(help_text="Model calls.")
+    tools_ms = serializers.FloatField(help_text="Tool calls (not their wait for approval).")
+    human_ms = serializers.FloatField(help_text="Waiting for a person's approval.")
+    overhead_ms = serializers.FloatField(
+        help_text="The rest: storing events, connecting MCP servers, building the agent."
+    )
+
+
 class RunSerializer(serializers.ModelSerializer[Run]):
+    timing = RunTimingSerializer(read_only=True, allow_null=True)
+    cost_currency = serializers.CharField(
+        read_only=True, allow_null=True, help_text="Null while cost is."
+    )
+
     class Meta:
         model = Run
         fields = [
@@ -356,8 +333,12 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "input_tokens",
             "output_tokens",
             "cost",
+            "cost_currency",
+            "cost_complete",
             "error_code",
             "error_message",
+            "timing",
+            "resumed_from",
         ]
         read_only_fields = fields
 
@@ -383,3 +364,7 @@ class ToolSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     description = serializers.CharField()
     settings_schema = serializers.JSONField()
+
+
+class HookSerializer(ToolSerializer):
+    """A registered hook: the same shape as a tool."""

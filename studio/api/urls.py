@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from studio.api import mcp, views
+from studio.api import budgets, catalogue, costs, mcp, views
 
 router = SimpleRouter()
 router.register("agents", views.AgentViewSet, basename="agent")
@@ -15,11 +15,16 @@ router.register("mcp-servers", mcp.McpServerViewSet, basename="mcpserver")
 
 urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
-    path("tools/", views.ToolListView.as_view(), name="api-tools"),
-    path("agent-spec/schema/", views.AgentSpecSchemaView.as_view(), name="api-agent-spec-schema"),
+    path("budget/", budgets.UserBudgetView.as_view(), name="api-budget"),
+    path("tools/", catalogue.ToolListView.as_view(), name="api-tools"),
+    path("hooks/", catalogue.HookListView.as_view(), name="api-hooks"),
+    path(
+        "agent-spec/schema/", catalogue.AgentSpecSchemaView.as_view(), name="api-agent-spec-schema"
+    ),
+    path("costs/", costs.CostsView.as_view(), name="api-costs"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script (CSP).
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
-    path("", views.ApiIndexView.as_view(), name="api-index"),
+    path("", catalogue.ApiIndexView.as_view(), name="api-index"),
     path("", include(router.urls)),
 ]

@@ -9,7 +9,6 @@ import django_filters  # type: ignore[import-untyped]  # no stubs published
 from asgiref.sync import async_to_sync
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
-from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from pydantic import BaseModel
@@ -23,15 +22,14 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer, ValidationError
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.utils.urls import replace_query_param
-from rest_framework.views import APIView
 
 from agents_core import events as core_events
 from studio import live, services
-from studio.agents import specs as agent_specs
-from studio.agents.tools import tool_registry
 from studio.api import serializers as s
+from studio.api import session_serializers as ss
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.api.schema import error_responses
+from studio.api.traces import RunSpans, SessionSpans
 from studio.models import (
     Agent,
     AgentVersion,
@@ -204,6 +202,7 @@ def _non_negative_int(request: Request, name: str, default: int) -> int:
     ),
 )
 class SessionViewSet(
+    SessionSpans,
     OwnedQuerysetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -216,7 +215,7 @@ class SessionViewSet(
     runs that add to them."""
 
     queryset = Session.objects.select_related("agent_version__agent")
-    serializer_class = s.SessionSerializer
+    serializer_class = ss.SessionSerializer
     permission_classes = [*viewsets.GenericViewSet.permission_classes, IsOwner]
     pagination_class = SessionPagination
     filter_backends = [django_filters.rest_framework.DjangoFilterBackend, filters.SearchFilter]
@@ -226,19 +225,19 @@ class SessionViewSet(
 
     def get_serializer_class(self) -> type[BaseSerializer[Any]]:
         if self.action == "create":
-            return s.SessionCreateSerializer
+            return ss.SessionCreateSerializer
         return super().get_serializer_class()
 
     @extend_schema(
-        request=s.SessionCreateSerializer,
-        responses={201: s.SessionSerializer, **error_responses(409)},
+        request=ss.SessionCreateSerializer,
+        responses={201: ss.SessionSerializer, **error_responses(409)},
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Start a session pinned to the agent's current version."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         session = serializer.save()
-        return Response(s.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
+        return Response(ss.SessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
     def perform_destroy(self, instance: Session) -> None:
         services.delete_session(instance)
@@ -283,14 +282,20 @@ class SessionViewSet(
         """Decide a tool call of this session's run that waits for approval: approve it
         (optionally with edited arguments) or deny it. 409 when no such call waits."""
         session = self.get_object()
-        try:
-            body = live.ApprovalBody.model_validate(request.data)
-        except PydanticValidationError as exc:
-            raise ValidationError(
-                {".".join(str(p) for p in e["loc"]): [e["msg"]] for e in exc.errors()}
-            ) from None
+        body = _parsed(live.ApprovalBody, request.data)
         decided_by = request.user.get_username()
         async_to_sync(services.decide_approval)(session, body, decided_by=decided_by)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=live.AnswerBody, responses={204: None, **error_responses(409)})
+    @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
+    def answers(self, request: Request, pk: str | None = None) -> Response:
+        """Answer a question this session's run asked the user (a ``user_question``
+        event): the run goes on with the answer. 409 when no such question waits."""
+        session = self.get_object()
+        body = _parsed(live.AnswerBody, request.data)
+        answered_by = request.user.get_username()
+        async_to_sync(services.answer_question)(session, body, answered_by=answered_by)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
@@ -315,7 +320,7 @@ class RunFilter(django_filters.FilterSet):  # type: ignore[misc]
         fields = ["session", "status"]
 
 
-class RunViewSet(OwnedQuerysetMixin, viewsets.ReadOnlyModelViewSet[Run]):
+class RunViewSet(RunSpans, OwnedQuerysetMixin, viewsets.ReadOnlyModelViewSet[Run]):
     """The runs of your sessions, one per user turn: status, tokens, error."""
 
     queryset = Run.objects.all()
@@ -331,52 +336,39 @@ class RunViewSet(OwnedQuerysetMixin, viewsets.ReadOnlyModelViewSet[Run]):
         run = services.cancel_run(self.get_object())
         return Response(s.RunSerializer(run).data)
 
+    @extend_schema(request=None, responses={200: s.RunSerializer, **error_responses(409)})
+    @action(detail=True, methods=["post"])
+    def pause(self, request: Request, pk: str | None = None) -> Response:
+        """Pause a running run once its current step is done (status ``paused``); a run
+        that is not running answers 409 ``run_not_running``."""
+        run = services.pause_run(self.get_object())
+        return Response(s.RunSerializer(run).data)
 
-# Catalogues
+    @extend_schema(request=None, responses={200: s.RunSerializer, **error_responses(409)})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, pk: str | None = None) -> Response:
+        """Let a paused run go on; a run that is not paused answers 409 ``run_not_paused``."""
+        run = services.resume_run(self.get_object())
+        return Response(s.RunSerializer(run).data)
+
+    @extend_schema(request=None, responses={202: s.RunSerializer, **error_responses(409, 429)})
+    @action(detail=True, methods=["post"], url_path="resume-from-last-step")
+    def resume_from_last_step(self, request: Request, pk: str | None = None) -> Response:
+        """Queue a new run that goes on from this interrupted run's last completed step
+        (its ``resumed_from``): recorded tool results are reused, nothing that answered
+        runs again. 409 ``run_not_interrupted`` for a run that was not interrupted,
+        ``run_superseded`` when a later run of its session exists, ``run_in_progress``
+        while one is active."""
+        run = services.resume_interrupted_run(self.get_object())
+        return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
-class ToolListView(APIView):
-    """The tools a spec may name, with the JSON Schema of each one's ``settings``."""
-
-    @extend_schema(responses=s.ToolSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        tools = [
-            {"name": e.name, "description": e.description, "settings_schema": e.settings_schema()}
-            for e in tool_registry(request.user.pk)
-        ]
-        return Response(s.ToolSerializer(tools, many=True).data)
-
-
-class AgentSpecSchemaView(APIView):
-    """The JSON Schema of ``AgentSpec``: what ``spec`` in an agent must look like."""
-
-    @extend_schema(responses=OpenApiTypes.OBJECT)
-    def get(self, request: Request) -> Response:
-        return Response(agent_specs.json_schema())
-
-
-class ApiIndexView(APIView):
-    """Where everything in this API is: its documentation, its OpenAPI schema, how to
-    get a token, and each resource's collection."""
-
-    RESOURCES = {
-        "agents": "agent-list",
-        "models": "modelconfig-list",
-        "sessions": "session-list",
-        "runs": "run-list",
-        "mcp_servers": "mcpserver-list",
-        "tools": "api-tools",
-        "agent_spec_schema": "api-agent-spec-schema",
-    }
-
-    @extend_schema(responses=OpenApiTypes.OBJECT)
-    def get(self, request: Request) -> Response:
-        return Response(
-            {
-                "name": "Studio API",
-                "docs": reverse("api-docs"),
-                "schema": reverse("api-schema"),
-                "token": reverse("api-token"),
-                "resources": {name: reverse(url) for name, url in self.RESOURCES.items()},
-            }
-        )
+def _parsed[B: BaseModel](body: type[B], data: Any) -> B:
+    """A request body checked against a socket frame's schema; problems become the
+    API's validation error, by field."""
+    try:
+        return body.model_validate(data)
+    except PydanticValidationError as exc:
+        raise ValidationError(
+            {".".join(str(p) for p in e["loc"]): [e["msg"]] for e in exc.errors()}
+        ) from None

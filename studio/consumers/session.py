@@ -3,7 +3,7 @@ described in ``studio.live``.
 
 The consumer checks access, joins the session's ``SessionWatch`` before reading the
 backlog, and hands what it must send to its ``ViewerCursor`` (strict seq order, no gap,
-no duplicate). What a client asks (start, cancel, decide) goes to the services.
+no duplicate). What a client asks (start, pause, resume, cancel, decide) goes to the services.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import assert_never
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from studio import services
+from studio import metrics, services
 from studio.consumers.cursor import ViewerCursor
 from studio.consumers.watch import SessionWatch
 from studio.db import db_sync_to_async
@@ -41,12 +41,14 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             await self.close(code=refused.close_code)
             return
         self.watch = await SessionWatch.enter(self.session.pk, self)
+        metrics.LIVE_VIEWERS.inc()
         self.cursor = cursor = ViewerCursor(self.watch, self._send_text, after=after)
         async with cursor.lock:
             await cursor.start()
 
     async def disconnect(self, code: int) -> None:
         if self.watch is not None:
+            metrics.LIVE_VIEWERS.dec()
             await self.watch.leave(self)
 
     # From the session's watch
@@ -92,8 +94,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
                 await db_sync_to_async(services.start_run)(session, text)
             case protocol.CancelFrame():
                 await db_sync_to_async(services.cancel_active_run)(session)
+            case protocol.PauseFrame():
+                await db_sync_to_async(services.pause_active_run)(session)
+            case protocol.ResumeFrame():
+                await db_sync_to_async(services.resume_active_run)(session)
             case protocol.ApprovalFrame():
                 decided_by = self.scope["user"].get_username()
                 await services.decide_approval(session, frame.body(), decided_by=decided_by)
+            case protocol.AnswerFrame():
+                answered_by = self.scope["user"].get_username()
+                await services.answer_question(session, frame.body(), answered_by=answered_by)
             case _:
                 assert_never(frame)

@@ -46,19 +46,26 @@ Server frames:
   chunk that belongs between stored events N and N + 1; the stored agent_message that
   follows replaces the chunks before it. Only sent while the viewer is at seq N.
 - ``{"type": "status", "run": <Run JSON as GET /api/runs/{id}/> | None, "waiting_for":
-  None | "model" | "tool" | "approval"}``: on connect, then whenever it changes. ``run``
-  is the session's latest run; ``waiting_for`` is only set while that run is active.
+  None | "model" | "tool" | "approval" | "answer" | "paused"}``: on connect, then
+  whenever it changes. ``run`` is the session's latest run; ``waiting_for`` is only set
+  while that run is active.
 - ``{"type": "error", "code": "...", "detail": "..."}``: a bad or refused client frame;
   the socket stays open. Codes: ``invalid`` (not a known frame), ``run_in_progress``,
-  ``too_many_runs``, ``session_has_no_agent``, ``no_active_run``, ``approval_not_pending``,
+  ``too_many_runs``, ``session_has_no_agent``, ``no_active_run``, ``run_not_running``,
+  ``run_not_paused``, ``approval_not_pending``,
   ``approval_not_delivered`` (worker execution: the worker did not take the decision in
-  time; ``studio.worker``).
+  time; ``studio.worker``), ``question_not_pending``, ``question_not_delivered`` (the
+  same for an answer).
 
 Client frames (JSON text, unknown fields refused): ``{"type": "user_message", "text":
 ...}`` starts a run like ``POST /api/sessions/{id}/messages/``; ``{"type": "cancel"}``
-cancels the session's active run; ``{"type": "approval", "call_id", "args_hash",
-"decision": "approve" | "deny", "edited_args"?, "reason"?}`` decides a pending approval
-like ``POST /api/sessions/{id}/approvals/``. A frame over ``STUDIO_WS_MAX_MESSAGE_BYTES``
+cancels the session's active run; ``{"type": "pause"}`` and ``{"type": "resume"}``
+pause its running run between steps and resume it, like ``POST /api/runs/{id}/pause/``
+and ``/resume/``; ``{"type": "approval", "call_id", "args_hash", "decision": "approve" |
+"deny", "edited_args"?, "reason"?}`` decides a pending approval like ``POST
+/api/sessions/{id}/approvals/``; ``{"type": "answer", "call_id", "args_hash", "text"}``
+answers a question the agent asked (a ``user_question`` event) like ``POST
+/api/sessions/{id}/answers/``. A frame over ``STUDIO_WS_MAX_MESSAGE_BYTES``
 closes the socket with 4009, a flood (more than ``STUDIO_WS_BURST`` frames at once or
 ``STUDIO_WS_RATE_PER_S`` sustained) with 4429. (Not 1009: Daphne's websocket library
 lets an application close only with 1000 or 3000-4999. Daphne itself closes with 1009
@@ -71,6 +78,7 @@ from studio.live.protocol import (
     CLOSE_NOT_FOUND,
     CLOSE_TOO_BIG,
     CLOSE_UNAUTHENTICATED,
+    AnswerBody,
     ApprovalBody,
     BadFrame,
     Batch,
@@ -90,6 +98,7 @@ __all__ = [
     "CLOSE_NOT_FOUND",
     "CLOSE_TOO_BIG",
     "CLOSE_UNAUTHENTICATED",
+    "AnswerBody",
     "ApprovalBody",
     "BadFrame",
     "Batch",

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from agents_core.approvals import MAX_ANSWER_CHARS
 from studio.ledger import WaitingFor
 
 PAGE_SIZE = 500
@@ -113,6 +114,14 @@ class CancelFrame(_Frame):
     type: Literal["cancel"]
 
 
+class PauseFrame(_Frame):
+    type: Literal["pause"]
+
+
+class ResumeFrame(_Frame):
+    type: Literal["resume"]
+
+
 class ApprovalBody(_Frame):
     """A decision on a pending approval (``POST /api/sessions/{id}/approvals/``)."""
 
@@ -130,7 +139,25 @@ class ApprovalFrame(ApprovalBody):
         return ApprovalBody.model_validate(self.model_dump(exclude={"type"}))
 
 
-ClientFrame = UserMessageFrame | CancelFrame | ApprovalFrame
+class AnswerBody(_Frame):
+    """The user's answer to a question the agent asked (``POST
+    /api/sessions/{id}/answers/``), bound to the question's call id and hash."""
+
+    call_id: Text = Field(min_length=1, max_length=200)
+    args_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    text: Text = Field(min_length=1, max_length=MAX_ANSWER_CHARS)
+
+
+class AnswerFrame(AnswerBody):
+    type: Literal["answer"]
+
+    def body(self) -> AnswerBody:
+        return AnswerBody.model_validate(self.model_dump(exclude={"type"}))
+
+
+ClientFrame = (
+    UserMessageFrame | CancelFrame | PauseFrame | ResumeFrame | ApprovalFrame | AnswerFrame
+)
 _CLIENT_FRAME: TypeAdapter[ClientFrame] = TypeAdapter(
     Annotated[ClientFrame, Field(discriminator="type")]
 )

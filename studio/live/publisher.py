@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from channels.layers import get_channel_layer
 
 from agents_core import events as core_events
-from studio import wire
+from studio import metrics, wire
 from studio.live.protocol import Status, group_name
 
 logger = logging.getLogger("studio.live")
@@ -44,6 +44,7 @@ async def publish(
         async with asyncio.timeout(PUBLISH_TIMEOUT_S):
             await layer.group_send(group, message)
     except Exception:  # a layer outage must not stop the run; viewers resync
+        metrics.CHANNEL_DROPS.inc()
         logger.warning("could not publish to %s", group, exc_info=True)
 
 

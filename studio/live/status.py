@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from studio import wire
-from studio.ledger import ledger_of
+from studio.ledger import CallLedger, ledger_of, waiting_for
 from studio.live.protocol import Status
 from studio.models import Run, RunStatus, Session
 
@@ -25,6 +25,7 @@ def snapshot(session_pk: uuid.UUID) -> Status:
     if not run.is_active and run.owner_process:
         run.status, run.ended_at = RunStatus.RUNNING, None
         run.error_code = run.error_message = ""
-    # Only a running run waits on anything: the others need no read of their events.
-    waiting = ledger_of(run).waiting_for(run.status) if run.status == RunStatus.RUNNING else None
+    # Only a running run waits on a call: the others need no read of their events.
+    ledger = ledger_of(run) if run.status == RunStatus.RUNNING else CallLedger()
+    waiting = waiting_for(ledger, run.status)
     return Status(wire.run_payload(run), waiting, last_seq or 0)

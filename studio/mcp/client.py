@@ -192,11 +192,13 @@ so the run fails with that error like any other build problem)."""
 async def open_tools(servers: Sequence[McpServer]) -> AsyncIterator[OpenedTools]:
     """Connect to each server for one run; every connection closes (and every stdio
     process stops) when the block ends."""
-    if servers:
-        await _load_sdk()
+    opened: dict[str, Sequence[BaseTool] | core_exceptions.AgentsCoreError] = {}
+    if not servers:  # most runs: the SDK (seconds to import) is not needed at all
+        yield opened
+        return
+    await _load_sdk()
     from agents_core.tools.mcp import McpToolset
 
-    opened: dict[str, Sequence[BaseTool] | core_exceptions.AgentsCoreError] = {}
     async with AsyncExitStack() as stack:
         for server in servers:
             secrets = secrets_of(server)

@@ -2,11 +2,13 @@
 
 ``execute_run`` claims a queued run for this process, connects the MCP servers its
 agents name, builds its pinned agent version with the owner's models, runs the turn
-(from the user message stored when the run was queued) through ``DjangoSessionService``
-(which stores each complete event, seq assigned, before the runner yields it), renews
-the run's lease while it runs, and ends it through ``records.end_run``. A run that stops
-on an unexpected error (its database went away mid-run, say) still ends with a stored
-terminal ``internal_error`` event, the store retried while the database is away.
+(from the user message stored when the run was queued or, for a run resumed from an
+interrupted one, from the session's record under the invocation id queued with it)
+through ``DjangoSessionService`` (which stores each complete event, seq assigned,
+before the runner yields it), renews the run's lease while it runs, and ends it
+through ``records.end_run``. A run that stops on an unexpected error (its database
+went away mid-run, say) still ends with a stored terminal ``internal_error`` event, the
+store retried while the database is away.
 
 ``execute_and_publish`` wraps it for the executors (``inline``, ``worker``): each event
 and each change of what the run waits on goes to the session's viewers once stored.
@@ -27,15 +29,16 @@ from django.db import InterfaceError, OperationalError
 
 from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
+from agents_core import failures as core_failures
 from agents_core.approvals import ApprovalBroker
-from agents_core.context import CancellationToken
+from agents_core.context import CancellationToken, PauseGate
 from agents_core.contracts import Usage
 from agents_core.runner import Runner
-from studio import wire
+from studio import budgets, wire
 from studio.agents import specs
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
-from studio.ledger import TRACKED_TYPES, Ledger
+from studio.ledger import CallLedger, waiting_for
 from studio.live import Publisher, Status, snapshot
 from studio.mcp import client as mcp
 from studio.models import DEFAULT_APP_NAME, Event, Run, RunStatus, Session
@@ -61,9 +64,14 @@ class _Turn:
     runner: Runner
     user_id: str
     session_key: str
-    user_message: core_events.Event | str
+    user_message: core_events.Event | str | None
+    """``None`` for a resumed run: it goes on from its session's record."""
+    invocation_id: str | None = None
+    """A resumed run's invocation, recorded when it was queued."""
     usage: Usage = field(default_factory=Usage)
     error: core_events.ErrorInfo | None = None
+    degradations: list[core_events.ErrorInfo] = field(default_factory=list)
+    """Failures a ``degrade`` policy let the run go past: it ends ``degraded``."""
 
 
 async def execute_run(
@@ -73,6 +81,7 @@ async def execute_run(
     on_claimed: RunSink | None = None,
     cancel_token: CancellationToken | None = None,
     approvals: ApprovalBroker | None = None,
+    pause_gate: PauseGate | None = None,
 ) -> Run:
     """Run ``run`` (which must be queued) to its end; every event, partial ones
     included, goes to ``on_event`` after it is stored. Returns the ended run.
@@ -81,8 +90,9 @@ async def execute_run(
     for a moment (``recovery``); then the MCP servers its agents name connect, staying
     connected for the whole run, and its agent is built."""
     token = cancel_token or CancellationToken()
+    controls = _Controls(token, pause_gate or PauseGate())
     await db_sync_to_async(_claim)(run)
-    lease = asyncio.create_task(_keep_lease(run, token), name=f"lease-{run.pk}")
+    lease = asyncio.create_task(_keep_lease(run, controls), name=f"lease-{run.pk}")
     turn: _Turn | None = None
     try:
         if on_claimed is not None:
@@ -91,7 +101,7 @@ async def execute_run(
         async with mcp.open_tools(servers) as mcp_tools:
             turn = await db_sync_to_async(_prepare)(run, mcp_tools, approvals)
             if turn is not None:
-                await _stream(run, turn, token, on_event)
+                await _stream(turn, controls, on_event)
     except asyncio.CancelledError:
         await db_sync_to_async(records.end_run)(run.pk, recovery.interrupted())
         raise
@@ -104,7 +114,7 @@ async def execute_run(
             await lease
     if turn is not None:
         end = db_sync_to_async(records.end_run)
-        ending = Ending.of(turn.error)
+        ending = Ending.of(turn.error, turn.degradations)
         await _retrying(
             f"record how run {run.pk} ended",
             end,
@@ -116,40 +126,52 @@ async def execute_run(
     return await Run.objects.aget(pk=run.pk)
 
 
-async def _stream(
-    run: Run, turn: _Turn, token: CancellationToken, on_event: EventSink | None
-) -> None:
+@dataclass(frozen=True, slots=True)
+class _Controls:
+    """How a run is stopped or paused while it executes."""
+
+    cancel_token: CancellationToken
+    pause_gate: PauseGate
+
+
+async def _stream(turn: _Turn, controls: _Controls, on_event: EventSink | None) -> None:
     stream = turn.runner.astream(
         user_id=turn.user_id,
         session_id=turn.session_key,
         message=turn.user_message,
-        cancel_token=token,
+        invocation_id=turn.invocation_id,
+        cancel_token=controls.cancel_token,
+        pause_gate=controls.pause_gate,
     )
     async with contextlib.aclosing(stream) as events:
         async for event in events:
             if not event.partial:
                 turn.usage = turn.usage + event.usage if event.usage else turn.usage
                 turn.error = event.error if event.is_terminal_error else turn.error
+                turn.degradations.extend(core_failures.degradations([event]))
             if on_event is not None:
                 await on_event(event)
 
 
-async def _keep_lease(run: Run, token: CancellationToken) -> None:
+async def _keep_lease(run: Run, controls: _Controls) -> None:
     """Renew the run's lease while it executes; once the lease is lost (the run was
-    cancelled or interrupted elsewhere), stop the run."""
+    cancelled or interrupted elsewhere), stop the run. A pause or resume asked through
+    another server (whose executor does not hold this run) is followed from the record."""
     lease_s = settings.STUDIO_RUN_LEASE_S
     while True:
         await asyncio.sleep(lease_s / 3)
         try:
-            mine = await db_sync_to_async(records.renew_lease)(
+            status = await db_sync_to_async(records.renew_lease)(
                 run, owner=records.PROCESS_ID, lease_s=lease_s
             )
         except Exception:  # a database hiccup: the lease has two more chances
             logger.warning("could not renew the lease of run %s", run.pk, exc_info=True)
             continue
-        if not mine:
-            token.cancel("the run was stopped elsewhere")
+        if status is None:
+            controls.cancel_token.cancel("the run was stopped elsewhere")
             return
+        if status in (RunStatus.PAUSED, RunStatus.RUNNING):
+            hold(run, controls.pause_gate, paused=status == RunStatus.PAUSED)
 
 
 async def _end_on_error(run: Run, usage: Usage, exc: Exception, on_event: EventSink | None) -> None:
@@ -192,6 +214,19 @@ async def _retrying[**P, R](
         pause = min(pause * 2, 1.0)
 
 
+def hold(run: Run, gate: PauseGate, *, paused: bool) -> None:
+    """Hold ``run`` at its next step (``paused``) or let it go on, and say so on the
+    executing process's copy of its record, which its viewers are told."""
+    if paused == gate.paused:
+        return
+    if paused:
+        gate.pause()
+    else:
+        gate.resume()
+    if run.is_active:
+        run.status = RunStatus.PAUSED if paused else RunStatus.RUNNING
+
+
 def _claim(run: Run) -> None:
     """Claim queued ``run`` for this process (``ConflictError`` when it is not queued)."""
     version_id = Session.objects.filter(pk=run.session_id).values_list(
@@ -215,18 +250,25 @@ def _prepare(
     try:
         if version is None:
             raise core_exceptions.SpecError("the session's agent version was deleted")
-        agent, run_config = specs.build(version, mcp_tools=mcp.connected_tools(mcp_tools))
+        built = specs.build(version, mcp_tools=mcp.connected_tools(mcp_tools))
     except core_exceptions.AgentsCoreError as exc:
         records.end_run(run.pk, Ending(RunStatus.FAILED, exc.code, str(exc)))
         return None
+    prices = specs.agent_prices(version)
     runner = Runner(
-        agent,
-        session_service=DjangoSessionService(),
+        built.agent,
+        # Prices as they are when the run starts: each call's cost is kept as stored.
+        session_service=DjangoSessionService(prices),
         app_name=DEFAULT_APP_NAME,
-        run_config=run_config,
+        run_config=built.run_config,
         approvals=approvals,
+        compaction=built.compaction,
+        spend_guard=budgets.guard_for(version, session.owner, prices),
     )
-    return _Turn(runner, session.owner.get_username(), session.key, _user_message(run, session))
+    user_id = session.owner.get_username()
+    if run.resumed_from_id is not None:  # no message: the runner resumes from the record
+        return _Turn(runner, user_id, session.key, None, invocation_id=run.invocation_id)
+    return _Turn(runner, user_id, session.key, _user_message(run, session))
 
 
 def _user_message(run: Run, session: Session) -> core_events.Event | str:
@@ -251,18 +293,29 @@ class Execution:
     broker: ApprovalBroker = field(default_factory=ApprovalBroker)
     """Where decisions on this run's approvals are delivered: one broker per run, so a
     call id (which the model makes up) only ever names a call of this run."""
-    ledger: Ledger = field(default_factory=Ledger)
+    gate: PauseGate = field(default_factory=PauseGate)
+    """Holds the run between steps while it is paused."""
+    ledger: CallLedger = field(default_factory=CallLedger)
     last_seq: int = 0
     published: tuple[Any, ...] | None = None
     """The key of the last status handed to the publisher."""
 
+    def hold(self, paused: bool) -> None:
+        """Pause the run at its next step, or let it go on, as its record now says."""
+        if self.run is not None:
+            hold(self.run, self.gate, paused=paused)
+        elif paused:
+            self.gate.pause()
+        else:
+            self.gate.resume()
+
     def status(self, run: Run) -> Status:
-        waiting = self.ledger.waiting_for(run.status)
+        waiting = waiting_for(self.ledger, run.status)
         return Status(wire.run_payload(run), waiting, self.last_seq)
 
     def status_key(self, run: Run) -> tuple[Any, ...]:
         """``status(run).key`` without rendering the run: checked on every event."""
-        waiting = self.ledger.waiting_for(run.status)
+        waiting = waiting_for(self.ledger, run.status)
         return (str(run.pk), run.status, run.invocation_id, waiting)
 
 
@@ -285,6 +338,7 @@ async def execute_and_publish(
             on_claimed=lambda claimed: _on_claimed(execution, publisher, claimed),
             cancel_token=execution.token,
             approvals=execution.broker,
+            pause_gate=execution.gate,
         )
     except ConflictError as exc:  # cancelled (or otherwise ended) before it started
         logger.info("run %s did not start: %s", execution.run_id, exc.message)
@@ -312,8 +366,10 @@ async def _on_event(
         publisher.event(event, execution.last_seq)
         return
     execution.last_seq = event.seq or execution.last_seq
-    if event.type in TRACKED_TYPES:
-        execution.ledger.observe(wire.event_payload(event))
+    execution.ledger.observe(event)
+    if event.approval is not None or event.question is not None:  # a person's turn
+        waiting = execution.ledger.waits_for_person
+        await db_sync_to_async(records.mark_waiting)(run, waiting=waiting)
     publisher.event(event, execution.last_seq - 1)
     _status_changed(execution, publisher, run)
 

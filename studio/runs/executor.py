@@ -21,8 +21,9 @@ from collections.abc import Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
-from agents_core.approvals import ApprovalDecision
+from agents_core.approvals import Reply
 from studio.db import db_sync_to_async
+from studio.errors import ConflictError
 from studio.live import Status, publish, snapshot
 from studio.models import Run
 from studio.runs import recovery
@@ -33,8 +34,9 @@ logger = logging.getLogger("studio.runs")
 class RunExecutor(abc.ABC):
     """Executes queued runs; see the module docstring.
 
-    ``submit`` and ``cancel`` may be called from any thread (services run in worker
-    threads, after their transaction commits); the rest runs on the bound loop.
+    ``submit``, ``cancel``, ``pause`` and ``resume`` may be called from any thread
+    (services run in worker threads, after their transaction commits); the rest runs on
+    the bound loop.
     """
 
     executes_in_servers: bool
@@ -70,10 +72,22 @@ class RunExecutor(abc.ABC):
         and tell its viewers."""
         self._call_soon(self._publish_stored_status, run.session_id)
 
+    def pause(self, run: Run) -> None:
+        """``run``'s pause is recorded (committed): hold it at its next step if it
+        executes here, and tell its viewers. A worker reads it from the database."""
+        self._call_soon(self._publish_stored_status, run.session_id)
+
+    def resume(self, run: Run) -> None:
+        """``run``'s resume is recorded (committed): let it go on if it executes here,
+        and tell its viewers. A worker reads it from the database."""
+        self._call_soon(self._publish_stored_status, run.session_id)
+
     @abc.abstractmethod
-    async def decide(self, run_id: uuid.UUID, session_key: str, decision: ApprovalDecision) -> None:
-        """Deliver ``decision`` to run ``run_id``, which waits on the call it names
-        (``ConflictError`` when it no longer does, or could not be reached)."""
+    async def decide(self, run_id: uuid.UUID, session_key: str, decision: Reply) -> None:
+        """Deliver ``decision`` (a verdict on an approval, or an answer to a question) to
+        run ``run_id``, which waits on the call it names (``ConflictError``
+        ``<kind>_not_pending`` when it no longer does, ``<kind>_not_delivered`` when it
+        could not be reached; see ``refusal``)."""
 
     async def status(self, session_pk: uuid.UUID) -> Status:
         """The session's status, as viewers see it."""
@@ -117,3 +131,14 @@ class RunExecutor(abc.ABC):
 async def _publish_status(session_pk: uuid.UUID) -> None:
     status = await db_sync_to_async(snapshot)(session_pk)
     await publish(session_pk, status=status)
+
+
+WAITS_FOR = {"approval": "approval", "answer": "question"}
+"""The name conflict codes give what a reply's call waits for, by the reply's kind."""
+
+
+def refusal(reply: Reply, message: str, *, delivered: bool = True) -> ConflictError:
+    """The conflict of a reply its run refused (``approval_not_pending``,
+    ``question_not_pending``) or that never reached it (``..._not_delivered``)."""
+    outcome = "not_pending" if delivered else "not_delivered"
+    return ConflictError(message, code=f"{WAITS_FOR[reply.kind]}_{outcome}")

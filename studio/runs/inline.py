@@ -10,13 +10,13 @@ import concurrent.futures
 import functools
 import uuid
 
-from agents_core.approvals import ApprovalDecision, ApprovalError
+from agents_core.approvals import ApprovalError, Reply
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
 from studio.live import Status, snapshot
 from studio.models import Run
 from studio.runs.execute import Execution, execute_and_publish
-from studio.runs.executor import RunExecutor
+from studio.runs.executor import WAITS_FOR, RunExecutor, refusal
 
 DECIDE_TIMEOUT_S = 10.0
 """How long a decision from another thread waits for the executor's loop to take it."""
@@ -35,10 +35,16 @@ class InlineExecutor(RunExecutor):
     def cancel(self, run: Run) -> None:
         self._call_soon(self._cancel, run.pk, run.session_id)
 
-    async def decide(self, run_id: uuid.UUID, session_key: str, decision: ApprovalDecision) -> None:
+    def pause(self, run: Run) -> None:
+        self._call_soon(self._hold, run.pk, run.session_id, True)
+
+    def resume(self, run: Run) -> None:
+        self._call_soon(self._hold, run.pk, run.session_id, False)
+
+    async def decide(self, run_id: uuid.UUID, session_key: str, decision: Reply) -> None:
         loop = self._loop
         if loop is None or loop.is_closed():
-            raise _not_pending(decision.call_id)
+            raise _not_pending(decision)
         if asyncio.get_running_loop() is loop:
             self._deliver(run_id, session_key, decision)
             return
@@ -74,21 +80,27 @@ class InlineExecutor(RunExecutor):
         else:
             self._publish_stored_status(session_pk)
 
-    def _deliver(self, run_id: uuid.UUID, session_key: str, decision: ApprovalDecision) -> None:
+    def _hold(self, run_id: uuid.UUID, session_pk: uuid.UUID, paused: bool) -> None:
+        execution = self._executions.get(run_id)
+        if execution is not None:
+            execution.hold(paused)
+        self._publish_stored_status(session_pk)
+
+    def _deliver(self, run_id: uuid.UUID, session_key: str, decision: Reply) -> None:
         execution = self._executions.get(run_id)
         if execution is None:
-            raise _not_pending(decision.call_id)
+            raise _not_pending(decision)
         try:
             execution.broker.decide(decision, session_id=session_key)
         except ApprovalError as exc:
-            raise ConflictError(exc.message, code="approval_not_pending") from None
+            raise refusal(decision, exc.message) from None
 
     def _deliver_to(
         self,
         done: concurrent.futures.Future[None],
         run_id: uuid.UUID,
         session_key: str,
-        decision: ApprovalDecision,
+        decision: Reply,
     ) -> None:
         try:
             self._deliver(run_id, session_key, decision)
@@ -98,7 +110,5 @@ class InlineExecutor(RunExecutor):
             done.set_result(None)
 
 
-def _not_pending(call_id: str) -> ConflictError:
-    return ConflictError(
-        f"no call {call_id!r} is waiting for approval", code="approval_not_pending"
-    )
+def _not_pending(reply: Reply) -> ConflictError:
+    return refusal(reply, f"no call {reply.call_id!r} is waiting for {WAITS_FOR[reply.kind]}")

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
-from agents_core.approvals import ApprovalDecision
+from agents_core.approvals import Reply
 from studio.models import Run
 from studio.runs import relay
 from studio.runs.executor import RunExecutor
@@ -37,7 +37,7 @@ class QueuedExecutor(RunExecutor):
     def submit(self, run: Run) -> None:
         execute_queued_run.enqueue(run_id=str(run.pk))
 
-    async def decide(self, run_id: uuid.UUID, session_key: str, decision: ApprovalDecision) -> None:
+    async def decide(self, run_id: uuid.UUID, session_key: str, decision: Reply) -> None:
         await relay.relay_decision(run_id, session_key, decision)
 
     def waiting_for_a_worker(self, run_ids: list[uuid.UUID], now: datetime) -> set[uuid.UUID]:

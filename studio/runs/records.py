@@ -3,6 +3,7 @@
 - ``queue_run`` creates the run and stores the user's message as the turn's first event,
   in the transaction that queues it: whatever happens next (the process dies before the
   run is claimed, its MCP servers never answer), the session holds what the user said.
+  ``queue_resumed_run`` queues the rest of an interrupted run: no message of its own.
 - ``claim_run`` marks it running in one process, holding a lease that process renews
   (``renew_lease``); a lease left to expire means that process died (``recovery``).
 - ``end_run`` is the one way a run ends, whatever ended it: see its docstring.
@@ -10,49 +11,84 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
 from agents_core import events as core_events
-from agents_core.contracts import Usage
-from studio import session_service
-from studio.ledger import Ledger, ledger_of
-from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus, Session, SessionStatus
+from agents_core import failures as core_failures
+from agents_core import ledger as core_ledger
+from agents_core.contracts import Cost, Usage
+from studio import costs, session_service
+from studio.agents import specs
+from studio.ledger import ledger_of
+from studio.models import (
+    ACTIVE_RUN_STATUSES,
+    FINISHED_RUN_STATUSES,
+    Event,
+    Run,
+    RunStatus,
+    Session,
+    SessionStatus,
+)
+from studio.rollups.attribution import attribute_calls
+from studio.traces import otel
+from studio.traces.reads import keep_final_spans, run_spans
+from studio.traces.timing import wall_time
 
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 """Who owns the runs this process executes (``Run.owner_process``)."""
 
 INTERNAL_ERROR = "internal_error"
+DEGRADED = "degraded"
 INTERRUPTED = "interrupted"
 CANCELLED = "cancelled"
 IN_DOUBT = (
-    "in_doubt: the server running this call stopped before it answered; the call may or "
-    "may not have taken effect, and it will not be run again automatically."
+    f"{core_ledger.IN_DOUBT}: the server running this call stopped before it answered; the "
+    "call may or may not have taken effect, and it will not be run again automatically."
 )
-NOT_RUN = "interrupted: the server stopped before this call was approved; it did not run."
+NOT_RUN = (
+    f"{core_ledger.NOT_RUN}: the server stopped before this call started (or while a read-only "
+    "call ran); it had no effect."
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Ending:
-    """How a run ends: its status and, unless it succeeded, the error that ended it."""
+    """How a run ends: its status and, unless it succeeded, the error that ended it (or,
+    degraded, what failed on the way)."""
 
     status: RunStatus
     code: str = ""
     message: str = ""
 
     @classmethod
-    def of(cls, error: core_events.ErrorInfo | None) -> Ending:
-        """The ending a terminal error event (or none: success) stands for."""
+    def of(
+        cls,
+        error: core_events.ErrorInfo | None,
+        degradations: Sequence[core_events.ErrorInfo] = (),
+    ) -> Ending:
+        """The ending a terminal error event stands for; without one, success, or
+        ``degraded`` when failures were let through on the way (``degradations``)."""
+        if error is None and degradations:
+            summary = core_failures.degraded_summary(degradations)
+            return cls(RunStatus.DEGRADED, DEGRADED, summary)
         if error is None:
             return cls(RunStatus.SUCCEEDED)
         status = RunStatus.CANCELLED if error.code == CANCELLED else RunStatus.FAILED
         return cls(status, error.code, error.message)
+
+    @property
+    def finished(self) -> bool:
+        """The run went to its end (succeeded or degraded): no terminal error."""
+        return self.status in FINISHED_RUN_STATUSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +108,20 @@ def queue_run(session: Session, text: str) -> Run:
     run.invocation_id = stored.invocation_id
     run.save(update_fields=["invocation_id"])
     return run
+
+
+def queue_resumed_run(session: Session, interrupted: Run) -> Run:
+    """A queued run of ``session`` (locked by the caller's transaction) that goes on
+    from ``interrupted``, its latest run: no user message (the runner resumes the
+    session from its record), and its invocation id chosen now, so its events, spans
+    and terminal error are the run's from the start."""
+    return Run.objects.create(
+        session=session,
+        resumed_from=interrupted,
+        message="",
+        start_seq=session.last_seq,
+        invocation_id=core_events.new_id(),
+    )
 
 
 def claim_run(run: Run, *, owner: str, lease_s: float) -> bool:
@@ -96,12 +146,44 @@ def claim_run(run: Run, *, owner: str, lease_s: float) -> bool:
     return True
 
 
-def renew_lease(run: Run, *, owner: str, lease_s: float) -> bool:
-    """Extend ``owner``'s lease on active ``run``; False once the run is no longer
-    active or no longer ``owner``'s (cancelled, or interrupted by recovery)."""
+def renew_lease(run: Run, *, owner: str, lease_s: float) -> RunStatus | None:
+    """Extend ``owner``'s lease on active ``run`` and return the status its record
+    holds (``paused`` when a pause was asked through another server); ``None`` once the
+    run is no longer active or no longer ``owner``'s (cancelled, or interrupted by
+    recovery)."""
     until = timezone.now() + timedelta(seconds=lease_s)
     mine = Run.objects.filter(pk=run.pk, owner_process=owner, status__in=ACTIVE_RUN_STATUSES)
-    return bool(mine.update(lease_expires_at=until))
+    if not mine.update(lease_expires_at=until):
+        return None
+    status = mine.values_list("status", flat=True).first()
+    return None if status is None else RunStatus(status)
+
+
+def mark_waiting(run: Run, *, waiting: bool) -> None:
+    """Record on running ``run``'s session whether it waits for a person's approval
+    (``SessionStatus.WAITING``), so lists can show and filter it; a session whose run
+    ended meanwhile keeps its final status."""
+    status = SessionStatus.WAITING if waiting else SessionStatus.RUNNING
+    live = (SessionStatus.RUNNING, SessionStatus.WAITING)
+    Session.objects.filter(pk=run.session_id, status__in=live).update(status=status)
+
+
+def request_pause(run: Run) -> None:
+    """Record that running ``run`` (locked by the caller) is paused by request; its
+    executor holds it at its next step on hearing of this."""
+    run.status = RunStatus.PAUSED
+    run.save(update_fields=["status"])
+    Session.objects.filter(pk=run.session_id).update(status=SessionStatus.PAUSED)
+
+
+def request_resume(run: Run) -> None:
+    """Record that paused ``run`` (locked by the caller) runs again; its executor lets
+    it go on hearing of this."""
+    run.status = RunStatus.RUNNING
+    run.save(update_fields=["status"])
+    waiting = ledger_of(run).waits_for_approval
+    status = SessionStatus.WAITING if waiting else SessionStatus.RUNNING
+    Session.objects.filter(pk=run.session_id).update(status=status)
 
 
 def request_cancel(run: Run) -> bool:
@@ -125,10 +207,12 @@ def end_run(
 ) -> Ended | None:
     """End run ``run_id`` as ``ending`` says, in one transaction: append a
     ``tool_response`` for each call it leaves open (when it ends interrupted), then its
-    terminal ``error`` event (unless it succeeded, or ``terminal_event_stored``: the
-    runner stored it), and record its status, error, ``usage`` and end, releasing its
-    lease. Every way a run ends goes through here: success, error, limit, cancel,
-    interrupt on restart, a lost worker.
+    terminal ``error`` event (unless it finished: succeeded or degraded; or
+    ``terminal_event_stored``: the runner stored it), and record its status, error,
+    ``usage`` and end, releasing its lease. Every way a run ends goes through here:
+    success, degraded, error, limit, cancel, interrupt on restart, a lost worker. Once
+    committed, the run and its final spans go to the trace export
+    (``studio.traces.otel``), which returns at once.
 
     Idempotent: a run already ended returns ``None`` and appends nothing, so a retry
     after a lost commit never stores anything twice. A run cancelled while its executor
@@ -143,25 +227,33 @@ def end_run(
         )
         if run is None or (not run.is_active and not run.owner_process):
             return None
-        appended = _close_open_calls(run) if ending.status == RunStatus.INTERRUPTED else []
         if not run.is_active:  # cancelled by request while its executor held it
             ending = Ending(RunStatus(run.status), run.error_code, run.error_message)
+        closes = not ending.finished and not terminal_event_stored
+        appended = _close_open_calls(run, ending) if closes else []
         if ending.status == RunStatus.INTERRUPTED:
             ending = Ending(ending.status, ending.code, _why_interrupted(ending, appended))
-        if ending.status != RunStatus.SUCCEEDED and not terminal_event_stored:
+        if closes:
             error = terminal_error(run, ending)
             appended.append(session_service.append_event_sync(run.session.key, error))
         if usage is not None:
             run.input_tokens, run.output_tokens = usage.input_tokens, usage.output_tokens
+        _add_up_cost(run)
         run.owner_process, run.lease_expires_at = "", None
-        _record(run, ending)
+        ended_at = _settle(run, ending)
+        spans = run_spans(run)  # final: the run has its ending
+        run.timing = wall_time(run.created_at, run.started_at, ended_at, spans)
+        _save(run)
+        keep_final_spans(run, spans)
+        attribute_calls(run, spans, _models(run))
+        # Once committed, whatever ended it: its trace is exported (when configured).
+        transaction.on_commit(functools.partial(otel.export().run_ended, run, spans), robust=True)
     return Ended(run, appended)
 
 
 def terminal_error(run: Run, ending: Ending) -> core_events.Event:
     """The unsaved terminal error event of ``run``'s ending, authored by its agent."""
-    version = run.session.agent_version
-    author = str(version.spec.get("name") or version.agent.name) if version else "studio"
+    author = specs.root_agent_name(run.session.agent_version)
     return core_events.Event(
         type=core_events.EventType.ERROR,
         invocation_id=run.invocation_id or core_events.new_id(),
@@ -173,39 +265,77 @@ def terminal_error(run: Run, ending: Ending) -> core_events.Event:
 
 
 def _record(run: Run, ending: Ending) -> None:
+    _settle(run, ending)
+    _save(run)
+
+
+def _settle(run: Run, ending: Ending) -> datetime:
     run.status = ending.status
     run.ended_at = run.ended_at or timezone.now()
     run.error_code, run.error_message = ending.code, ending.message
-    run.save()
-    Session.objects.filter(pk=run.session_id).update(status=run.status, updated_at=run.ended_at)
+    return run.ended_at
 
 
-def _close_open_calls(run: Run) -> list[core_events.Event]:
-    """A stored ``tool_response`` error for each call an interrupted run left open:
-    "in doubt" when it may have started, "did not run" when it waited for an approval
-    or was denied. Nothing is ever run again automatically."""
-    ledger = ledger_of(run)
-    return [
-        session_service.append_event_sync(run.session.key, _marker(run, ledger, call_id))
-        for call_id in ledger.open_calls
+def _add_up_cost(run: Run) -> None:
+    """``run.cost``: the sum of its model calls' stored costs; incomplete when one of
+    them has none (no usage reported, or no price for its model)."""
+    rows = Event.objects.filter(
+        session_id=run.session_id,
+        seq__gt=run.start_seq or 0,
+        invocation_id=run.invocation_id,
+        type=core_events.EventType.AGENT_MESSAGE,
+    ).values_list("cost", "cost_currency", "usage", "payload__latency_ms")
+    calls = [
+        None if cost is None else Cost(amount=cost, currency=currency)
+        for cost, currency, usage, latency_ms in rows
+        if usage is not None or latency_ms is not None
     ]
+    added = costs.total(calls if run.invocation_id else [])
+    run.cost, run.cost_currency, run.cost_complete = added.amount, added.currency, added.complete
 
 
-def _marker(run: Run, ledger: Ledger, call_id: str) -> core_events.Event:
-    call = ledger.open_calls[call_id]
-    text = NOT_RUN if ledger.never_ran(call) else IN_DOUBT
-    return core_events.Event(
-        type=core_events.EventType.TOOL_RESPONSE,
-        invocation_id=call.invocation_id,
-        session_id=run.session.key,
-        author=call.author,
-        branch=call.branch,
-        parts=[
-            core_events.ToolResponsePart(
-                call_id=call.call_id, name=call.name, result=text, is_error=True
-            )
-        ],
+def _models(run: Run) -> dict[str, str]:
+    version = run.session.agent_version
+    return {} if version is None else specs.agent_models(version)
+
+
+def _save(run: Run) -> None:
+    run.save()
+    added = session_cost(run.session_id)
+    Session.objects.filter(pk=run.session_id).update(
+        status=run.status,
+        updated_at=run.ended_at,
+        cost=added.amount,
+        cost_currency=added.currency,
+        cost_complete=added.complete,
     )
+
+
+def session_cost(session_id: uuid.UUID) -> costs.Total:
+    """What a session's ended runs cost, all told."""
+    runs = Run.objects.filter(session_id=session_id, ended_at__isnull=False)
+    rows = runs.values_list("cost", "cost_currency", "cost_complete")
+    return costs.total_of(
+        costs.Total(amount, currency, complete) for amount, currency, complete in rows
+    )
+
+
+def _close_open_calls(run: Run, ending: Ending) -> list[core_events.Event]:
+    """A stored ``tool_response`` error for each call ``run`` leaves open as it ends:
+    "in doubt" when the effect journal says it started (a ``tool_started`` event),
+    "did not run" otherwise (it waited for an approval, was denied, never started, or
+    was read-only). Nothing is ever run again automatically."""
+    if ending.status == RunStatus.INTERRUPTED:
+        started, not_run = IN_DOUBT, NOT_RUN
+    else:
+        why = f"the run {ending.status} ({ending.code})"
+        started = (
+            f"{core_ledger.IN_DOUBT}: {why} while this call ran; it may or may not have taken "
+            "effect, and it will not be run again automatically."
+        )
+        not_run = f"{core_ledger.NOT_RUN}: {why} before this call started; it had no effect."
+    closing = ledger_of(run).closing_events(run.session.key, started=started, not_run=not_run)
+    return [session_service.append_event_sync(run.session.key, event) for event in closing]
 
 
 def _why_interrupted(ending: Ending, markers: list[core_events.Event]) -> str:

@@ -1,4 +1,5 @@
-"""Relaying approval decisions to the worker executing a run (worker execution).
+"""Relaying approval decisions and answers to the worker executing a run (worker
+execution).
 
 A decision reaches whichever server it is sent to; services checked in the database
 that the call waits for one. The server relays it through the channel layer to group
@@ -16,10 +17,10 @@ import uuid
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalError
-from studio.errors import ConflictError
+from agents_core.approvals import ApprovalBroker, ApprovalError, HumanReply, Reply
+from studio.runs.executor import refusal
 
 logger = logging.getLogger("studio.worker")
 
@@ -35,7 +36,10 @@ def run_group(run_id: uuid.UUID | str) -> str:
 # The server's side
 
 
-async def relay_decision(run_id: uuid.UUID, session_key: str, decision: ApprovalDecision) -> None:
+_REPLY: TypeAdapter[Reply] = TypeAdapter(HumanReply)
+
+
+async def relay_decision(run_id: uuid.UUID, session_key: str, decision: Reply) -> None:
     """Deliver ``decision`` to the worker executing run ``run_id``; ``ConflictError``
     when the worker refused it or did not answer in time."""
     layer = _layer()
@@ -53,12 +57,10 @@ async def relay_decision(run_id: uuid.UUID, session_key: str, decision: Approval
             await layer.group_send(run_group(run_id), message)
             answer = await layer.receive(reply_to)
     except TimeoutError:
-        raise ConflictError(
-            "the worker executing this run did not answer in time; try again",
-            code="approval_not_delivered",
-        ) from None
+        late = "the worker executing this run did not answer in time; try again"
+        raise refusal(decision, late, delivered=False) from None
     if answer.get("refused"):
-        raise ConflictError(str(answer["refused"]), code="approval_not_pending")
+        raise refusal(decision, str(answer["refused"]))
 
 
 # The worker's side
@@ -95,7 +97,7 @@ async def _leave(layer: BaseChannelLayer, group: str, channel: str) -> None:
 async def _answer(layer: BaseChannelLayer, broker: ApprovalBroker, message: Any) -> None:
     try:
         reply_to = str(message["reply_to"])
-        decision = ApprovalDecision.model_validate(message["decision"])
+        decision = _REPLY.validate_python(message["decision"])
         session_key = str(message["session_key"])
         answer_by = float(message["answer_by"])
     except (KeyError, TypeError, ValueError, ValidationError):

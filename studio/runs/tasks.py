@@ -4,9 +4,9 @@
 and executed by ``manage.py run_worker``, one at a time per process, each in an event
 loop of its own, with the code that executes runs inline (``execute``): it claims the
 run, stores each event, then publishes it through the Redis channel layer, so viewers
-on every server see it, and renews the run's lease. A cancel is recorded in the
-database wherever it is asked; the worker reads its run's status every ``POLL_S`` and
-stops it. Decisions arrive through ``relay``.
+on every server see it, and renews the run's lease. A cancel, a pause or a resume is
+recorded in the database wherever it is asked; the worker reads its run's status every
+``POLL_S`` and stops, holds or lets go of the run. Decisions arrive through ``relay``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import uuid
 
 from django.tasks import task
 
-from agents_core.context import CancellationToken
 from studio.db import db_sync_to_async
 from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus
 from studio.runs import relay
@@ -29,7 +28,7 @@ logger = logging.getLogger("studio.worker")
 
 POLL_S = 0.2
 """How often a worker reads the status of the run it executes, to stop it when it was
-cancelled (or interrupted) elsewhere."""
+cancelled (or interrupted) elsewhere, and to pause or resume it."""
 
 _executing: dict[asyncio.Task[None], asyncio.AbstractEventLoop] = {}
 _executing_lock = threading.Lock()
@@ -54,7 +53,7 @@ async def execute(run_id: uuid.UUID) -> None:
     if current is None:
         raise RuntimeError("execute() runs as a task")
     helpers = [
-        asyncio.create_task(_watch(run_id, execution.token), name=f"watch-{run_id}"),
+        asyncio.create_task(_watch(run_id, execution), name=f"watch-{run_id}"),
         asyncio.create_task(
             relay.listen_for_decisions(run_id, execution.broker), name=f"relay-{run_id}"
         ),
@@ -81,8 +80,9 @@ def interrupt_executing() -> None:
             loop.call_soon_threadsafe(running.cancel)
 
 
-async def _watch(run_id: uuid.UUID, token: CancellationToken) -> None:
-    """Stop the run once the database says it ended elsewhere (cancelled, interrupted)."""
+async def _watch(run_id: uuid.UUID, execution: Execution) -> None:
+    """Stop the run once the database says it ended elsewhere (cancelled, interrupted);
+    hold it while it says the run is paused."""
     while True:
         await asyncio.sleep(POLL_S)
         try:
@@ -92,8 +92,10 @@ async def _watch(run_id: uuid.UUID, token: CancellationToken) -> None:
             continue
         if status is not None and status not in ACTIVE_RUN_STATUSES:
             why = "cancelled by request" if status == RunStatus.CANCELLED else "stopped elsewhere"
-            token.cancel(why)
+            execution.token.cancel(why)
             return
+        if status in (RunStatus.PAUSED, RunStatus.RUNNING):
+            execution.hold(status == RunStatus.PAUSED)
 
 
 def _status_of(run_id: uuid.UUID) -> str | None:

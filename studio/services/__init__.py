@@ -11,10 +11,13 @@ from studio.services.agents import (
     save_agent_spec,
     update_agent,
 )
-from studio.services.approvals import decide_approval
+from studio.services.approvals import answer_question, decide_approval
+from studio.services.budgets import user_budget
 from studio.services.model_configs import (
+    PRICE_FIELDS,
     ConnectionCheck,
     check_model_connection,
+    create_model_config,
     delete_model_config,
 )
 from studio.services.sessions import (
@@ -24,6 +27,11 @@ from studio.services.sessions import (
     cancel_run,
     delete_session,
     export_session,
+    pause_active_run,
+    pause_run,
+    resume_active_run,
+    resume_interrupted_run,
+    resume_run,
     session_status,
     start_run,
     start_session,
@@ -32,12 +40,15 @@ from studio.services.sessions import (
 __all__ = [
     "AGENT_FORMAT",
     "FORMAT_VERSION",
+    "PRICE_FIELDS",
     "SESSION_FORMAT",
     "ConnectionCheck",
+    "answer_question",
     "cancel_active_run",
     "cancel_run",
     "check_model_connection",
     "create_agent",
+    "create_model_config",
     "decide_approval",
     "delete_agent",
     "delete_model_config",
@@ -45,9 +56,15 @@ __all__ = [
     "export_agent",
     "export_session",
     "import_agent",
+    "pause_active_run",
+    "pause_run",
+    "resume_active_run",
+    "resume_interrupted_run",
+    "resume_run",
     "save_agent_spec",
     "session_status",
     "start_run",
     "start_session",
     "update_agent",
+    "user_budget",
 ]

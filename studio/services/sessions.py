@@ -1,6 +1,7 @@
-"""Sessions and their runs: start a session, start, cancel and watch runs, delete and
-export sessions. A run's life past its start is ``studio.runs``'s; these are its
-front door for pages, the API, the admin, websockets and commands."""
+"""Sessions and their runs: start a session, start, pause, resume, cancel and watch
+runs, resume an interrupted run from its last step, delete and export sessions. A
+run's life past its start is ``studio.runs``'s; these are its front door for pages,
+the API, the admin, websockets and commands."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.utils import timezone
 from studio import runs, wire
 from studio.errors import ConflictError, LimitError
 from studio.live import Status
-from studio.models import ACTIVE_RUN_STATUSES, Agent, Run, Session, SessionStatus
+from studio.models import ACTIVE_RUN_STATUSES, Agent, Run, RunStatus, Session, SessionStatus
 from studio.runs import records
 
 SESSION_FORMAT = "studio.session"
@@ -38,27 +39,68 @@ def start_run(session: Session, text: str) -> Run:
     executor once committed: one active run per session at a time (``ConflictError``),
     at most ``STUDIO_MAX_CONCURRENT_RUNS_PER_USER`` per owner (``LimitError``)."""
     with transaction.atomic():
-        # Holding the owner's row serialises starts across their sessions, so two at
-        # once cannot both pass the cap (on PostgreSQL; SQLite serialises writers).
-        users = get_user_model()._default_manager.select_for_update()
-        list(users.filter(pk=session.owner_id).values_list("pk", flat=True))
-        locked = Session.objects.select_for_update().get(pk=session.pk)
-        if locked.agent_version_id is None:
-            raise ConflictError("this session has no agent to run", code="session_has_no_agent")
-        if locked.runs.filter(status__in=ACTIVE_RUN_STATUSES).exists():
-            raise ConflictError(
-                "this session already has a run in progress; wait for it or cancel it",
-                code="run_in_progress",
-            )
-        _check_run_cap(locked.owner_id)
+        locked = _lock_for_a_new_run(session)
         run = records.queue_run(locked, text)
-        locked.status = SessionStatus.QUEUED
         locked.title = locked.title or _title_from(text)
-        locked.updated_at = timezone.now()
-        locked.save(update_fields=["status", "title", "updated_at"])
-        transaction.on_commit(lambda: runs.executor().submit(run))
+        _submit(locked, run)
     session.refresh_from_db(fields=["status", "title", "updated_at", "last_seq"])
     return run
+
+
+def resume_interrupted_run(run: Run) -> Run:
+    """Queue a new run that goes on from interrupted ``run`` where its record ends (no
+    user message: the agents read the record, recorded tool results included, so no
+    call that answered runs again) and hand it to the executor once committed. Only the
+    latest run of its session can be resumed, and only when it was ``interrupted``
+    (``ConflictError`` ``run_not_interrupted``, ``run_superseded``); the checks of
+    ``start_run`` apply too (``run_in_progress``, ``too_many_runs``)."""
+    with transaction.atomic():
+        locked = _lock_for_a_new_run(run.session)
+        interrupted = Run.objects.select_for_update().get(pk=run.pk)
+        if interrupted.status != RunStatus.INTERRUPTED:
+            raise ConflictError(
+                f"only an interrupted run can be resumed from its last step; this one is "
+                f"{interrupted.status}",
+                code="run_not_interrupted",
+            )
+        latest = locked.runs.order_by("-created_at").values_list("pk", flat=True).first()
+        if latest != interrupted.pk:
+            raise ConflictError(
+                "a later run of this session exists; only the latest run can be resumed",
+                code="run_superseded",
+            )
+        resumed = records.queue_resumed_run(locked, interrupted)
+        _submit(locked, resumed)
+    run.session.refresh_from_db(fields=["status", "updated_at"])
+    return resumed
+
+
+def _lock_for_a_new_run(session: Session) -> Session:
+    """``session``, locked with its owner, once it may have a new run: it has an agent,
+    no run in progress, and its owner is under the cap."""
+    # Holding the owner's row serialises starts across their sessions, so two at
+    # once cannot both pass the cap (on PostgreSQL; SQLite serialises writers).
+    users = get_user_model()._default_manager.select_for_update()
+    list(users.filter(pk=session.owner_id).values_list("pk", flat=True))
+    locked = Session.objects.select_for_update().get(pk=session.pk)
+    if locked.agent_version_id is None:
+        raise ConflictError("this session has no agent to run", code="session_has_no_agent")
+    if locked.runs.filter(status__in=ACTIVE_RUN_STATUSES).exists():
+        raise ConflictError(
+            "this session already has a run in progress; wait for it or cancel it",
+            code="run_in_progress",
+        )
+    _check_run_cap(locked.owner_id)
+    return locked
+
+
+def _submit(session: Session, run: Run) -> None:
+    """Record ``session`` (locked) as queued and hand ``run`` to the executor once the
+    transaction commits."""
+    session.status = SessionStatus.QUEUED
+    session.updated_at = timezone.now()
+    session.save(update_fields=["status", "title", "updated_at"])
+    transaction.on_commit(lambda: runs.executor().submit(run))
 
 
 def _check_run_cap(owner_id: int) -> None:
@@ -97,6 +139,60 @@ def cancel_active_run(session: Session) -> Run:
     if run is None:
         raise ConflictError("this session has no run in progress", code="no_active_run")
     return cancel_run(run)
+
+
+def pause_run(run: Run) -> Run:
+    """Pause a running run: it finishes the step it is in, then waits, announcing it
+    with a ``run_paused`` event, until ``resume_run``. Its status is ``paused`` from
+    now on. ``ConflictError`` ``run_not_running`` for a run that is not running."""
+    return _hold(run, paused=True)
+
+
+def resume_run(run: Run) -> Run:
+    """Let a paused run go on; ``ConflictError`` ``run_not_paused`` for any other."""
+    return _hold(run, paused=False)
+
+
+def _hold(run: Run, *, paused: bool) -> Run:
+    """Record a pause (or a resume) of ``run`` and, once committed, tell its executor."""
+    needed, verb, code = (
+        (RunStatus.RUNNING, "paused", "run_not_running")
+        if paused
+        else (RunStatus.PAUSED, "resumed", "run_not_paused")
+    )
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.status != needed:
+            raise ConflictError(
+                f"only a {needed.value} run can be {verb}; this one is {locked.status}",
+                code=code,
+            )
+        (records.request_pause if paused else records.request_resume)(locked)
+        transaction.on_commit(lambda: _tell_executor(locked, paused=paused))
+    run.refresh_from_db()
+    return run
+
+
+def _tell_executor(run: Run, *, paused: bool) -> None:
+    executor = runs.executor()
+    (executor.pause if paused else executor.resume)(run)
+
+
+def pause_active_run(session: Session) -> Run:
+    """Pause the session's running run (``run_not_running`` when it has none)."""
+    return pause_run(_latest_run(session, "no run of this session is running"))
+
+
+def resume_active_run(session: Session) -> Run:
+    """Resume the session's paused run (``run_not_paused`` when it has none)."""
+    return resume_run(_latest_run(session, "no run of this session is paused"))
+
+
+def _latest_run(session: Session, none: str) -> Run:
+    run = session.runs.filter(status__in=ACTIVE_RUN_STATUSES).order_by("-created_at").first()
+    if run is None:
+        raise ConflictError(none, code="no_active_run")
+    return run
 
 
 async def session_status(session_pk: uuid.UUID) -> Status:

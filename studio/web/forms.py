@@ -10,12 +10,12 @@ from typing import Any
 from django import forms
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
-from agents_core.specs import NAME_PATTERN
+from agents_core.specs import NAME_PATTERN, NAME_RULE
 from studio.agents import specs as agent_specs
 from studio.mcp import checks as mcp_checks
-from studio.models import Agent, Event, McpServer, Session, SessionStatus
+from studio.models import Agent, Event, McpServer, Run, RunStatus, Session, SessionStatus
 
 
 class _SecretTextarea(forms.Textarea):
@@ -49,6 +49,14 @@ class SessionFilterForm(forms.Form):
         required=False, label="To", widget=forms.DateInput(attrs={"type": "date"})
     )
     q = forms.CharField(required=False, max_length=200, label="Text")
+    sort = forms.ChoiceField(
+        choices=[("", "Newest first"), ("-cost", "Costliest first"), ("cost", "Cheapest first")],
+        required=False,
+    )
+    # The overview's links down: sessions with a run on these days (UTC), or a failed one.
+    ran_from = forms.DateField(required=False, widget=forms.HiddenInput)
+    ran_to = forms.DateField(required=False, widget=forms.HiddenInput)
+    ran_errors = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, owner: AbstractBaseUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -71,11 +79,37 @@ class SessionFilterForm(forms.Form):
             # Exists, not a join: one row per session however many events match.
             matching = Event.objects.filter(session=OuterRef("pk"), text__icontains=data["q"])
             sessions = sessions.filter(Q(title__icontains=data["q"]) | Exists(matching))
+        sessions = _ran(sessions, data)
+        if data["sort"]:  # sessions with no known cost last, either way
+            by_cost = (
+                F("cost").desc(nulls_last=True)
+                if data["sort"] == "-cost"
+                else F("cost").asc(nulls_last=True)
+            )
+            sessions = sessions.order_by(by_cost, "-created_at")
         return sessions
 
     @property
     def active(self) -> bool:
-        return self.is_valid() and any(v not in (None, "") for v in self.cleaned_data.values())
+        chosen = (
+            {k: v for k, v in self.cleaned_data.items() if k != "sort"} if self.is_valid() else {}
+        )
+        return any(v not in (None, "", False) for v in chosen.values())
+
+
+def _ran(sessions: QuerySet[Session], data: dict[str, Any]) -> QuerySet[Session]:
+    """Sessions with a run created in ``ran_from``..``ran_to`` (failed or interrupted
+    with ``ran_errors``): the runs an overview figure counts."""
+    if data["ran_from"] is None and data["ran_to"] is None and not data["ran_errors"]:
+        return sessions
+    runs = Run.objects.filter(session=OuterRef("pk"))
+    if data["ran_from"] is not None:
+        runs = runs.filter(created_at__date__gte=data["ran_from"])
+    if data["ran_to"] is not None:
+        runs = runs.filter(created_at__date__lte=data["ran_to"])
+    if data["ran_errors"]:
+        runs = runs.filter(status__in=[RunStatus.FAILED, RunStatus.INTERRUPTED])
+    return sessions.filter(Exists(runs))
 
 
 class HttpMcpServerForm(forms.Form):
@@ -87,7 +121,7 @@ class HttpMcpServerForm(forms.Form):
     name = forms.RegexField(
         regex=NAME_PATTERN,
         max_length=64,
-        error_messages={"invalid": "letters, digits, '_' or '-', starting with a letter or '_'"},
+        error_messages={"invalid": NAME_RULE},
         help_text='Agent specs name the server by it: {"mcp": [{"server": "<name>"}]}.',
     )
     description = forms.CharField(max_length=500, required=False)
@@ -100,7 +134,19 @@ class HttpMcpServerForm(forms.Form):
     headers = forms.CharField(
         required=False,
         strip=False,
-        widget=_SecretTextarea(attrs={"rows": 3, "class": "code", "spellcheck": "false"}),
+        # Secrets: no browser or password manager fills in or remembers what is typed.
+        widget=_SecretTextarea(
+            attrs={
+                "rows": 3,
+                "class": "code",
+                "spellcheck": "false",
+                "autocomplete": "off",
+                "data-1p-ignore": "",
+                "data-lpignore": "true",
+                "data-bwignore": "",
+                "data-form-type": "other",
+            }
+        ),
         help_text="Write-only, one 'Name: value' per line (e.g. Authorization: Bearer …). "
         "Stored encrypted and never shown again; leave empty to keep the stored headers.",
     )

@@ -33,7 +33,9 @@ class Command(BaseCommand):
         self.stderr.write(f"session {session.pk}, run {run.pk}")
         printer = self._print_json if options["json"] else self._print
         finished = asyncio.run(execute_run(run, on_event=printer))
-        if finished.status != RunStatus.SUCCEEDED:
+        if finished.status == RunStatus.DEGRADED:  # it finished: say what failed on the way
+            self.stderr.write(f"run degraded: {finished.error_message}")
+        elif finished.status != RunStatus.SUCCEEDED:
             raise CommandError(
                 f"run {finished.status}: {finished.error_code}: {finished.error_message}"
             )

@@ -10,7 +10,9 @@ defaults. The other ``db_worker`` options apply. Unlike ``db_worker``, it
 - imports what runs import lazily before its first run (``LAZY_IMPORTS``);
 - on SIGINT or SIGTERM ends the run in progress ``interrupted`` at once, as a stopping
   server does, rather than waiting for it to finish (which may take many minutes);
-- waits for an unreachable database to come back rather than exiting.
+- waits for an unreachable database to come back rather than exiting;
+- on stopping, exports the traces of the runs it ended (``studio.traces.otel``), for
+  a bounded time.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from django_tasks_db.management.commands import db_worker
 
 from studio import runs
 from studio.runs import execute, records, tasks
+from studio.traces import otel
 
 logger = logging.getLogger("studio.worker")
 
@@ -90,4 +93,7 @@ class Command(db_worker.Command):
             importlib.import_module(module)
         worker.configure_signals()
         self.stderr.write(f"worker {records.PROCESS_ID} started")
-        worker.run()
+        try:
+            worker.run()
+        finally:
+            otel.shutdown()  # the traces of the runs it ended, within a bound

@@ -9,7 +9,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from studio import services
-from studio.agents.demo import DEMO_AGENTS, MODEL
+from studio.agents.demo import DEMO_AGENTS, MODELS
+from studio.agents.prices import price_for
 from studio.models import Agent, ModelConfig
 
 DEMO_USERNAME = "demo"
@@ -38,9 +39,16 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo user {'created' if created else 'already present'}: {DEMO_USERNAME}"
         )
-        ModelConfig.objects.get_or_create(
-            owner=user, name=MODEL, defaults={"provider": ModelConfig.Provider.SCRIPTED}
-        )
+        for name, options in MODELS.items():
+            if not ModelConfig.objects.filter(owner=user, name=name).exists():
+                scripted = ModelConfig.Provider.SCRIPTED
+                services.create_model_config(user.pk, name=name, provider=scripted, options=options)
+        # Demo models seeded before they had prices get the made-up one, so the demo
+        # shows cost; a price the demo user set is kept.
+        unpriced = ModelConfig.objects.filter(owner=user, name__in=MODELS, price_input=None)
+        for config in unpriced.filter(price_output=None):
+            config.set_price(price_for(config.provider, config.model))
+            config.save(update_fields=[*services.PRICE_FIELDS, "updated_at"])
         # Existing agents are left alone: the demo user may have edited them.
         existing = set(Agent.objects.filter(owner=user).values_list("name", flat=True))
         for name, description, spec in DEMO_AGENTS:

@@ -1,0 +1,46 @@
+"""Figures in words, one way for every page: the templates' filters
+(``studio.web.format``), the admin's columns and the pages' scripts
+(``static/studio/js/lib/ui.js``: ``formatDuration``, ``formatTokens``) write a duration
+and a token count alike."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import ROUND_HALF_EVEN, Decimal
+
+
+def duration(value: timedelta | float | str | None) -> str:
+    """``320 ms``, ``1.5 s``, ``2:05 min``, ``1:02 h`` (a ``timedelta`` or milliseconds;
+    nothing for none, or for the empty string a template gives for a missing value)."""
+    if value is None or value == "":
+        return ""
+    ms = value / timedelta(milliseconds=1) if isinstance(value, timedelta) else float(value)
+    if ms < 1000:
+        return f"{max(0, round(ms))} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes}:{int(seconds % 60):02d} min"
+    return f"{minutes // 60}:{minutes % 60:02d} h"
+
+
+def tokens(figures: dict[str, int] | None) -> str:
+    """``1,204 in · 88 out`` from ``{"input": ..., "output": ...}``; nothing for none."""
+    if not figures or not (figures.get("input") or figures.get("output")):
+        return ""
+    return f"{figures.get('input') or 0:,} in · {figures.get('output') or 0:,} out"
+
+
+def cost(amount: Decimal | str | None, currency: str = "USD", *, complete: bool = True) -> str:
+    """``$0.0012``, ``$12.35``, ``0.50 EUR``: two significant digits below one, cents
+    above (``formatCost`` in ``ui.js`` alike); ``≥ $0.0012`` when some calls' costs are
+    unknown; nothing when none is known."""
+    if amount is None or amount == "":
+        return ""
+    value = Decimal(amount)
+    places = 2 if value >= 1 or value == 0 else min(max(2, 1 - value.adjusted()), 10)
+    text = str(value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN))
+    written = f"${text}" if currency == "USD" else f"{text} {currency}"
+    return written if complete else f"≥ {written}"

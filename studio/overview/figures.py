@@ -1,0 +1,158 @@
+"""The figures of one user's overview over a range of days (see the package)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import BigIntegerField, Count, F, Q, QuerySet, Sum
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, TruncDate
+
+from studio.agents import specs
+from studio.models import Agent, AgentVersion, Event, Run, RunStatus
+from studio.overview import latency
+
+ERROR_STATUSES = (RunStatus.FAILED, RunStatus.INTERRUPTED)
+UNKNOWN_MODEL = "unknown model"
+
+
+@dataclass(frozen=True, slots=True)
+class DayRange:
+    """The days ``first`` to ``last``, both included (UTC)."""
+
+    first: date
+    last: date
+
+    @property
+    def days(self) -> list[date]:
+        return [self.first + timedelta(days=n) for n in range((self.last - self.first).days + 1)]
+
+    def created_in(self) -> Q:
+        start = datetime.combine(self.first, time.min, tzinfo=UTC)
+        end = datetime.combine(self.last + timedelta(days=1), time.min, tzinfo=UTC)
+        return Q(created_at__gte=start, created_at__lt=end)
+
+
+@dataclass(slots=True)
+class Row:
+    """One line of figures: a day, an agent or a model. ``cost`` is per currency;
+    ``cost_incomplete`` counts runs (or model calls) whose cost was not known in full."""
+
+    key: Any
+    label: str
+    runs: int = 0
+    errors: int = 0
+    p50: float | None = None
+    p95: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    cost: dict[str, Decimal] = field(default_factory=dict)
+    cost_incomplete: int = 0
+
+    def add_cost(self, currency: str, amount: Decimal | None) -> None:
+        if amount is not None and currency:
+            self.cost[currency] = self.cost.get(currency, Decimal(0)) + amount
+
+
+@dataclass(slots=True)
+class Figures:
+    span: DayRange
+    days: list[Row]
+    agents: list[Row]
+    models: list[Row]
+    total: Row
+
+
+def overview(owner: AbstractBaseUser, span: DayRange) -> Figures:
+    """``owner``'s figures over ``span``: only runs of their own sessions count."""
+    runs = Run.objects.filter(span.created_in(), session__owner_id=owner.pk)
+    days = {day: Row(day, day.isoformat()) for day in span.days}
+    agents: dict[Any, Row] = {}
+    total = Row(None, "All")
+    for row in _run_groups(runs):
+        agent = agents.setdefault(row["agent"], Row(row["agent"], ""))
+        for target in (days[row["day"]], agent, total):
+            _add_runs(target, row)
+    day_latency, agent_latency = latency.by_day_and_agent(runs)
+    for day, (p50, p95) in day_latency.items():
+        days[day].p50, days[day].p95 = p50, p95
+    for agent_id, (p50, p95) in agent_latency.items():
+        agents[agent_id].p50, agents[agent_id].p95 = p50, p95
+    _name_agents(agents)
+    ordered = sorted(agents.values(), key=lambda r: (-r.runs, r.label))
+    return Figures(span, list(days.values()), ordered, _models(owner, span), total)
+
+
+def _run_groups(runs: QuerySet[Run]) -> QuerySet[Any]:
+    return (
+        runs.annotate(day=TruncDate("created_at"), agent=F("session__agent_version__agent_id"))
+        .values("day", "agent", "cost_currency")
+        .annotate(
+            n=Count("id"),
+            errors=Count("id", filter=Q(status__in=ERROR_STATUSES)),
+            input=Sum("input_tokens"),
+            output=Sum("output_tokens"),
+            amount=Sum("cost"),
+            incomplete=Count("id", filter=Q(cost_complete=False, ended_at__isnull=False)),
+        )
+        .order_by()
+    )
+
+
+def _add_runs(target: Row, row: dict[str, Any]) -> None:
+    target.runs += row["n"]
+    target.errors += row["errors"]
+    target.input_tokens += row["input"] or 0
+    target.output_tokens += row["output"] or 0
+    target.cost_incomplete += row["incomplete"]
+    target.add_cost(row["cost_currency"], row["amount"])
+
+
+def _name_agents(agents: dict[Any, Row]) -> None:
+    names = dict(Agent.objects.filter(pk__in=[k for k in agents if k]).values_list("pk", "name"))
+    for key, row in agents.items():
+        row.label = names.get(key, "(no agent)")
+
+
+def _models(owner: AbstractBaseUser, span: DayRange) -> list[Row]:
+    """Model calls (events with usage) per model, over the range."""
+    tokens = {
+        name: Cast(KeyTextTransform(name, "usage"), BigIntegerField())
+        for name in ("input_tokens", "output_tokens")
+    }
+    groups = list(
+        Event.objects.filter(span.created_in(), usage__isnull=False, session__owner_id=owner.pk)
+        .values("session__agent_version_id", "author", "cost_currency")
+        .annotate(
+            n=Count("id"),
+            input=Sum(tokens["input_tokens"]),
+            output=Sum(tokens["output_tokens"]),
+            amount=Sum("cost"),
+            unknown=Count("id", filter=Q(cost__isnull=True)),
+        )
+        .order_by()
+    )
+    rows: dict[str, Row] = {}
+    models = _agent_models({group["session__agent_version_id"] for group in groups})
+    for group in groups:
+        name = models.get(group["session__agent_version_id"], {}).get(
+            group["author"], UNKNOWN_MODEL
+        )
+        row = rows.setdefault(name, Row(name, name))
+        row.calls += group["n"]
+        row.input_tokens += group["input"] or 0
+        row.output_tokens += group["output"] or 0
+        row.cost_incomplete += group["unknown"]
+        row.add_cost(group["cost_currency"], group["amount"])
+    return sorted(rows.values(), key=lambda r: (-r.calls, r.label))
+
+
+def _agent_models(version_ids: set[Any]) -> dict[Any, dict[str, str]]:
+    """The model each agent calls, by agent name, for each version in the range."""
+    versions = AgentVersion.objects.select_related("agent__owner").filter(pk__in=version_ids)
+    return {version.pk: specs.agent_models(version) for version in versions}

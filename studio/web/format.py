@@ -1,0 +1,31 @@
+"""Template filters (``{% load studio %}``): figures written the way the pages' scripts
+write them (``studio.figures``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import template
+
+from studio import figures
+from studio.models import Session
+
+register = template.Library()
+
+
+@register.filter
+def duration(value: timedelta | float | str | None) -> str:
+    """``320 ms``, ``1.5 s``, ``2:05 min``, ``1:02 h``."""
+    return figures.duration(value)
+
+
+@register.filter
+def tokens(counts: dict[str, int] | None) -> str:
+    """``1,204 in · 88 out`` from ``{"input": ..., "output": ...}``."""
+    return figures.tokens(counts)
+
+
+@register.filter
+def session_cost(session: Session) -> str:
+    """A session's ended runs' cost, all told (``≥`` when some calls' were unknown)."""
+    return figures.cost(session.cost, session.cost_currency, complete=session.cost_complete)

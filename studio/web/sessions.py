@@ -1,0 +1,155 @@
+"""The pages of sessions: the playground (chat with an agent), the session list and a
+session's live timeline. Messages, cancels and decisions go through the REST API."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import DurationField, ExpressionWrapper, F, Sum
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from studio import services
+from studio.api import serializers as s
+from studio.api import session_serializers as ss
+from studio.models import Event, Run, Session
+from studio.web.forms import SessionFilterForm
+from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
+
+SESSIONS_PER_PAGE = 25
+TIMELINE_PAGE_SIZE = 250
+"""Events the timeline loads at first (the newest) and per "load earlier" click."""
+TIMELINE_RUNS = 100
+
+
+# Playground
+
+
+@login_required
+@require_GET
+def playground(request: HttpRequest) -> HttpResponse:
+    agents = [agent_summary(a) for a in owned_agents(request)]
+    session = None
+    if (session_id := uuid_or_none(request.GET.get("session"))) is not None:
+        session = owned_sessions(request).filter(pk=session_id).first()
+    agent_id = uuid_or_none(request.GET.get("agent"))
+    if session is not None and session.agent_version is not None:
+        agent_id = session.agent_version.agent_id
+    known = {a["id"] for a in agents}
+    selected = str(agent_id) if agent_id and str(agent_id) in known else None
+    data = {
+        "agents": agents,
+        "agent_id": selected or (agents[0]["id"] if agents else None),
+        "session": ss.SessionSerializer(session).data if session else None,
+        "urls": _live_urls(),
+    }
+    return render(request, "studio/playground.html", {"section": "playground", "data": data})
+
+
+def _live_urls() -> dict[str, str]:
+    return {
+        "sessions": reverse("session-list"),
+        "runs": reverse("run-list"),
+        "timeline": reverse("sessions"),
+        "playground": reverse("playground"),
+        "builder": reverse("agents"),
+    }
+
+
+# Sessions
+
+
+@login_required
+@require_GET
+def session_list(request: HttpRequest) -> HttpResponse:
+    filters = SessionFilterForm(request.GET, owner=request.user)  # type: ignore[arg-type]
+    # The list never shows a session's state, which can be large JSON: not loaded.
+    sessions = owned_sessions(request).defer("state")
+    paginator = Paginator(filters.filter(sessions), SESSIONS_PER_PAGE)
+    page = paginator.get_page(request.GET.get("page"))
+    figures = _run_figures([session.pk for session in page.object_list])
+    query = request.GET.copy()
+    query.pop("page", None)
+    sort = query.get("sort", "")
+    by_cost = query.copy()
+    by_cost["sort"] = "cost" if sort == "-cost" else "-cost"  # costliest first, then back
+    return render(
+        request,
+        "studio/session_list.html",
+        {
+            "section": "sessions",
+            "filters": filters,
+            "page": page,
+            "query": query.urlencode(),
+            "sort": sort,
+            "sort_by_cost": by_cost.urlencode(),
+            "here": request.get_full_path(),
+            "rows": [(session, figures.get(session.pk)) for session in page.object_list],
+        },
+    )
+
+
+def _run_figures(session_ids: list[UUID]) -> dict[UUID, dict[str, Any]]:
+    """Per session of a page: the time its ended runs took, and their tokens."""
+    wall = ExpressionWrapper(F("ended_at") - F("created_at"), output_field=DurationField())
+    rows = (
+        Run.objects.filter(session_id__in=session_ids)
+        .values("session_id")
+        .annotate(duration=Sum(wall), input=Sum("input_tokens"), output=Sum("output_tokens"))
+    )
+    return {
+        row["session_id"]: {
+            "duration": row["duration"],
+            "input": row["input"],
+            "output": row["output"],
+        }
+        for row in rows
+    }
+
+
+@login_required
+@require_GET
+def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
+    session = get_object_or_404(owned_sessions(request), pk=pk)
+    runs = list(Run.objects.filter(session=session).order_by("-created_at")[:TIMELINE_RUNS])
+    data = {
+        "session": ss.SessionSerializer(session).data,
+        "runs": s.RunSerializer(list(reversed(runs)), many=True).data,
+        "events": _newest_events(session),
+        "page_size": TIMELINE_PAGE_SIZE,
+        "urls": {**_live_urls(), "waterfall": reverse("session-waterfall", args=[session.pk])},
+    }
+    return render(
+        request,
+        "studio/session_timeline.html",
+        {"section": "sessions", "session": session, "data": data},
+    )
+
+
+def _newest_events(session: Session) -> list[dict[str, Any]]:
+    """The newest page of stored events as their wire JSON, up to the session's
+    ``last_seq`` as read with it (the page's websocket continues after the last one), so
+    the timeline renders without waiting for the socket. They reach the page as data
+    (``json_script``), and the page writes them as text."""
+    after = max(0, session.last_seq - TIMELINE_PAGE_SIZE)
+    rows = Event.objects.filter(session=session, seq__gt=after, seq__lte=session.last_seq)
+    return list(rows.order_by("seq").values_list("payload", flat=True))
+
+
+@login_required
+@require_POST
+def session_delete(request: HttpRequest, pk: UUID) -> HttpResponse:
+    session = get_object_or_404(owned_sessions(request), pk=pk)
+    services.delete_session(session)
+    messages.success(request, f"Deleted session {session.title or session.pk}.")
+    back = request.POST.get("next", "")
+    if url_has_allowed_host_and_scheme(back, {request.get_host()}) and back.startswith("/"):
+        return HttpResponseRedirect(back)
+    return redirect("sessions")
