@@ -1,5 +1,5 @@
-// Behaviour every page shares: confirmation before destructive form posts, and the
-// "/" shortcut to the page's search box.
+// Behaviour every page shares: confirmation before destructive form posts, the "/"
+// shortcut to the page's search box, and the folding navigation of narrow screens.
 
 import { confirmDialog } from "./lib/ui.js";
 
@@ -27,3 +27,19 @@ document.addEventListener("keydown", (event) => {
     search.select?.();
   }
 });
+
+// The top navigation folds behind its "Menu" button on a narrow screen (studio.css);
+// without this module it wraps instead.
+const topbar = document.querySelector(".topbar");
+const menu = topbar?.querySelector(".menu-toggle");
+if (topbar && menu) {
+  topbar.dataset.menu = "folded";
+  const open = (yes) => menu.setAttribute("aria-expanded", String(yes));
+  menu.addEventListener("click", () => open(menu.getAttribute("aria-expanded") !== "true"));
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && menu.getAttribute("aria-expanded") === "true") {
+      open(false);
+      menu.focus();
+    }
+  });
+}

@@ -1,13 +1,14 @@
 // The agent builder: a form for one node of the spec, the JSON of the whole spec and a
 // tree preview, kept in sync both ways; live validation by the server (the API's own
-// rules) with each problem shown at its field and spec path; save, version history,
-// diff and restore.
+// rules) with each problem shown at its field and spec path, once the person touched
+// that field or tried to save (lib/spec_problems.js); save, version history, diff and
+// restore.
 
 import { api, ApiError } from "./lib/api.js";
 import { h, pretty, readJsonScript } from "./lib/dom.js";
-import { clearFieldErrors, showFieldErrors } from "./lib/forms.js";
 import { renderNodeForm } from "./lib/spec_form.js";
-import { dotted, getAt, locate, nodePathOf, parseDotted } from "./lib/spec_paths.js";
+import { changedPaths, dotted, getAt, locate, nodePathOf, parseDotted } from "./lib/spec_paths.js";
+import { Problems } from "./lib/spec_problems.js";
 import { renderTree } from "./lib/spec_tree.js";
 import { confirmDialog, toast } from "./lib/ui.js";
 import { Versions } from "./lib/versions.js";
@@ -25,9 +26,32 @@ let spec = structuredClone(agent?.spec ?? { type: "llm", name: "", model: data.m
 let summary = agent?.description ?? "";
 let selected = [];
 let snapshot = "";
-let errors = [];
-let touched = Boolean(agent);
 let validation = 0;
+
+const problems = new Problems({
+  status: $("validity"),
+  text: $("validity-text"),
+  count: $("problems-count"),
+  box: $("problems-box"),
+  title: $("problems-title"),
+  list: $("problems"),
+  form: formPane,
+  onGoTo: goTo,
+});
+if (agent) problems.showEverything();
+
+// A field counts as touched once it is changed or left; capture, as a change may
+// re-render the form before the event would bubble up.
+function touchField(event) {
+  const field = event.target.closest?.("[data-field]:not([data-field=''])");
+  if (field) problems.touch(field.dataset.field);
+}
+formPane.addEventListener("input", touchField, true);
+formPane.addEventListener("change", touchField, true);
+formPane.addEventListener("focusout", (event) => {
+  touchField(event);
+  if (!validateTimer) problems.render();
+}, true);
 
 const versions = new Versions({
   list: $("versions"),
@@ -50,6 +74,11 @@ function context() {
     path: selected,
     models: data.models,
     tools: data.tools,
+    hooks: data.hooks,
+    mcpServers: data.mcp_servers,
+    rules: data.rules,
+    defaults: data.defaults,
+    urls: data.urls,
     agentNames: Object.keys(data.agents).sort(),
     allNames: () => collectNames(spec),
     summary: () => summary,
@@ -63,6 +92,7 @@ function context() {
       renderForm();
       changed();
     },
+    rerender: renderForm,
   };
 }
 
@@ -72,13 +102,11 @@ function renderForm() {
   $("form-heading").textContent = selected.length ? (node?.ref ? `Reference: ${node.ref}` : node?.name || "Agent") : "Root agent";
   $("form-path").textContent = selected.length ? dotted(selected) : "";
   $("select-parent").hidden = !selected.length;
-  showErrors(false);
+  problems.render();
 }
 
 function renderTreePane() {
-  const invalid = errors.filter((e) => e.specPath !== null).map((e) => dotted(nodePathOf(parseDotted(e.specPath))));
-  const errorsShown = new Set(touched ? invalid : []);
-  $("tree").replaceChildren(renderTree(spec, { selected, onSelect: select, agents: data.agents, invalid: errorsShown }));
+  $("tree").replaceChildren(renderTree(spec, { selected, onSelect: select, agents: data.agents, invalid: problems.invalidNodes() }));
 }
 
 function renderJson() {
@@ -125,7 +153,6 @@ function collectNames(node, names = []) {
 // Changes from the form and from the JSON editor
 
 function changed() {
-  touched = true;
   renderJson();
   renderTreePane();
   renderHeader();
@@ -156,12 +183,13 @@ function readEditor() {
     status.textContent = `Invalid JSON: ${problem}`;
     status.className = "error";
     editor.setAttribute("aria-invalid", "true");
-    showValidity("bad", "The JSON does not parse");
+    problems.setStatus("bad", "The JSON does not parse");
     return;
   }
   editor.removeAttribute("aria-invalid");
   status.textContent = "";
   if (JSON.stringify(parsed) === JSON.stringify(spec)) return;
+  for (const path of changedPaths(spec, parsed)) problems.touch(path);
   spec = parsed;
   if (!getAt(spec, selected)) selected = [];
   renderForm();
@@ -173,11 +201,12 @@ function readEditor() {
 let validateTimer = null;
 function scheduleValidation() {
   clearTimeout(validateTimer);
-  showValidity("busy", "Checking…");
+  problems.setStatus("busy", "Checking…");
   validateTimer = setTimeout(validate, VALIDATE_DELAY_MS);
 }
 
 async function validate() {
+  validateTimer = null;
   const ticket = ++validation;
   try {
     const result = await api(data.urls.validate, {
@@ -187,42 +216,20 @@ async function validate() {
     if (ticket !== validation) return;
     setErrors(result.errors);
   } catch (error) {
-    if (ticket === validation) showValidity("bad", error.message);
+    if (ticket === validation) problems.setStatus("bad", error.message);
   }
 }
 
-/** API paths name the agent's fields ("name", "description") or spots in the spec
- * ("spec.sub_agents.0.model"); the form names spec fields by their spec path. */
-function setErrors(apiErrors) {
-  errors = apiErrors.map((e) => {
-    const path = e.path || "";
-    let field = path;
-    let specPath = null;
-    if (path === "spec" || path.startsWith("spec.")) specPath = field = path.slice(5);
-    else if (path === "name") specPath = "name";
-    else if (path === "description" || path === "note") field = `agent.${path}`;
-    return { ...e, field, specPath };
-  });
-  showErrors(false);
+function setErrors(apiErrors, { open = false } = {}) {
+  problems.set(apiErrors);
+  if (open) problems.openList();
+  else problems.render();
   renderTreePane();
-  if (errors.length) showValidity("bad", `${errors.length} problem${errors.length === 1 ? "" : "s"}`);
-  else showValidity("ok", "Valid");
-}
-
-function showErrors(focus) {
-  clearFieldErrors(formPane);
-  const box = $("problems-box");
-  box.hidden = !touched || !errors.length;
-  if (!touched) return;
-  showFieldErrors(formPane, errors.map((e) => ({ path: e.field, detail: e.detail })), { focus });
-  $("problems-title").textContent = `${errors.length} problem${errors.length === 1 ? "" : "s"} to fix before saving:`;
-  $("problems").replaceChildren(...errors.map((e) => h("li", {},
-    h("button", { type: "button", onclick: () => goTo(e) }, h("code", {}, e.path || "agent"), e.detail))));
 }
 
 function goTo(error) {
   if (error.specPath !== null) select(nodePathOf(parseDotted(error.specPath)));
-  showErrors(true);
+  problems.render({ focus: error });
   if (error.specPath === null) return;
   const { text, ranges } = locate(spec);
   const range = ranges.get(error.specPath) || ranges.get(dotted(parseDotted(error.specPath).slice(0, -1)));
@@ -233,12 +240,6 @@ function goTo(error) {
   }
 }
 
-function showValidity(kind, text) {
-  const el = $("validity");
-  el.className = `status-line ${kind === "ok" ? "" : kind}`;
-  el.lastElementChild.textContent = text;
-}
-
 // Saving and restoring
 
 async function save(body, message) {
@@ -246,7 +247,7 @@ async function save(body, message) {
     toast("Fix the JSON before saving.", { error: true });
     return;
   }
-  touched = true;
+  problems.showEverything();
   const previous = agent?.current_version;
   try {
     const saved = agent
@@ -265,8 +266,7 @@ async function save(body, message) {
     toast(saved.current_version === previous ? `No changes: still version ${previous}.` : message(saved.current_version));
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
-    setErrors(error.errors.length ? error.errors : [{ path: "", detail: error.message }]);
-    showErrors(true);
+    setErrors(error.errors.length ? error.errors : [{ path: "", detail: error.message }], { open: true });
     toast(`Not saved: ${error.message}`, { error: true });
   }
 }

@@ -1,5 +1,6 @@
-// Models: test connections from the list and the edit page; save the edit form through
-// the API (the key field is write-only: empty means "keep the stored key").
+// Models: test connections from the list and the edit page; fill the edit form from a
+// preset; save it through the API (the key field is write-only: empty means "keep the
+// stored key").
 
 import { api, ApiError } from "./lib/api.js";
 import { readJsonScript } from "./lib/dom.js";
@@ -11,7 +12,9 @@ for (const button of document.querySelectorAll("[data-test-url]")) {
 }
 
 async function testConnection(button) {
-  const out = button.closest("tr, form").querySelector("[data-test-result]");
+  const out = button.closest("tbody, form").querySelector("[data-test-result]");
+  const line = out.closest(".check-row");
+  if (line) line.hidden = false;
   button.disabled = true;
   out.className = "check-result muted";
   out.textContent = "Testing…";
@@ -39,10 +42,45 @@ if (form) {
   };
   provider.addEventListener("change", showProviderFields);
   showProviderFields();
+  offerPresets(form, data.presets, showProviderFields, { suggestName: !data.config });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     save(form, data);
   });
+}
+
+// A preset fills in the provider, base URL and model (and a new model's name, unless the
+// user typed one); every field stays editable, and a base URL changed by hand is
+// "custom" again.
+function offerPresets(form, presets, showProviderFields, { suggestName }) {
+  const f = form.elements;
+  const picker = form.querySelector("#m-preset");
+  const note = form.querySelector("[data-preset-note]");
+  const chosen = () => presets.find((p) => p.id === picker.value);
+  const choose = (preset) => {
+    picker.value = preset ? preset.id : "";
+    note.textContent = preset ? preset.note : note.dataset.customNote;
+  };
+  picker.addEventListener("change", () => {
+    const preset = chosen();
+    choose(preset);
+    if (!preset) return;
+    f.provider.value = preset.provider;
+    showProviderFields();
+    f.base_url.value = preset.base_url;
+    f.model.value = preset.model;
+    // A new model's name is suggested until the user types one of their own.
+    const name = f.name.value.trim();
+    if (suggestName && (!name || presets.some((p) => p.name === name))) f.name.value = preset.name;
+  });
+  const leftPreset = () => {
+    const preset = chosen();
+    if (preset && (f.base_url.value.trim() !== preset.base_url || f.provider.value !== preset.provider)) {
+      choose(null);
+    }
+  };
+  f.base_url.addEventListener("input", leftPreset);
+  f.provider.addEventListener("change", leftPreset);
 }
 
 async function save(form, data) {
@@ -60,6 +98,7 @@ async function save(form, data) {
     body.base_url = f.base_url.value.trim();
     body.model = f.model.value.trim();
   }
+  Object.assign(body, prices(f, { isNew: !data.config }));
   if (f.remove_key?.checked) body.api_key = "";
   else if (f.api_key.value) body.api_key = f.api_key.value;
   const existing = data.config;
@@ -76,4 +115,13 @@ async function save(form, data) {
     toast("The model was not saved.", { error: true });
   }
 }
+// Prices per million tokens: an empty one is "not known" (null). A new model whose
+// prices are all left empty sends none, and starts with the price table's.
+function prices(f, { isNew }) {
+  const names = ["price_input", "price_cached_input", "price_output"];
+  const values = Object.fromEntries(names.map((name) => [name, f[name].value.trim() || null]));
+  if (isNew && names.every((name) => values[name] === null)) return {};
+  return { ...values, price_currency: f.price_currency.value.trim().toUpperCase() || "USD" };
+}
+
 document.body.dataset.ready = "models";

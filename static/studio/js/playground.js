@@ -9,7 +9,13 @@ import { toast } from "./lib/ui.js";
 
 const HISTORY_EVENTS = 400; // a continued session shows this many of its latest events
 const RECENT_SESSIONS = 15;
-const WAITING = { model: "Thinking…", tool: "Running a tool…", approval: "Waiting for your approval" };
+const WAITING = {
+  model: "Thinking…",
+  tool: "Running a tool…",
+  approval: "Waiting for your approval",
+  answer: "Waiting for your answer",
+  paused: "Paused: resume to go on",
+};
 
 const data = readJsonScript("playground-data");
 const $ = (id) => document.getElementById(id);
@@ -91,6 +97,9 @@ function showSession() {
   const link = $("open-timeline");
   link.hidden = !session;
   if (session) link.href = `${data.urls.timeline}${session.id}/`;
+  const waterfall = $("open-waterfall");
+  waterfall.hidden = !session;
+  if (session) waterfall.href = `${data.urls.timeline}${session.id}/waterfall/`;
   $("conn").hidden = !session;
 }
 
@@ -101,9 +110,11 @@ function connect(after) {
     onPartial: (event) => chat.addPartial(event),
     onStatus: (frame) => {
       const wasActive = isActiveRun(run);
+      const before = run;
       run = frame.run;
+      if (run?.resumed_from && isActiveRun(run)) chat.resumed(run, earlierLink(before, run));
       if (wasActive && !isActiveRun(run)) {
-        chat.settle();
+        chat.settle(run);
         loadSessions();
       }
       $("chat-waiting").textContent = isActiveRun(run) ? WAITING[frame.waiting_for] || "Working…" : "";
@@ -112,6 +123,13 @@ function connect(after) {
     onState: (state, detail) => showConnection($("conn"), state, detail),
     onError: (frame) => toast(frame.detail || frame.code, { error: true }),
   }).start();
+}
+
+/** Where the run ``resumed`` went on from shows in the timeline (when it is ``before``,
+ * the run the page knew, its invocation is known). */
+function earlierLink(before, resumed) {
+  const timeline = `${data.urls.timeline}${session.id}/`;
+  return before?.id === resumed.resumed_from && before.invocation_id ? `${timeline}#inv-${before.invocation_id}` : timeline;
 }
 
 // Sending
@@ -172,6 +190,37 @@ $("stop").addEventListener("click", async () => {
   }
 });
 
+$("resume-from-last-step").addEventListener("click", async () => {
+  if (run?.status !== "interrupted") return;
+  const button = $("resume-from-last-step");
+  button.disabled = true;
+  try {
+    const queued = await api(`${data.urls.runs}${run.id}/resume-from-last-step/`, { method: "POST" });
+    // The socket may already have reported the new run (even its end): keep the newer news.
+    if (run?.id === queued.resumed_from) {
+      chat.resumed(queued, earlierLink(run, queued));
+      run = queued;
+    }
+  } catch (error) {
+    toast(error.message, { error: true });
+  } finally {
+    button.disabled = false;
+    afterChange();
+  }
+});
+
+$("pause").addEventListener("click", async () => {
+  if (!isActiveRun(run)) return;
+  $("pause").disabled = true;
+  try {
+    // The socket's next status frame shows the change (and enables the button again).
+    await api(`${data.urls.runs}${run.id}/${run.status === "paused" ? "resume" : "pause"}/`, { method: "POST" });
+  } catch (error) {
+    toast(error.message, { error: true });
+    $("pause").disabled = false;
+  }
+});
+
 // Updates the controls and scrolls to the newest message, once a frame however many
 // events arrive in it.
 let framePending = false;
@@ -185,6 +234,10 @@ function afterChange() {
     $("send").disabled = sending || active || !agent;
     $("stop").hidden = !active;
     $("stop").disabled = false;
+    $("pause").hidden = !active || run.status === "queued";
+    $("pause").disabled = false;
+    $("pause").textContent = run?.status === "paused" ? "Resume" : "Pause";
+    $("resume-from-last-step").hidden = run?.status !== "interrupted" || sending;
     transcript.scrollTop = transcript.scrollHeight;
   });
 }

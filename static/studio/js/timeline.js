@@ -7,7 +7,8 @@ import { api } from "./lib/api.js";
 import { h, pretty, readJsonScript } from "./lib/dom.js";
 import { isActiveRun, SessionSocket, showConnection, WAITING_LABELS } from "./lib/live.js";
 import { TimelineView } from "./lib/timeline_view.js";
-import { formatClock, formatDuration, toast } from "./lib/ui.js";
+import { tallyText } from "./lib/calls.js";
+import { formatClock, formatDuration, formatTokens, toast } from "./lib/ui.js";
 
 const MAX_LOADED_EVENTS = 3000; // beyond this the oldest invocations are unloaded again
 const MAX_INBOX = 500; // frames held for the next animation frame (none run in a hidden tab)
@@ -17,7 +18,7 @@ const session = data.session;
 const $ = (id) => document.getElementById(id);
 const timelineEl = $("timeline");
 const loadEarlier = $("load-earlier");
-const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions });
+const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions, waterfallUrl: data.urls.waterfall });
 
 // The newest stored events, up to session.last_seq as the server read it with the session.
 const newest = data.events || [];
@@ -82,7 +83,9 @@ const socket = new SessionSocket(session.id, {
 
 // Older pages
 
-loadEarlier.addEventListener("click", async () => {
+loadEarlier.addEventListener("click", () => loadEarlierPage());
+
+async function loadEarlierPage() {
   const after = Math.max(0, firstSeq - 1 - data.page_size);
   const limit = firstSeq - 1 - after;
   loadEarlier.disabled = true;
@@ -99,7 +102,7 @@ loadEarlier.addEventListener("click", async () => {
   } finally {
     loadEarlier.disabled = false;
   }
-});
+}
 
 function unloadOldest() {
   const excess = events.length - MAX_LOADED_EVENTS;
@@ -119,7 +122,21 @@ function rebuild() {
   scheduleRefresh(false);
 }
 
-// The run bar: what runs now, for how long, on what it waits; cancel.
+// The run bar: what runs now, for how long, on what it waits; pause, resume, cancel.
+
+const pauseButton = $("pause-run");
+pauseButton.addEventListener("click", async () => {
+  if (!currentRun) return;
+  const action = currentRun.status === "paused" ? "resume" : "pause";
+  pauseButton.disabled = true;
+  try {
+    // The socket's next status frame shows the change (and enables the button again).
+    await api(`${data.urls.runs}${currentRun.id}/${action}/`, { method: "POST" });
+  } catch (error) {
+    toast(error.message, { error: true });
+    pauseButton.disabled = false;
+  }
+});
 
 const cancelButton = $("cancel-run");
 cancelButton.addEventListener("click", async () => {
@@ -134,16 +151,38 @@ cancelButton.addEventListener("click", async () => {
   }
 });
 
+// An interrupted run, the session's latest, can go on from its last completed step: a
+// new run, which the socket then streams like any other.
+const resumeButton = $("resume-from-last-step");
+resumeButton.addEventListener("click", async () => {
+  if (currentRun?.status !== "interrupted") return;
+  resumeButton.disabled = true;
+  try {
+    await api(`${data.urls.runs}${currentRun.id}/resume-from-last-step/`, { method: "POST" });
+    toast("Resuming the run from its last step…");
+  } catch (error) {
+    toast(error.message, { error: true });
+    resumeButton.disabled = false;
+  }
+});
+
 function showRun() {
   const active = isActiveRun(currentRun);
   $("runbar").hidden = !active;
-  const status = currentRun ? currentRun.status : session.status;
+  $("resume-bar").hidden = currentRun?.status !== "interrupted";
+  resumeButton.disabled = false;
+  const waiting = active && waitingFor === "approval";
+  const status = waiting ? "waiting" : currentRun ? currentRun.status : session.status;
   const badge = $("session-status");
   badge.className = `badge ${status}`;
-  badge.textContent = status;
+  badge.textContent = status === "waiting" ? "waiting for approval" : status;
   if (!active) return;
   cancelButton.disabled = false;
+  pauseButton.hidden = currentRun.status === "queued";
+  pauseButton.disabled = false;
+  pauseButton.textContent = currentRun.status === "paused" ? "Resume" : "Pause";
   $("run-state").textContent = currentRun.status;
+  $("run-state").className = `badge ${currentRun.status}`;
   $("run-waiting").textContent = waitingFor ? WAITING_LABELS[waitingFor] || `waiting for ${waitingFor}` : "";
 }
 
@@ -191,9 +230,9 @@ function refreshSide() {
   const rows = [
     ["Events", String(socket.lastSeq || session.last_seq)],
     ["Runs", String(runs.size)],
-    ["Tokens", `${input} in · ${output} out`],
+    ["Tokens", formatTokens(input, output)],
     ["Model calls", `${c.modelCalls}${c.modelCalls ? ` · avg ${formatDuration(c.latencyMs / c.modelCalls)}` : ""}`],
-    ["Tool calls", String(c.toolCalls)],
+    ["Tool calls", tallyText(view.callTally())],
     ["Errors", String(c.errors)],
   ];
   if (firstSeq > 1) rows.push(["Loaded", `#${firstSeq}–#${socket.lastSeq}`]);
@@ -213,6 +252,26 @@ function scrollToEnd() {
   window.scrollTo({ top: document.documentElement.scrollHeight });
 }
 
+// ?seq=<n> (the waterfall's links to a span's events): that event, in view and marked.
+
+async function focusSeq(seq) {
+  while (seq < firstSeq && firstSeq > 1 && events.length < MAX_LOADED_EVENTS) {
+    const before = firstSeq;
+    await loadEarlierPage();
+    if (firstSeq === before) break; // the page could not be read (it said why)
+  }
+  const el = timelineEl.querySelector(`[data-seq="${seq}"]`);
+  if (!el) {
+    toast(`Event #${seq} is further back than the timeline holds.`, { error: true });
+    return;
+  }
+  for (let open = el.closest("details"); open; open = open.parentElement?.closest("details")) open.open = true;
+  el.classList.add("focused");
+  el.scrollIntoView({ block: "center" });
+}
+
 // The first frame shows the newest events with their totals, scrolled to the newest.
-refresh(newest.length > 0);
+const wanted = Number(new URLSearchParams(window.location.search).get("seq"));
+refresh(newest.length > 0 && !wanted);
+if (wanted > 0) await focusSeq(wanted);
 document.body.dataset.ready = "timeline";

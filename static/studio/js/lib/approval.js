@@ -3,11 +3,17 @@
 // call id and the hash of the arguments the request showed.
 
 import { api } from "./api.js";
+import { endingText, verdictText } from "./calls.js";
 import { h, pretty } from "./dom.js";
 
 export class ApprovalCard {
-  /** @param {object} event an approval_request event  @param {string} sessionsUrl */
-  constructor(event, sessionsUrl) {
+  /**
+   * @param {object} event an approval_request event  @param {string} sessionsUrl
+   * @param {{embedded?: boolean}} options embedded: drawn inside its tool call, which
+   *   shows the arguments (proposed and edited) itself
+   */
+  constructor(event, sessionsUrl, { embedded = false } = {}) {
+    this.embedded = embedded;
     this.event = event;
     this.approval = event.approval;
     this.url = `${sessionsUrl}${encodeURIComponent(event.session_id)}/approvals/`;
@@ -18,9 +24,10 @@ export class ApprovalCard {
       h("button", { type: "button", class: "btn small primary", dataset: { action: "approve" }, onclick: () => this.approve() }, "Approve"),
       h("button", { type: "button", class: "btn small", dataset: { action: "edit" }, onclick: () => this.toggleEdit() }, "Edit arguments"),
       h("button", { type: "button", class: "btn small danger", dataset: { action: "deny" }, onclick: () => this.decide("deny") }, "Deny"));
+    this.title = h("span", {}, "Approval needed: ");
     this.el = h("div", { class: "approval", dataset: { callId: this.approval.call_id } },
-      h("h4", {}, "Approval needed: ", h("code", {}, this.approval.tool)),
-      h("pre", { class: "args" }, pretty(this.approval.args)),
+      h("h4", {}, this.title, h("code", {}, this.approval.tool), embedded ? h("span", { class: "hint" }, " with the arguments above") : null),
+      embedded ? null : h("pre", { class: "args" }, pretty(this.approval.args)),
       this.editor,
       h("div", { class: "row" }, this.reason),
       this.buttons,
@@ -83,21 +90,26 @@ export class ApprovalCard {
   /** The approval_decision event arrived. */
   decided(event) {
     const a = event.approval || {};
-    const verdict = a.decision === "approve" ? (a.edited_args ? "Approved with edits" : "Approved") : "Denied";
-    const who = a.decided_by ? ` by ${a.decided_by}` : "";
     this.el.classList.add("decided");
     this.el.dataset.decision = a.decision || "";
+    this.close("Approval: ");
+    this.status.textContent = verdictText(a);
+    if (a.edited_args && !this.embedded) this.el.append(h("pre", { class: "args" }, pretty(a.edited_args)));
+  }
+
+  /** The run ended without a decision: no more buttons, and how it ended. */
+  expired(run) {
+    if (this.isDecided) return;
+    this.el.classList.add("expired");
+    this.close("Approval not given: ");
+    this.status.textContent = endingText(run);
+  }
+
+  close(title) {
+    this.title.textContent = title;
+    this.el.querySelector("h4 .hint")?.remove();
     this.buttons.remove();
     this.reason.parentElement?.remove();
     this.editor.remove();
-    this.status.textContent = `${verdict}${who}${a.reason ? `: ${a.reason}` : ""}`;
-    if (a.edited_args) this.el.append(h("pre", { class: "args" }, pretty(a.edited_args)));
-  }
-
-  /** The run ended without a decision. */
-  expired() {
-    if (this.isDecided) return;
-    this.setBusy(true);
-    this.status.textContent = "No decision was made before the run ended.";
   }
 }

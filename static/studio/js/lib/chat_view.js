@@ -3,8 +3,10 @@
 // stored agent_message replaces. All text is written as text.
 
 import { ApprovalCard } from "./approval.js";
-import { h, richText } from "./dom.js";
-import { clip, partsOf, provisionalKey, textOf } from "./events.js";
+import { QuestionCard } from "./question.js";
+import { OUTCOMES, outcomeOf, unansweredOutcome } from "./calls.js";
+import { h, pretty, richText } from "./dom.js";
+import { clip, partsOf, policyLine, provisionalKey, textOf } from "./events.js";
 
 const ARGS_PREVIEW_CHARS = 80;
 
@@ -45,18 +47,32 @@ export class ChatView {
       case "tool_response":
         this.toolResponse(event);
         break;
-      case "approval_request": {
-        const card = new ApprovalCard(event, this.sessionsUrl);
-        this.approvals.set(`${event.invocation_id}|${event.approval.call_id}`, card);
-        this.append(h("div", { class: "msg approval-msg", dataset: { seq: event.seq } }, h("span", { class: "who" }, event.author), card.el));
+      case "approval_request":
+        this.approvalRequest(event);
         break;
-      }
       case "approval_decision":
-        this.approvals.get(`${event.invocation_id}|${event.approval?.call_id}`)?.decided(event);
+        this.approvalDecision(event);
+        break;
+      case "user_question":
+        this.userQuestion(event);
+        break;
+      case "user_answer":
+        this.userAnswer(event);
+        break;
+      case "run_paused":
+        this.bubble("policy paused", "Paused", textOf(event) || "paused", event);
+        break;
+      case "run_resumed":
+        this.bubble("policy resumed", "Resumed", "the run goes on", event);
+        break;
+      case "policy_decision":
+        this.bubble(`policy ${event.policy?.action || ""}`, "Policy", policyLine(event), event);
         break;
       case "error":
         this.dropProvisional(event);
-        this.bubble("error", event.author, `${event.error?.code || "error"}: ${event.error?.message || ""}`, event);
+        // A failure the run went past (non-fatal, degraded) is a warning, not the end.
+        this.bubble((event.error?.failure ?? "terminal") === "terminal" ? "error" : "error went-on", event.author,
+          `${event.error?.code || "error"}: ${event.error?.message || ""}`, event);
         break;
       default:
         return;
@@ -81,11 +97,17 @@ export class ChatView {
     this.provisional.delete(key);
   }
 
-  /** The run ended: streamed text with no stored message behind it goes away. */
-  settle() {
+  /** ``run`` ended: streamed text with no stored message behind it goes away, calls
+   * left without a result say what became of them, and undecided cards how it ended. */
+  settle(run) {
     for (const el of this.provisional.values()) el.remove();
     this.provisional.clear();
-    for (const card of this.approvals.values()) card.expired();
+    for (const call of this.calls.values()) {
+      if (call.outcome !== null) continue;
+      const awaited = call.card !== null && call.verdict !== "approve";
+      this.setOutcome(call, unansweredOutcome(run, awaited));
+    }
+    for (const card of this.approvals.values()) card.expired(run);
   }
 
   agentMessage(event) {
@@ -93,23 +115,105 @@ export class ChatView {
     if (thinking) {
       this.append(h("div", { class: "msg agent" }, h("details", { class: "thinking" }, h("summary", {}, `${event.author} is thinking`), thinking)));
     }
-    const text = textOf(event);
-    if (text) this.bubble("agent", event.author, text, event);
+    const structured = partsOf(event, "structured")[0];
+    const text = structured ? pretty(structured.value) : textOf(event);
+    if (text) this.bubble(structured ? "agent structured" : "agent", event.author, text, event);
     for (const call of partsOf(event, "tool_call")) {
-      const result = h("span", { class: "result" }, " …");
-      const bubble = h("div", { class: "bubble" }, "⚙ ", call.name, " ", clip(JSON.stringify(call.args ?? {}), ARGS_PREVIEW_CHARS), result);
-      this.calls.set(`${event.invocation_id}|${call.call_id}`, { bubble, result });
-      this.append(h("div", { class: "msg tool", dataset: { callId: call.call_id, tool: call.name } }, bubble));
+      const state = h("span", { class: "state" }, " · running…");
+      const args = h("span", { class: "args" }, clip(JSON.stringify(call.args ?? {}), ARGS_PREVIEW_CHARS));
+      const result = h("span", { class: "result" });
+      const retry = call.retry_of
+        ? h("span", { class: "chip retry", title: `runs again call ${call.retry_of}, which the interruption stopped before it started` }, "retry")
+        : null;
+      const bubble = h("div", { class: "bubble" }, "⚙ ", call.name, " ", retry, args, result, state);
+      const msg = h("div", { class: "msg tool", dataset: { callId: call.call_id, tool: call.name } }, bubble);
+      this.calls.set(`${event.invocation_id}|${call.call_id}`, { name: call.name, proposed: call.args ?? {}, msg, bubble, args, result, state, card: null, verdict: null, outcome: null });
+      this.append(msg);
     }
+  }
+
+  /** An approval card goes with its call, so its result comes after it. */
+  approvalRequest(event) {
+    this.awaitPerson(event, event.approval.call_id, new ApprovalCard(event, this.sessionsUrl), "waiting for approval");
+  }
+
+  /** A question of the agent's goes with its call, like an approval card. */
+  userQuestion(event) {
+    this.awaitPerson(event, event.question.call_id, new QuestionCard(event, this.sessionsUrl), "waiting for your answer");
+  }
+
+  /** A call waits for a person: their card joins the call (or stands alone). */
+  awaitPerson(event, callId, card, waiting) {
+    const key = `${event.invocation_id}|${callId}`;
+    this.approvals.set(key, card);
+    const call = this.calls.get(key);
+    if (!call) {
+      this.append(h("div", { class: "msg approval-msg", dataset: { seq: event.seq } }, h("span", { class: "who" }, event.author), card.el));
+      return;
+    }
+    call.card = card;
+    call.msg.append(card.el);
+    call.state.textContent = ` · ${waiting}`;
+  }
+
+  userAnswer(event) {
+    const q = event.question || {};
+    const key = `${event.invocation_id}|${q.call_id}`;
+    this.approvals.get(key)?.decided(event);
+    const call = this.calls.get(key);
+    if (!call) return;
+    call.verdict = q.answer ? "approve" : null;
+    if (call.outcome === null) call.state.textContent = " · running…";
+  }
+
+  approvalDecision(event) {
+    const a = event.approval || {};
+    const key = `${event.invocation_id}|${a.call_id}`;
+    this.approvals.get(key)?.decided(event);
+    const call = this.calls.get(key);
+    if (!call) return;
+    call.verdict = a.decision || null;
+    if (a.edited_args) this.showEdited(call, a.edited_args);
+    if (call.outcome === null) call.state.textContent = a.decision === "deny" ? " · denied" : " · running…";
+  }
+
+  /** The arguments a person approved instead of the proposed ones: the line shows what
+   * ran, marked edited, and the proposed ones open below it, as in the timeline. */
+  showEdited(call, edited) {
+    call.args.textContent = clip(JSON.stringify(edited), ARGS_PREVIEW_CHARS);
+    call.args.after(" ", h("span", { class: "chip edited", title: "a person edited the arguments before approving" }, "edited"));
+    call.bubble.append(h("details", { class: "proposed" }, h("summary", {}, "Proposed arguments"), h("pre", {}, pretty(call.proposed))));
   }
 
   toolResponse(event) {
     for (const part of partsOf(event, "tool_response")) {
       const call = this.calls.get(`${event.invocation_id}|${part.call_id}`);
       if (!call) continue;
-      call.result.textContent = ` → ${part.result}`;
-      call.bubble.classList.toggle("is-error", part.is_error);
+      const text = ` → ${part.result}`;
+      if (call.card) call.msg.append(h("div", { class: "bubble result-line" }, `⚙ ${call.name}${text}`));
+      else call.result.textContent = text;
+      this.setOutcome(call, outcomeOf(part, call.verdict));
     }
+  }
+
+  setOutcome(call, outcome) {
+    call.outcome = outcome;
+    call.state.textContent = outcome === "done" ? "" : ` · ${OUTCOMES[outcome]}`;
+    call.msg.dataset.outcome = outcome;
+    call.bubble.classList.toggle("is-error", outcome === "error");
+    call.bubble.classList.toggle("is-stopped", outcome !== "done" && outcome !== "error");
+  }
+
+  /** ``run`` goes on from an interrupted run, with no message of its own: said once,
+   * linking to the interrupted run (``earlierHref``). */
+  resumed(run, earlierHref) {
+    if ([...this.root.querySelectorAll("[data-resumed-run]")].some((el) => el.dataset.resumedRun === run.id)) return;
+    const from = `run ${run.resumed_from.slice(0, 8)}`;
+    const el = h("div", { class: "msg policy resumed", dataset: { resumedRun: run.id } },
+      h("span", { class: "who" }, "Resumed"),
+      h("div", { class: "bubble" }, "Going on from ", earlierHref ? h("a", { href: earlierHref }, from) : from, " at its last completed step"));
+    this.append(el);
+    this.onChange();
   }
 
   bubble(kind, who, text, event) {

@@ -35,6 +35,7 @@ export function append(el, children) {
 export function safeHref(value) {
   const text = String(value);
   if (text.startsWith("/") && !text.startsWith("//")) return text;
+  if (text.startsWith("#")) return text; // a place on this page
   try {
     const url = new URL(text);
     return SAFE_PROTOCOLS.has(url.protocol) ? url.href : "#";

@@ -1,7 +1,7 @@
 // Reading the Event wire JSON (agents_core.events.Event) the API and websocket send.
 
 import { h, pretty } from "./dom.js";
-import { formatDuration } from "./ui.js";
+import { formatCost, formatDuration, formatTokens } from "./ui.js";
 
 export function partsOf(event, kind) {
   return (event.parts || []).filter((part) => part.kind === kind);
@@ -25,7 +25,11 @@ export function clip(text, chars) {
 export function figures(event) {
   const chips = [];
   if (event.usage) {
-    chips.push(h("span", { class: "chip", title: "tokens in / out" }, `${event.usage.input_tokens}↓ ${event.usage.output_tokens}↑ tok`));
+    chips.push(h("span", { class: "chip", title: "tokens in / out" }, `${formatTokens(event.usage.input_tokens, event.usage.output_tokens)} tokens`));
+  }
+  if (event.cost) {
+    const title = "what this model call cost, at its model's price when it was stored";
+    chips.push(h("span", { class: "chip", title, dataset: { cost: event.cost.amount } }, formatCost(event.cost.amount, event.cost.currency)));
   }
   if (event.latency_ms !== null && event.latency_ms !== undefined) {
     chips.push(h("span", { class: "chip", title: "latency" }, formatDuration(event.latency_ms)));
@@ -39,4 +43,55 @@ export function stateDelta(event) {
   const keys = Object.keys(delta);
   if (!keys.length) return null;
   return h("details", { class: "delta" }, h("summary", {}, `state: ${keys.join(", ")}`), h("pre", {}, pretty(delta)));
+}
+
+const HOOK_EFFECTS = { rewrote: "rewrote", short_circuited: "answered instead", recovered: "recovered" };
+const HOOK_STAGES = {
+  before_model: "the request", after_model: "the answer", on_model_error: "the failed call",
+  before_tool: "the call", after_tool: "the result",
+};
+
+/** A chip for each hook that changed this model or tool call (null when none). */
+export function hookMarks(event) {
+  const hooks = event.hooks || [];
+  if (!hooks.length) return null;
+  return h("span", { class: "hooks" }, hooks.map((note) => h("span", {
+    class: "chip hook", dataset: { hook: note.hook, effect: note.effect },
+    title: `hook ${note.hook} ${HOOK_EFFECTS[note.effect] || note.effect} (${HOOK_STAGES[note.stage] || note.stage})`,
+  }, `⚓ ${note.hook}: ${HOOK_EFFECTS[note.effect] || note.effect}`)));
+}
+
+/** The failure a degrade policy let the run go past, as a chip (null when none). */
+export function degradedMark(event) {
+  if (!event.error?.degraded) return null;
+  return h("span", { class: "chip degraded", title: "the run goes on and ends degraded" }, "degrades the run");
+}
+
+/** An answer parsed against its agent's output schema, as formatted JSON (null when none). */
+export function structuredBlock(event) {
+  const part = partsOf(event, "structured")[0];
+  if (!part) return null;
+  return h("div", { class: "structured" }, h("p", { class: "label" }, "Structured output"), h("pre", {}, pretty(part.value)));
+}
+
+const POLICY_VERBS = { allow: "allowed", deny: "denied", rewrite: "rewrote", ask: "asked a person about" };
+
+/** A policy decision in words: which rule did what to which call, and why. */
+export function policyLine(event) {
+  const policy = event.policy || {};
+  const call = policy.target === "model"
+    ? "a model call"
+    : policy.target === "agent" ? `a call of the agent ${policy.subject}` : `a call of ${policy.subject}`;
+  const why = policy.reason ? `: ${policy.reason}` : "";
+  return `Rule ${policy.rule} ${POLICY_VERBS[policy.action] || policy.action} ${call}${why}`;
+}
+
+/** The timeline's body of a policy decision: the line, and a rewrite's arguments. */
+export function policyBlock(event) {
+  const policy = event.policy || {};
+  const rewritten = policy.rewritten_args
+    ? h("details", { class: "rewritten" }, h("summary", {}, "Arguments before and after"),
+      h("pre", {}, `proposed: ${pretty(policy.args)}\nran with: ${pretty(policy.rewritten_args)}`))
+    : null;
+  return h("div", { class: "text" }, policyLine(event), rewritten);
 }

@@ -1,6 +1,6 @@
 // Showing the API's validation errors ({path, detail}) next to the fields they name.
-// A field is found by data-field="<path prefix>"; what matches none goes to the form's
-// [data-form-error] box.
+// A field is found by data-field="<path prefix>"; the error goes in its .notes box if it
+// has one, else at its end; what matches no field goes to the form's [data-form-error] box.
 
 import { h } from "./dom.js";
 
@@ -21,7 +21,8 @@ export function showFieldErrors(root, errors, { focus = true } = {}) {
       continue;
     }
     field.classList.add("invalid");
-    field.append(h("p", { class: "field-error", role: "alert", dataset: { generated: "1" } }, error.detail));
+    const notes = field.querySelector(":scope > .notes") || field;
+    notes.append(h("p", { class: "field-error", role: "alert", dataset: { generated: "1" } }, error.detail));
     first ??= field;
   }
   const box = root.querySelector("[data-form-error]");
@@ -32,7 +33,9 @@ export function showFieldErrors(root, errors, { focus = true } = {}) {
   if (focus) first?.querySelector("input, select, textarea")?.focus();
 }
 
-function findField(root, path) {
+/** The element of the field at path, or of the nearest enclosing path that has one. */
+export function findField(root, path) {
+  if (!path) return null;
   const parts = path.split(".");
   for (let n = parts.length; n > 0; n--) {
     const key = parts.slice(0, n).join(".");

@@ -156,11 +156,13 @@ export function showConnection(el, state, detail) {
 }
 
 export function isActiveRun(run) {
-  return Boolean(run) && (run.status === "queued" || run.status === "running");
+  return Boolean(run) && (run.status === "queued" || run.status === "running" || run.status === "paused");
 }
 
 export const WAITING_LABELS = {
   model: "waiting for the model",
   tool: "waiting for a tool",
   approval: "waiting for your approval",
+  answer: "waiting for your answer",
+  paused: "paused until resumed",
 };

@@ -4,6 +4,11 @@
 // API's errors land next to it.
 
 import { h } from "./dom.js";
+import { assign, assignIn, checkbox, controlId, field, numberInput, select, textInput } from "./spec_fields.js";
+import { failureField, renderHooks, renderOutput } from "./spec_form_control.js";
+import { renderPolicies } from "./spec_form_policies.js";
+import { renderMcp } from "./spec_form_mcp.js";
+import { renderTools } from "./spec_form_tools.js";
 import { dotted, getAt } from "./spec_paths.js";
 
 export const AGENT_TYPES = {
@@ -14,139 +19,109 @@ export const AGENT_TYPES = {
   loop: "Loop (repeats children)",
 };
 const MODEL_TYPES = new Set(["llm", "react"]);
+const PLANNERS = [["", "None"], ["plan_react", "Plan-ReAct"], ["task", "Task list"]];
+const ON_TIMEOUT = [["", "Deny it (default)"], ["approve", "Approve it"]];
 const LIMITS = [
   ["max_steps", "Max steps"], ["max_model_calls", "Max model calls"], ["max_tool_calls", "Max tool calls"],
   ["max_wall_time_s", "Max wall time (s)"], ["max_tokens", "Max tokens"], ["max_transfers", "Max transfers"],
 ];
 
+/**
+ * @param {object} ctx spec, path (of the node shown), models, tools, hooks, mcpServers, agentNames,
+ *   rules (what names allow, in words), defaults, urls, allNames(), summary(), setSummary(),
+ *   select(path), onEdit(), onStructure(), rerender()
+ */
 export function renderNodeForm(ctx) {
   const { spec, path } = ctx;
   const node = getAt(spec, path);
   const form = h("div", { class: "node-form" });
   if (!node) return form;
   if ("ref" in node) return renderRef(ctx, node, form);
-  const field = (key, label, control, help) => h("div", { class: "field", dataset: { field: dotted([...path, key]) } },
-    h("label", { for: control.id }, label), control, help ? h("p", { class: "help" }, help) : null);
-  const id = (key) => `f-${[...path, key].join("-")}`;
-  const set = (key, value, structural = false) => {
-    if (value === "" || value === null || value === undefined) delete node[key];
-    else node[key] = value;
-    (structural ? ctx.onStructure : ctx.onEdit)();
+  const at = (key) => [...path, key];
+  const set = (key, value) => {
+    assign(node, key, value);
+    ctx.onEdit();
   };
+  const modelType = MODEL_TYPES.has(node.type || "llm");
 
   if (path.length === 0) {
-    form.append(field("agent.description", "Summary",
-      h("input", { id: "f-summary", value: ctx.summary(), placeholder: "Shown on the home page and in the agent list",
-        oninput: (e) => ctx.setSummary(e.target.value) })));
+    form.append(field("agent.description", "Summary", textInput("f-summary", ctx.summary(), ctx.setSummary,
+      { placeholder: "Shown on the home page and in the agent list", spellcheck: "true" })));
   }
-  const type = h("select", { id: id("type"), onchange: (e) => changeType(node, e.target.value, ctx) },
-    Object.entries(AGENT_TYPES).map(([value, label]) => h("option", { value, selected: (node.type || "llm") === value }, label)));
   form.append(h("div", { class: "grid-2" },
-    field("name", "Name", h("input", { id: id("name"), value: node.name || "", required: true, autocomplete: "off", spellcheck: "false",
-      oninput: (e) => set("name", e.target.value) }), path.length ? "Unique in the tree." : "Also the agent's name in Studio."),
-    field("type", "Type", type)));
-  form.append(field("description", "Description", h("textarea", { id: id("description"), rows: 2, value: node.description || "",
-    placeholder: "What this agent is for (other agents read it when they transfer)", oninput: (e) => set("description", e.target.value) })));
+    field(at("name"), "Name", textInput(controlId(at("name")), node.name, (v) => set("name", v), { required: true }),
+      { required: true, help: `${ctx.rules.name} ${path.length ? "Unique in the tree." : "Also the agent's name in Studio."}` }),
+    field(at("type"), "Type", select(controlId(at("type")), Object.entries(AGENT_TYPES), node.type || "llm",
+      (type) => changeType(node, type, ctx)))));
+  form.append(field(at("description"), "Description", h("textarea", { id: controlId(at("description")), rows: 2,
+    value: node.description || "", placeholder: "What this agent is for (other agents read it when they transfer)",
+    oninput: (e) => set("description", e.target.value) })));
 
-  if (MODEL_TYPES.has(node.type || "llm")) {
-    form.append(field("model", "Model", h("select", { id: id("model"), onchange: (e) => set("model", e.target.value) },
-      h("option", { value: "" }, "Choose a model…"),
-      [...new Set([...ctx.models, ...(node.model ? [node.model] : [])])].map((name) => h("option", { value: name, selected: node.model === name }, name)))));
-    form.append(field("instruction", "Instruction", h("textarea", { id: id("instruction"), rows: 7, value: node.instruction || "",
-      placeholder: "You are a helpful assistant…", oninput: (e) => set("instruction", e.target.value) }),
-      "{state_key} placeholders are filled from session state."));
-    form.append(renderTools(ctx, node, path));
-    form.append(h("div", { class: "grid-3" },
-      field("planner", "Planner", h("select", { id: id("planner"), onchange: (e) => set("planner", e.target.value ? { type: e.target.value } : "") },
-        [["", "None"], ["plan_react", "Plan-ReAct"], ["task", "Task list"]].map(([v, l]) => h("option", { value: v, selected: (node.planner?.type || "") === v }, l)))),
-      field("output_key", "Output key", h("input", { id: id("output_key"), value: node.output_key || "", placeholder: "state key",
-        oninput: (e) => set("output_key", e.target.value) })),
-      field("max_iterations", "Max model calls / turn", numberInput(id("max_iterations"), node.max_iterations, (v) => set("max_iterations", v)))));
-  } else if (node.type === "loop") {
-    form.append(field("max_iterations", "Max passes", numberInput(id("max_iterations"), node.max_iterations, (v) => set("max_iterations", v))));
+  if (modelType) form.append(...modelFields(ctx, node, path, set));
+  else if (node.type === "loop") {
+    form.append(field(at("max_iterations"), "Max passes",
+      numberInput(controlId(at("max_iterations")), node.max_iterations, (v) => set("max_iterations", v))));
   }
-
-  form.append(renderChildren(ctx, node, path, "sub_agents", MODEL_TYPES.has(node.type || "llm") ? "Sub-agents (it may transfer to them)" : "Steps"));
-  if (MODEL_TYPES.has(node.type || "llm")) form.append(renderChildren(ctx, node, path, "agent_tools", "Agents as tools"));
-  if (path.length === 0) form.append(renderLimits(ctx, node), renderApproval(ctx, node));
+  form.append(failureField(ctx, node, path, "agent"));
+  form.append(renderChildren(ctx, node, path, "sub_agents", modelType ? "Sub-agents (it may transfer to them)" : "Steps"));
+  if (modelType) form.append(renderChildren(ctx, node, path, "agent_tools", "Agents as tools"));
+  if (path.length === 0) form.append(renderLimits(ctx, node), renderBudget(ctx, node), renderCompaction(ctx, node));
   return form;
 }
 
-function numberInput(id, value, onValue) {
-  return h("input", { id, type: "number", min: "0", step: "any", value: value ?? "", inputmode: "decimal",
-    oninput: (e) => onValue(e.target.value === "" ? "" : Number(e.target.value)) });
+function modelFields(ctx, node, path, set) {
+  const at = (key) => [...path, key];
+  const models = [...new Set([...ctx.models, ...(node.model ? [node.model] : [])])];
+  return [
+    field(at("model"), "Model", select(controlId(at("model")), [["", "Choose a model…"], ...models.map((m) => [m, m])],
+      node.model || "", (v) => set("model", v)), { required: true }),
+    field(at("instruction"), "Instruction", h("textarea", { id: controlId(at("instruction")), rows: 7,
+      value: node.instruction || "", placeholder: "You are a helpful assistant…", oninput: (e) => set("instruction", e.target.value) }),
+    { help: "{state_key} placeholders are filled from session state." }),
+    h("div", { class: "grid-3" },
+      field(at("planner"), "Planner", select(controlId(at("planner")), PLANNERS, node.planner?.type || "",
+        (v) => set("planner", v ? { type: v } : ""))),
+      field(at("output_key"), "Output key", textInput(controlId(at("output_key")), node.output_key,
+        (v) => set("output_key", v), { placeholder: "state key" }), { help: "Keeps the answer in session state." }),
+      field(at("max_iterations"), "Max model calls / turn",
+        numberInput(controlId(at("max_iterations")), node.max_iterations, (v) => set("max_iterations", v)))),
+    (node.type || "llm") === "llm" ? renderOutput(ctx, node, path) : null,
+    renderTools(ctx, node, path),
+    renderMcp(ctx, node, path),
+    renderApproval(ctx, node, path),
+    renderHooks(ctx, node, path),
+    renderPolicies(ctx, node, path),
+  ].filter(Boolean);
 }
 
 function changeType(node, type, ctx) {
   node.type = type;
+  if (type !== "llm") for (const key of ["output_schema", "output_retries"]) delete node[key];
   if (MODEL_TYPES.has(type)) {
     if (!node.model && ctx.models.length) node.model = ctx.models[0];
   } else {
-    for (const key of ["model", "instruction", "tools", "planner", "agent_tools", "output_key"]) delete node[key];
+    for (const key of ["model", "instruction", "tools", "mcp", "planner", "agent_tools", "output_key", "approval", "hooks", "policies"]) delete node[key];
     if (type !== "loop") delete node.max_iterations;
     node.sub_agents ||= [];
   }
   ctx.onStructure();
 }
 
-function renderTools(ctx, node, path) {
-  const chosen = new Map((node.tools || []).map((t, i) => [t.name, [t, i]]));
-  const items = ctx.tools.map((tool) => {
-    const entry = chosen.get(tool.name);
-    const ref = entry?.[0];
-    const index = entry ? entry[1] : -1;
-    const toggle = h("input", { type: "checkbox", id: `t-${dotted(path)}-${tool.name}`, checked: Boolean(ref),
-      onchange: (e) => {
-        node.tools ||= [];
-        if (e.target.checked) node.tools.push({ name: tool.name });
-        else node.tools = node.tools.filter((t) => t.name !== tool.name);
-        if (!node.tools.length) delete node.tools;
-        ctx.onStructure();
-      } });
-    const li = h("li", { dataset: { field: index >= 0 ? dotted([...path, "tools", index]) : "" } },
-      h("label", { class: "check", for: toggle.id }, toggle, h("code", {}, tool.name)),
-      h("p", { class: "desc" }, tool.description));
-    if (ref) li.append(renderToolSettings(ctx, tool, ref, [...path, "tools", index]));
-    return li;
-  });
-  const unknown = (node.tools || []).filter((t) => !ctx.tools.some((tool) => tool.name === t.name));
-  for (const t of unknown) {
-    items.push(h("li", { class: "field invalid", dataset: { field: dotted([...path, "tools", node.tools.indexOf(t)]) } },
-      h("code", {}, t.name), h("p", { class: "desc" }, "Not a registered tool: remove it in the JSON editor.")));
-  }
-  return h("fieldset", { dataset: { field: dotted([...path, "tools"]) } }, h("legend", {}, "Tools"), h("ul", { class: "tool-list" }, items));
-}
-
-function renderToolSettings(ctx, tool, ref, path) {
-  const props = tool.settings_schema?.properties || {};
-  const settings = ref.settings || {};
+function renderApproval(ctx, node, path) {
+  const at = (key) => [...path, "approval", key];
+  const approval = node.approval || {};
   const update = (key, value) => {
-    ref.settings ||= {};
-    if (value === "" || value === undefined) delete ref.settings[key];
-    else ref.settings[key] = value;
-    if (!Object.keys(ref.settings).length) delete ref.settings;
+    assignIn(node, "approval", key, value);
     ctx.onEdit();
   };
-  const controls = Object.entries(props).map(([key, schema]) => {
-    const id = `ts-${dotted(path)}-${key}`;
-    const label = schema.title || key;
-    if (schema.type === "boolean") {
-      return h("label", { class: "check", for: id }, h("input", { type: "checkbox", id, checked: settings[key] ?? schema.default ?? false,
-        onchange: (e) => update(key, e.target.checked === Boolean(schema.default) ? undefined : e.target.checked) }), label);
-    }
-    const numeric = schema.type === "number" || schema.type === "integer";
-    return h("label", { for: id }, label, h("input", { id, type: numeric ? "number" : "text", value: settings[key] ?? "",
-      placeholder: schema.default !== undefined ? String(schema.default) : "",
-      oninput: (e) => update(key, e.target.value === "" ? undefined : numeric ? Number(e.target.value) : e.target.value) }));
-  });
-  const approvalId = `ta-${dotted(path)}`;
-  controls.push(h("label", { class: "check", for: approvalId }, h("input", { type: "checkbox", id: approvalId, checked: Boolean(ref.requires_approval),
-    onchange: (e) => {
-      if (e.target.checked) ref.requires_approval = true;
-      else delete ref.requires_approval;
-      ctx.onStructure();
-    } }), "Needs approval"));
-  return h("div", { class: "tool-settings", dataset: { field: dotted([...path, "settings"]) } }, controls);
+  return h("fieldset", { dataset: { field: dotted([...path, "approval"]) } }, h("legend", {}, "Approvals"),
+    h("p", { class: "hint" }, "Calls of tools and MCP servers marked “Needs approval”, and calls a policy rule asks about, wait for a person to approve, edit or deny them."),
+    h("div", { class: "grid-2" },
+      field(at("timeout_s"), "Time-out (s)", numberInput(controlId(at("timeout_s")), approval.timeout_s,
+        (v) => update("timeout_s", v), { placeholder: String(ctx.defaults.approval.timeout_s) }),
+      { help: "How long a call waits for an answer." }),
+      field(at("on_timeout"), "When nobody answers in time", select(controlId(at("on_timeout")), ON_TIMEOUT,
+        approval.on_timeout === "approve" ? "approve" : "", (v) => update("on_timeout", v)))));
 }
 
 function renderChildren(ctx, node, path, key, label) {
@@ -194,13 +169,9 @@ function newChild(ctx) {
 
 function renderLimits(ctx, node) {
   const limits = node.limits || {};
-  const inputs = LIMITS.map(([key, label]) => h("div", { class: "field", dataset: { field: `limits.${key}` } },
-    h("label", { for: `l-${key}` }, label),
-    numberInput(`l-${key}`, limits[key], (value) => {
-      node.limits ||= {};
-      if (value === "") delete node.limits[key];
-      else node.limits[key] = value;
-      if (!Object.keys(node.limits).length) delete node.limits;
+  const inputs = LIMITS.map(([key, label]) => field(["limits", key], label,
+    numberInput(controlId(["limits", key]), limits[key], (value) => {
+      assignIn(node, "limits", key, value);
       ctx.onEdit();
     })));
   return h("fieldset", { dataset: { field: "limits" } }, h("legend", {}, "Run limits"),
@@ -208,31 +179,62 @@ function renderLimits(ctx, node) {
     h("div", { class: "grid-3" }, inputs));
 }
 
-function renderApproval(ctx, node) {
-  const approval = node.approval || {};
+/** Root only: what the version may spend per run and per UTC day; costs are decimal text
+ * (kept exact, as the API takes them), tokens whole numbers. */
+function renderBudget(ctx, node) {
+  const budget = node.budget || {};
   const update = (key, value) => {
-    node.approval ||= {};
-    if (value === "") delete node.approval[key];
-    else node.approval[key] = value;
-    if (!Object.keys(node.approval).length) delete node.approval;
+    assignIn(node, "budget", key, value);
     ctx.onEdit();
   };
-  return h("fieldset", { dataset: { field: "approval" } }, h("legend", {}, "Approvals"),
-    h("p", { class: "hint" }, "For tools marked “Needs approval”: how long a request waits, and what happens then."),
+  const at = (key) => ["budget", key];
+  const cost = (key, label) => field(at(key), label, textInput(controlId(at(key)), budget[key],
+    (v) => update(key, v.trim()), { inputmode: "decimal", placeholder: "No limit" }));
+  const tokens = (key, label) => field(at(key), label, numberInput(controlId(at(key)), budget[key],
+    (v) => update(key, v), { min: "1", step: "1", placeholder: "No limit" }));
+  return h("fieldset", { dataset: { field: "budget" } }, h("legend", {}, "Budget"),
+    h("p", { class: "hint" }, "A model call that could pass one of these is refused before it is made, and the run ends (budget_exceeded). Costs are in the models' price currency (USD)."),
     h("div", { class: "grid-2" },
-      h("div", { class: "field", dataset: { field: "approval.timeout_s" } }, h("label", { for: "a-timeout" }, "Timeout (s)"),
-        numberInput("a-timeout", approval.timeout_s, (v) => update("timeout_s", v))),
-      h("div", { class: "field", dataset: { field: "approval.on_timeout" } }, h("label", { for: "a-on-timeout" }, "On timeout"),
-        h("select", { id: "a-on-timeout", onchange: (e) => update("on_timeout", e.target.value) },
-          [["", "Deny (default)"], ["approve", "Approve"], ["deny", "Deny"]].map(([v, l]) => h("option", { value: v, selected: (approval.on_timeout || "") === v }, l))))));
+      cost("run_cost", "Cost per run"), cost("day_cost", "Cost per day (UTC)"),
+      tokens("run_tokens", "Tokens per run"), tokens("day_tokens", "Tokens per day (UTC)")));
+}
+
+/** Root only: when a long session's older events are summarised (on by default). */
+function renderCompaction(ctx, node) {
+  const compaction = node.compaction || {};
+  const defaults = ctx.defaults.compaction;
+  const update = (key, value) => {
+    assignIn(node, "compaction", key, value);
+    ctx.onEdit();
+  };
+  const at = (key) => ["compaction", key];
+  const models = [["", "Its first model"], ...ctx.models.map((name) => [name, name])];
+  return h("fieldset", { dataset: { field: "compaction" } }, h("legend", {}, "Compaction"),
+    h("p", { class: "hint" }, "Long sessions summarise their older events so the model's context stays bounded; the summary shows in the timeline."),
+    h("div", { dataset: { field: "compaction.enabled" } }, checkbox(controlId(at("enabled")), "Summarise long sessions",
+      compaction.enabled !== false, (checked) => {
+        node.compaction ||= {};
+        if (checked) delete node.compaction.enabled; // on is the default
+        else node.compaction.enabled = false;
+        if (!Object.keys(node.compaction).length) delete node.compaction;
+        ctx.onEdit();
+      })),
+    h("div", { class: "grid-3" },
+      field(at("threshold"), "After this many events", numberInput(controlId(at("threshold")), compaction.threshold,
+        (v) => update("threshold", v), { placeholder: String(defaults.threshold), min: "2", step: "1" })),
+      field(at("keep_last"), "Keep this many raw", numberInput(controlId(at("keep_last")), compaction.keep_last,
+        (v) => update("keep_last", v), { placeholder: String(defaults.keep_last), min: "1", step: "1" })),
+      field(at("model"), "Summarised by", select(controlId(at("model")), models, compaction.model || "",
+        (v) => update("model", v)))));
 }
 
 function renderRef(ctx, node, form) {
+  const names = [...new Set([node.ref, ...ctx.agentNames])];
   form.append(h("p", {}, "A reference to your agent ", h("code", {}, node.ref),
     ": its current version runs here. Edit it in its own builder."),
-  h("div", { class: "field", dataset: { field: dotted([...ctx.path, "ref"]) } },
-    h("label", { for: "f-ref" }, "Agent"),
-    h("select", { id: "f-ref", onchange: (e) => { node.ref = e.target.value; ctx.onStructure(); } },
-      [...new Set([node.ref, ...ctx.agentNames])].map((name) => h("option", { value: name, selected: name === node.ref }, name)))));
+  field([...ctx.path, "ref"], "Agent", select("f-ref", names.map((name) => [name, name]), node.ref, (value) => {
+    node.ref = value;
+    ctx.onStructure();
+  })));
   return form;
 }

@@ -59,3 +59,15 @@ export function locate(value) {
   write(value, [], "");
   return { text, ranges };
 }
+
+/** Dotted paths where after differs from before: each changed value, or the array whose
+ * length changed; [""] when the two are not both objects. */
+export function changedPaths(before, after, path = []) {
+  if (JSON.stringify(before) === JSON.stringify(after)) return [];
+  const objects = [before, after].every((v) => v !== null && typeof v === "object");
+  if (!objects || Array.isArray(before) !== Array.isArray(after) || (Array.isArray(before) && before.length !== after.length)) {
+    return [dotted(path)];
+  }
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...keys].flatMap((key) => changedPaths(before[key], after[key], [...path, Array.isArray(before) ? Number(key) : key]));
+}

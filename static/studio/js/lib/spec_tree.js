@@ -1,6 +1,6 @@
 // The live tree preview of an agent spec: the root, its sub-agents (inline, or
 // references resolved to the named agent's current spec), agents used as tools, and
-// the tools, model and planner of each. Inline nodes are buttons that select them.
+// the tools, MCP servers, model and planner of each. Inline nodes are buttons that select them.
 
 import { h } from "./dom.js";
 import { dotted } from "./spec_paths.js";
@@ -48,9 +48,9 @@ function children(spec, path, options, refDepth) {
   const items = [];
   if (spec.model) items.push(leaf("▣", `model: ${spec.model}`));
   if (spec.planner?.type) items.push(leaf("☰", `planner: ${spec.planner.type}`));
-  for (const tool of spec.tools || []) {
-    items.push(leaf("⚙", tool.name, tool.requires_approval ? h("span", { class: "badge warn" }, "approval") : null));
-  }
+  const approval = (ref) => (ref.requires_approval ? h("span", { class: "badge warn" }, "approval") : null);
+  for (const tool of spec.tools || []) items.push(leaf("⚙", tool.name, approval(tool)));
+  for (const ref of spec.mcp || []) items.push(leaf("⇄", `MCP: ${ref.server}`, approval(ref)));
   (spec.agent_tools || []).forEach((child, i) => items.push(node(child, [...path, "agent_tools", i], options, refDepth, "as tool")));
   (spec.sub_agents || []).forEach((child, i) => items.push(node(child, [...path, "sub_agents", i], options, refDepth, "")));
   return items.length ? h("ul", {}, items) : null;

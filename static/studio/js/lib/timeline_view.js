@@ -1,24 +1,32 @@
 // Renders a session's events as a nested timeline: one group per invocation (a run),
 // inside it one step per agent (agent_start .. agent_end, nested by branch), inside a
-// step its messages, tool call/response pairs, approvals and errors.
+// step its messages, tool call/response pairs, approvals and errors. Hooks that changed
+// a model or tool call are marked on its line; an answer parsed against an output
+// schema shows as formatted JSON; a failure that degrades the run says so.
 //
 // Every stored event ends up as exactly one element carrying data-seq and data-type;
 // a streamed partial is a provisional row (no data-seq) that the stored agent_message
 // replaces. Everything from the server is written as text.
 
 import { ApprovalCard } from "./approval.js";
+import { answerText, QuestionCard } from "./question.js";
+import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { clip, figures, partsOf, provisionalKey, stateDelta, textOf } from "./events.js";
+import { degradedMark, figures, hookMarks, partsOf, policyBlock, provisionalKey, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
-import { formatClock, formatDuration, formatTime } from "./ui.js";
+import { ToolCallView } from "./tool_call.js";
+import { formatClock, formatDuration, formatTime, formatTokens } from "./ui.js";
+import { wallTimeBar } from "./wall_time.js";
 
 const PREVIEW_CHARS = 90;
 
 export class TimelineView {
-  constructor(root, { sessionsUrl }) {
+  constructor(root, { sessionsUrl, waterfallUrl = null }) {
     this.root = root;
     this.sessionsUrl = sessionsUrl;
+    this.waterfallUrl = waterfallUrl; // each run and agent step links to its spans there
     this.runs = new Map(); // invocation id -> Run JSON
+    this.runsById = new Map(); // run id -> Run JSON: where a resumed run came from
     this.activeInvocation = null;
     this.reset();
     // Times are tooltips: written when the pointer first reaches them, so the first
@@ -55,8 +63,23 @@ export class TimelineView {
   setRun(run) {
     if (!run?.invocation_id) return;
     this.runs.set(run.invocation_id, run);
+    this.runsById.set(run.id, run);
+    const earlier = this.invocations.get(this.runsById.get(run.resumed_from)?.invocation_id);
+    if (earlier) this.updateSummary(earlier); // it says which run went on from it
     const inv = this.invocations.get(run.invocation_id);
-    if (inv) this.updateSummary(inv);
+    if (!inv) return;
+    if (!isActiveRun(run)) this.settle(inv, run);
+    this.updateSummary(inv);
+  }
+
+  /** ``inv``'s run ended: none of its calls is running any more, and its approval
+   * cards say how it ended instead of offering buttons. */
+  settle(inv, run) {
+    if (inv.settledWith === run) return; // the same news again (each new invocation asks)
+    inv.settledWith = run;
+    for (const stack of inv.stacks.values()) for (const step of stack) if (step.timer.dataset.stopped) this.stop(step);
+    for (const call of inv.calls.values()) call.ended(run);
+    for (const card of inv.approvals.values()) card.expired(run);
   }
 
   /** The run now executing (null when none) and what it waits on. */
@@ -79,7 +102,7 @@ export class TimelineView {
     const touched = new Set();
     for (const step of [...this.openSteps]) {
       if (step.inv.id === invocationId) continue;
-      step.timer.textContent = "stopped";
+      this.stop(step);
       step.waiting.textContent = "";
       step.el.classList.remove("running");
       this.openSteps.delete(step);
@@ -87,7 +110,7 @@ export class TimelineView {
     }
     for (const inv of this.invocations.values()) {
       if (inv.id === invocationId) continue;
-      for (const card of inv.approvals.values()) card.expired();
+      this.settle(inv, this.runs.get(inv.id) || null);
     }
     for (const [key, row] of this.provisional) {
       if (key.startsWith(`${invocationId}|`)) continue;
@@ -132,10 +155,10 @@ export class TimelineView {
         this.toolResponse(inv, event);
         break;
       case "approval_request":
-        this.place(inv, event, this.approvalRow(inv, event));
+        this.approvalRow(inv, event);
         break;
       case "approval_decision":
-        this.place(inv, event, this.decisionRow(inv, event));
+        this.decisionRow(inv, event);
         break;
       case "error":
         this.dropProvisional(event);
@@ -143,6 +166,21 @@ export class TimelineView {
         break;
       case "compaction":
         this.place(inv, event, this.row(event, "Compaction", this.compactionBlock(event)));
+        break;
+      case "user_question":
+        this.questionRow(inv, event);
+        break;
+      case "user_answer":
+        this.answerRow(inv, event);
+        break;
+      case "tool_started": // the effect journal: the tool call's own row already shows it
+        break;
+      case "run_paused":
+      case "run_resumed":
+        this.place(inv, event, this.row(event, event.type === "run_paused" ? "Paused" : "Resumed", this.textBlock(event)));
+        break;
+      case "policy_decision":
+        this.place(inv, event, this.row(event, `Policy · ${event.policy?.action || "decision"}`, policyBlock(event)));
         break;
       default:
         this.place(inv, event, this.row(event, event.type, h("pre", {}, pretty(event.parts))));
@@ -182,11 +220,15 @@ export class TimelineView {
     const status = h("span", { class: "badge" });
     const totals = h("span", { class: "totals" });
     const body = h("div", { class: "inv-body" });
-    const el = h("details", { class: "inv", open: true, dataset: { invocation: event.invocation_id } },
-      h("summary", {}, title, status, totals), body);
+    const wall = h("div", { class: "inv-wall" });
+    const waterfall = this.waterfallUrl
+      ? h("a", { class: "inv-waterfall", href: `${this.waterfallUrl}?invocation=${encodeURIComponent(event.invocation_id)}` }, "Waterfall")
+      : null;
+    const el = h("details", { class: "inv", id: `inv-${event.invocation_id}`, open: true, dataset: { invocation: event.invocation_id } },
+      h("summary", {}, title, status, totals, waterfall, wall), body);
     this.root.append(el);
     inv = {
-      id: event.invocation_id, el, body, titleEl: title, statusEl: status, totalsEl: totals,
+      id: event.invocation_id, el, body, titleEl: title, statusEl: status, totalsEl: totals, wallEl: wall,
       title: "", stacks: new Map(), calls: new Map(), approvals: new Map(),
       stats: { events: 0, toolCalls: 0, errors: 0, terminal: false, input: 0, output: 0, first: null, last: null, firstSeq: event.seq },
     };
@@ -229,7 +271,7 @@ export class TimelineView {
       h("span", { class: "icon", "aria-hidden": "true" }, "◆"),
       h("span", { class: "agent", title: event.branch ? `branch ${event.branch}` : null }, event.author),
       h("span", { class: "seq" }, `#${event.seq}`),
-      timer, waiting);
+      timer, waiting, this.spanLink(inv, event));
     const el = h("div", { class: "step", dataset: { seq: event.seq, type: event.type, agent: event.author } }, head, body);
     parent.append(el);
     const step = { inv, el, body, head, timer, waiting, agent: event.author, startMs: Date.parse(event.created_at) };
@@ -239,8 +281,23 @@ export class TimelineView {
       this.openSteps.add(step);
       el.classList.add("running");
     } else {
-      timer.textContent = "stopped";
+      this.stop(step);
     }
+  }
+
+  /** A link to the agent's span in the waterfall (null without one). */
+  spanLink(inv, event) {
+    if (!this.waterfallUrl || !event.span_id) return null;
+    const href = `${this.waterfallUrl}?invocation=${encodeURIComponent(inv.id)}#span-${event.span_id}`;
+    return h("a", { class: "step-waterfall", href, title: "This agent's run in the waterfall" }, "waterfall");
+  }
+
+  /** A step its run left open: it says how the run ended (or "stopped" until known). */
+  stop(step) {
+    const run = this.runs.get(step.inv.id);
+    const finished = ["succeeded", "degraded"].includes(run?.status);
+    step.timer.textContent = run && !isActiveRun(run) && !finished ? run.status : "stopped";
+    step.timer.dataset.stopped = "1";
   }
 
   endStep(inv, event) {
@@ -268,7 +325,7 @@ export class TimelineView {
   row(event, label, ...body) {
     return h("div", { class: `ev ${event.type}`, dataset: { seq: event.seq, type: event.type } },
       h("span", { class: "seq", dataset: { time: event.created_at } }, `#${event.seq}`),
-      h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), figures(event)), ...body));
+      h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), figures(event), hookMarks(event), degradedMark(event)), ...body));
   }
 
   textBlock(event) {
@@ -280,27 +337,23 @@ export class TimelineView {
     const thinking = textOf(event, "thinking");
     const calls = partsOf(event, "tool_call");
     const step = this.stepOf(inv, event);
-    const kind = calls.length ? `calls ${calls.length === 1 ? "a tool" : `${calls.length} tools`}` : "reply";
+    const retries = calls.length > 0 && calls.every((call) => call.retry_of);
+    const many = calls.length === 1 ? "a tool" : `${calls.length} tools`;
+    const kind = retries ? `runs again ${calls.length === 1 ? "a call" : `${calls.length} calls`} the interruption stopped before it started`
+      : calls.length ? `calls ${many}` : "reply";
     const label = step?.agent === event.author ? kind : `${event.author} · ${kind}`;
     return this.row(event, label,
       thinking ? h("details", { class: "thinking" }, h("summary", {}, "Thinking"), h("div", { class: "text" }, thinking)) : null,
       this.textBlock(event),
+      structuredBlock(event),
       calls.map((call) => this.toolCall(inv, call)),
       stateDelta(event));
   }
 
   toolCall(inv, call) {
-    const state = h("span", { class: "chip state" }, "running…");
-    const outcome = h("span", { class: "outcome" });
-    const result = h("div", { class: "result" }, h("p", { class: "label" }, "Result"), h("p", { class: "hint" }, "Waiting for the result…"));
-    const el = h("details", { class: "tool pending", dataset: { callId: call.call_id, tool: call.name } },
-      h("summary", {}, h("span", { class: "icon", "aria-hidden": "true" }, "⚙"), h("span", { class: "name" }, call.name),
-        h("span", { class: "preview" }, preview(call.args)), outcome, state),
-      h("div", { class: "tool-body" },
-        h("div", {}, h("p", { class: "label" }, "Arguments"), h("pre", {}, pretty(call.args))),
-        result));
-    inv.calls.set(call.call_id, { el, state, result, outcome });
-    return el;
+    const view = new ToolCallView(call, this.isFinished(inv) ? this.runs.get(inv.id) : null);
+    inv.calls.set(call.call_id, view);
+    return view.el;
   }
 
   toolResponse(inv, event) {
@@ -310,17 +363,11 @@ export class TimelineView {
       if (!call) continue;
       const attrs = anchored ? {} : { seq: event.seq, type: event.type };
       anchored = true;
-      call.result.replaceWith(h("div", { class: "result", dataset: attrs },
-        h("p", { class: "label" }, part.is_error ? "Error" : "Result"), h("pre", {}, part.result)));
-      call.el.classList.remove("pending");
-      call.outcome.textContent = `→ ${clip(part.result.replace(/\s+/g, " "), 48)}`;
-      call.el.classList.toggle("is-error", part.is_error);
-      if (part.is_error) call.el.open = true;
-      call.state.textContent = part.is_error ? "error" : (event.latency_ms !== null && event.latency_ms !== undefined ? formatDuration(event.latency_ms) : "done");
+      call.answered(part, event, attrs);
       const transfer = event.actions?.transfer_to_agent;
-      if (transfer) call.el.querySelector("summary").append(h("span", { class: "chip" }, `→ ${transfer}`));
+      if (transfer) call.summary.append(h("span", { class: "chip" }, `→ ${transfer}`));
       const delta = stateDelta(event);
-      if (delta) call.el.querySelector(".tool-body").append(delta);
+      if (delta) call.body.append(delta);
     }
     if (!anchored) {
       const parts = partsOf(event, "tool_response");
@@ -332,25 +379,59 @@ export class TimelineView {
     }
   }
 
+  /** An approval request joins its tool call (args, card, decision, result in that
+   * order); one whose call is not loaded gets a row of its own. */
   approvalRow(inv, event) {
-    const card = new ApprovalCard(event, this.sessionsUrl);
+    const call = inv.calls.get(event.approval.call_id);
+    const card = new ApprovalCard(event, this.sessionsUrl, { embedded: Boolean(call) });
     inv.approvals.set(event.approval.call_id, card);
-    if (this.isFinished(inv)) card.expired();
-    return this.row(event, "Approval request", card.el);
+    if (call) call.awaitApproval(card, event);
+    else this.place(inv, event, this.row(event, "Approval request", card.el));
+    if (this.isFinished(inv)) card.expired(this.runs.get(inv.id));
+  }
+
+  questionRow(inv, event) {
+    const call = inv.calls.get(event.question.call_id);
+    const card = new QuestionCard(event, this.sessionsUrl);
+    inv.approvals.set(event.question.call_id, card);
+    if (call) call.awaitAnswer(card, event);
+    else this.place(inv, event, this.row(event, "Question", card.el));
+    if (this.isFinished(inv)) card.expired(this.runs.get(inv.id));
+  }
+
+  answerRow(inv, event) {
+    const q = event.question || {};
+    const call = inv.calls.get(q.call_id);
+    if (call) {
+      call.answerGiven(event);
+      return;
+    }
+    inv.approvals.get(q.call_id)?.decided(event);
+    this.place(inv, event, this.row(event, "Answer", h("div", { class: "text" }, answerText(q))));
   }
 
   decisionRow(inv, event) {
     const a = event.approval || {};
+    const call = inv.calls.get(a.call_id);
+    if (call) {
+      call.decided(event);
+      return;
+    }
     inv.approvals.get(a.call_id)?.decided(event);
-    const verdict = a.decision === "approve" ? "approved" : "denied";
-    return this.row(event, "Approval decision", h("div", { class: "text" },
-      `${a.tool || "tool"} ${verdict}${a.decided_by ? ` by ${a.decided_by}` : ""}${a.reason ? `: ${a.reason}` : ""}`));
+    this.place(inv, event, this.row(event, "Approval decision", h("div", { class: "text" }, `${a.tool || "tool"}: ${verdictText(a)}`)));
   }
 
+  /** A failure: terminal (the run ends), or one the run went past (non-fatal, a
+   * rejected structured answer with its text, or one that degrades the run). */
   errorRow(inv, event) {
     const error = event.error || { code: "error", message: "" };
-    const label = `Error · ${error.code}${error.failure && error.failure !== "terminal" ? ` (${error.failure})` : ""}`;
-    return this.row(event, label, h("div", { class: "text" }, error.message), stateDelta(event));
+    const went = error.failure && error.failure !== "terminal" && !error.degraded ? " (went on)" : "";
+    const rejected = textOf(event);
+    const el = this.row(event, `Error · ${error.code}${went}`, h("div", { class: "text" }, error.message),
+      rejected ? h("details", { class: "rejected" }, h("summary", {}, "The answer it gave"), h("pre", {}, rejected)) : null,
+      stateDelta(event));
+    el.classList.toggle("went-on", (error.failure ?? "terminal") !== "terminal");
+    return el;
   }
 
   compactionBlock(event) {
@@ -369,6 +450,13 @@ export class TimelineView {
       input: Math.max(run?.input_tokens ?? 0, stats?.input ?? 0),
       output: Math.max(run?.output_tokens ?? 0, stats?.output ?? 0),
     };
+  }
+
+  /** How the loaded tool calls of ``invocations`` (default: all) turned out. */
+  callTally(invocations = this.invocations.values()) {
+    const outcomes = [];
+    for (const inv of invocations) for (const call of inv.calls.values()) outcomes.push(call.outcome);
+    return tally(outcomes);
   }
 
   count(inv, event) {
@@ -395,26 +483,44 @@ export class TimelineView {
     }
   }
 
+  /** What heads an invocation: its user message's first line, else its run's message; a
+   * run resumed from an interrupted one (it has no message) says so, linking to it. */
+  titleOf(inv, run) {
+    if (!run?.resumed_from) return [inv.title || (run?.message ?? `Invocation ${inv.id.slice(0, 8)}`), ...this.resumedAs(run)];
+    const earlier = this.runsById.get(run.resumed_from);
+    const label = `run ${run.resumed_from.slice(0, 8)}`;
+    const link = earlier?.invocation_id
+      ? h("a", { class: "inv-resumed-from", href: `#inv-${earlier.invocation_id}` }, label)
+      : label;
+    return ["Resumed from ", link, " at its last step"];
+  }
+
+  /** " · resumed as run …" on an interrupted run that a later run went on from. */
+  resumedAs(run) {
+    if (run?.status !== "interrupted") return [];
+    const later = [...this.runsById.values()].find((other) => other.resumed_from === run.id);
+    if (!later?.invocation_id) return [];
+    return [" · resumed as ", h("a", { class: "inv-resumed-as", href: `#inv-${later.invocation_id}` }, `run ${later.id.slice(0, 8)}`)];
+  }
+
   updateSummary(inv) {
     const s = inv.stats;
     const run = this.runs.get(inv.id);
-    inv.titleEl.textContent = inv.title || (run?.message ?? `Invocation ${inv.id.slice(0, 8)}`);
+    inv.titleEl.replaceChildren(...this.titleOf(inv, run));
     const status = run?.status || (s.terminal ? "failed" : "");
     inv.statusEl.className = `badge ${status}`;
     inv.statusEl.textContent = status;
     inv.statusEl.hidden = !status;
     const chips = [`${s.events} events`];
     const { input, output } = this.tokens(inv.id, run);
-    if (input || output) chips.push(`${input}↓ ${output}↑ tok`);
-    if (s.toolCalls) chips.push(`${s.toolCalls} tool call${s.toolCalls === 1 ? "" : "s"}`);
+    if (input || output) chips.push(`${formatTokens(input, output)} tokens`);
+    if (s.toolCalls) chips.push(tallyText(this.callTally([inv]), "tool call"));
     if (s.errors) chips.push(`${s.errors} error${s.errors === 1 ? "" : "s"}`);
     const started = run?.started_at || s.first;
     const ended = run?.ended_at || (this.activeInvocation === inv.id ? null : s.last);
-    if (started && ended) chips.push(formatDuration(Date.parse(ended) - Date.parse(started)));
-    inv.totalsEl.replaceChildren(...chips.map((c) => h("span", { class: c.includes("error") ? "chip error" : "chip" }, c)));
+    if (started && ended && !run?.timing) chips.push(formatDuration(Date.parse(ended) - Date.parse(started)));
+    inv.wallEl.replaceChildren(...[wallTimeBar(run?.timing)].filter(Boolean));
+    inv.totalsEl.replaceChildren(...chips.map((c) => h("span", { class: /error|denied|failed/.test(c) ? "chip error" : "chip" }, c)));
   }
 }
 
-function preview(args) {
-  return clip(JSON.stringify(args ?? {}), PREVIEW_CHARS);
-}

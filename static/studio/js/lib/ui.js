@@ -36,7 +36,23 @@ export function formatDuration(ms) {
   const s = ms / 1000;
   if (s < 60) return `${s.toFixed(1)} s`;
   const m = Math.floor(s / 60);
-  return `${m}:${String(Math.floor(s % 60)).padStart(2, "0")} min`;
+  if (m < 60) return `${m}:${String(Math.floor(s % 60)).padStart(2, "0")} min`;
+  return `${Math.floor(m / 60)}:${String(m % 60).padStart(2, "0")} h`;
+}
+
+/** Tokens, one way everywhere (pages, chips, totals): "1,204 in · 88 out". */
+export function formatTokens(input, output) {
+  return `${(input || 0).toLocaleString("en-US")} in · ${(output || 0).toLocaleString("en-US")} out`;
+}
+
+/** "$0.0012", "$12.35", "0.50 EUR": a cost (a decimal string) as studio.figures.cost
+ * writes it: two significant digits below one, cents above; "" when unknown. */
+export function formatCost(amount, currency = "USD") {
+  const value = Number(amount);
+  if (amount === null || amount === undefined || amount === "" || !Number.isFinite(value)) return "";
+  const places = value >= 1 || value === 0 ? 2 : Math.min(Math.max(2, 1 - Math.floor(Math.log10(value))), 10);
+  const text = value.toFixed(places);
+  return currency === "USD" ? `$${text}` : `${text} ${currency}`;
 }
 
 export function formatClock(ms) {

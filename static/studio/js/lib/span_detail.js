@@ -1,0 +1,132 @@
+// The detail of one span, for the waterfall's side panel: when it ran and for how long,
+// what went in and came out (a model's input is what its agent last gave it: the
+// request, or its previous call's tool results), a tool's arguments and result, tokens,
+// a wait's decision, the error; and links to the events that opened and closed it in
+// the timeline. Everything is written as text.
+
+import { h, pretty } from "./dom.js";
+import { formatDuration, formatTime, formatTokens } from "./ui.js";
+import { isoOf } from "./spans.js";
+import { transferOf } from "./waterfall_layout.js";
+
+const KIND_LABELS = { agent: "Agent run", model: "Model call", tool: "Tool call", human: "Waiting for a person" };
+
+/** The panel's content for ``span`` (a lib/spans.js record) of ``run``. */
+export function spanDetail(span, { tree, run, now, timelineUrl, actions }) {
+  const end = span.end ?? now;
+  const start = tree.roots.reduce((first, root) => Math.min(first, root.start), span.start);
+  const facts = [
+    ["Agent", span.author],
+    ["Branch", span.branch || "—"],
+    ["Started", `+${formatDuration((span.start - start) / 1000)} · ${formatTime(isoOf(span.start))}`],
+    [span.end === null ? "Running for" : "Took", formatDuration((end - span.start) / 1000)],
+    ...kindFacts(span, end),
+  ];
+  if (span.error) facts.push(["Error", span.error]);
+  return h("div", { class: "wf-detail-body", dataset: { span: span.span_id, kind: span.kind } },
+    h("p", { class: "wf-detail-kind" }, KIND_LABELS[span.kind] || span.kind),
+    h("h2", {}, span.kind === "model" ? `Model call of ${span.author}` : span.name,
+      h("span", { class: `badge ${badgeOf(span)}` }, span.status === "open" ? "running" : span.status)),
+    h("dl", { class: "wf-facts" }, facts.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
+    ...sections(span, tree, run),
+    links(span, timelineUrl, actions));
+}
+
+function badgeOf(span) {
+  if (span.status === "open") return "running";
+  return span.status === "error" ? "error" : "ok";
+}
+
+function kindFacts(span, end) {
+  const a = span.attributes;
+  switch (span.kind) {
+    case "model":
+      return [["Tokens", formatTokens(span.input_tokens, span.output_tokens)]];
+    case "tool": {
+      const facts = [["Outcome", a.outcome ?? (span.end === null ? "running" : "—")]];
+      if (a.ran_ms !== undefined) facts.push(["Ran", formatDuration(a.ran_ms)]);
+      const waited = (end - span.start) / 1000 - (a.ran_ms ?? 0);
+      if (a.ran_ms !== undefined && waited >= 1) facts.push(["Waited to run", formatDuration(waited)]);
+      return facts;
+    }
+    case "human":
+      return [
+        ["Tool", a.tool ?? "—"],
+        ["Decision", a.decision ? `${a.decision === "approve" ? "approved" : "denied"}${a.decided_by ? ` by ${a.decided_by}` : ""}` : "waiting"],
+        ...(a.reason ? [["Reason", a.reason]] : []),
+      ];
+    default:
+      return [];
+  }
+}
+
+function sections(span, tree, run) {
+  const a = span.attributes;
+  switch (span.kind) {
+    case "agent":
+      return [section("Input", agentInput(span, tree, run)), section("Output", agentOutput(span, tree))];
+    case "model":
+      return [
+        section("Input", modelInput(span, tree, run)),
+        section("Output", a.text || (span.end === null ? "(streaming…)" : "(no text)")),
+        a.tool_calls?.length ? section("Tool calls", a.tool_calls.join(", ")) : null,
+      ];
+    case "tool":
+      return [
+        section("Arguments", pretty(a.arguments ?? {})),
+        section("Result", a.result ?? (span.end === null ? "(running…)" : "—")),
+        a.transfer_to ? section("Handed over to", a.transfer_to) : null,
+      ];
+    case "human":
+      return [a.edited_args ? section("Edited arguments", pretty(a.edited_args)) : null];
+    default:
+      return [];
+  }
+}
+
+function section(title, text) {
+  return h("section", { class: "wf-io" }, h("h3", {}, title), h("pre", { class: "wf-text" }, String(text ?? "")));
+}
+
+/** What an agent was asked: the run's message, or, run as a tool, its call's request. */
+function agentInput(agent, tree, run) {
+  const parent = tree.byId.get(agent.parent_span_id);
+  if (parent?.kind === "tool") {
+    const request = parent.attributes.arguments?.request;
+    return request ?? pretty(parent.attributes.arguments ?? {});
+  }
+  if (transferOf(agent, tree)) return `Handed over by ${parent.author}. The run began with: ${run?.message ?? ""}`;
+  return run?.message ?? "";
+}
+
+function agentOutput(agent, tree) {
+  const models = (tree.children.get(agent.span_id) || []).filter((s) => s.kind === "model" && s.attributes.text);
+  const last = models[models.length - 1];
+  if (last) return last.attributes.text;
+  return agent.end === null ? "(running…)" : "(no answer of its own)";
+}
+
+/** What a model call was given last: its agent's input for the first call, else the
+ * results of the tools its previous call asked for. */
+function modelInput(model, tree, run) {
+  const agent = tree.byId.get(model.parent_span_id);
+  const siblings = agent ? tree.children.get(agent.span_id) || [] : [];
+  const models = siblings.filter((s) => s.kind === "model");
+  const previous = models[models.indexOf(model) - 1];
+  if (!previous) return agent ? agentInput(agent, tree, run) : run?.message ?? "";
+  const tools = siblings.filter((s) => s.kind === "tool" && s.start_seq !== null && s.start_seq === previous.end_seq);
+  if (!tools.length) return previous.attributes.text || "";
+  return tools.map((tool) => `${tool.name} → ${tool.attributes.result ?? "(no result yet)"}`).join("\n");
+}
+
+function links(span, timelineUrl, actions) {
+  const seqLink = (seq, label) => h("a", { href: `${timelineUrl}?seq=${seq}`, dataset: { seq } }, `${label} #${seq}`);
+  return h("div", { class: "wf-detail-links" },
+    h("p", { class: "hint" }, "Events in the timeline: ",
+      span.start_seq !== null ? seqLink(span.start_seq, "opened at") : "opened by a streamed chunk",
+      span.end_seq !== null && span.end_seq !== span.start_seq ? [" · ", seqLink(span.end_seq, "closed at")] : null),
+    h("div", { class: "row" },
+      h("button", { type: "button", class: "btn small", onclick: actions.zoom }, "Zoom to span"),
+      span.parent_span_id ? h("button", { type: "button", class: "btn small", onclick: actions.parent }, "Parent") : null,
+      h("button", { type: "button", class: "btn small ghost", onclick: actions.close }, "Close")));
+}
