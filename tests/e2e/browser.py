@@ -132,12 +132,12 @@ def screenshot(page: Page, name: str, *, full_page: bool = False) -> Path:
 
 
 class Api:
-    """Studio's REST API as ``demo``, with a token: for arranging data and reading the
-    database's truth back."""
+    """Studio's REST API as ``demo`` (or ``user``), with a token: for arranging data and
+    reading the database's truth back."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, user: tuple[str, str] = DEMO) -> None:
         self.base_url = base_url
-        body = self._call("POST", "/api/auth/token/", {"username": DEMO[0], "password": DEMO[1]})
+        body = self._call("POST", "/api/auth/token/", {"username": user[0], "password": user[1]})
         self.token = body["token"]
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:

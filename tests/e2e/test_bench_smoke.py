@@ -50,3 +50,20 @@ def test_pages_time_the_timeline_and_the_session_list_in_chromium() -> None:
     results = run_bench("pages", *args, timeout_s=SLOW_S - 10)
 
     assert [r["name"] for r in results] == ["pages.timeline", "pages.session_list"]
+
+
+@pytest.mark.timeout(SLOW_S)
+def test_waterfall_times_its_spans_api_first_render_and_live_frames_in_chromium() -> None:
+    args = ("--events", "60", "--live-steps", "5", "--loads", "1", "--requests", "2")
+
+    results = run_bench("waterfall", *args, timeout_s=SLOW_S - 10)
+
+    names = [r["name"] for r in results]
+    assert names == ["waterfall.spans_api", "waterfall.interactive", "waterfall.live_frames"]
+    assert results[0]["details"]["spans"] > 0
+    live = results[2]["details"]
+    assert live["run_status"] == "succeeded"
+    # Each live step stores its message and three tool results: enough events for the
+    # run to stream at 50/s and more.
+    assert live["events"] >= 5 * (1 + 3)
+    assert isinstance(live["events_per_s_met"], bool)

@@ -41,7 +41,8 @@ def _calc(expression: str) -> dict[str, Any]:
 def _scripted(
     name: str, script: list[dict[str, Any]], tools: list[str], **options: Any
 ) -> dict[str, Any]:
-    """A scripted agent (spec and model options) that plays ``script`` once."""
+    """A scripted agent (spec and model options) that plays ``script`` once; its one
+    long turn is what the tests count, so no compaction event follows it."""
     return {
         "spec": {
             "name": name,
@@ -50,6 +51,7 @@ def _scripted(
             "tools": [{"name": tool} for tool in tools],
             "max_iterations": 1000,
             "limits": LIMITS,
+            "compaction": {"enabled": False},
         },
         "options": {"script": script, "loop": False, **options},
     }
@@ -350,8 +352,12 @@ async def _receive_until_closed(watcher: LiveViewer, ws: Any) -> None:
 
 
 async def _watch_until_a_shell_call(watcher: LiveViewer, ws: Any) -> None:
+    """Until the shell call has started: its ``tool_started`` (the effect journal) is
+    stored, so a kill from now on leaves the call in doubt, never "did not run"."""
     async with asyncio.timeout(30):
-        while not _shell_calls(watcher.events[-1:]):
+        while not any(
+            event["type"] == "tool_started" and _shell_calls([event]) for event in watcher.events
+        ):
             await watcher.receive(ws, 30)
 
 

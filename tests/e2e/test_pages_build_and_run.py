@@ -146,9 +146,10 @@ def test_form_and_json_stay_in_sync_and_errors_show_at_their_spec_path(
     editor.fill(json.dumps(spec, indent=2))
     editor.blur()
     expect(page.locator("#tree")).to_contain_text("helper")
+    expect(page.locator("#validity")).to_have_text("1 problem")
+    page.click("#problems-count")
     problem = page.locator("#problems button", has_text="sub_agents.0.model")
     expect(problem).to_contain_text("no_such_model")
-    expect(page.locator("#validity")).to_have_text("1 problem")
 
     problem.click()
     expect(page.locator("#form-heading")).to_have_text("helper")

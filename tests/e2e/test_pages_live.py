@@ -8,13 +8,14 @@ import re
 import time
 from typing import Any
 
+import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot, timeline_rows
 from tests.support.daphne_server import DaphneServer
 
-ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
+ENDED = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
 WORDS = " ".join(f"word{n}" for n in range(40))
 
 
@@ -88,8 +89,13 @@ def test_a_tool_call_waits_for_approval_and_runs_with_the_edited_arguments(
     send(api, session_id, "what is 6 * 7")
 
     card = page.locator(".approval")
-    expect(card).to_contain_text('"expression": "6 * 7"')
+    tool = page.locator(".tool[data-tool=calculator]")
+    expect(tool.locator(".args-box")).to_contain_text('"expression": "6 * 7"')
+    expect(card).to_contain_text("Approval needed: calculator with the arguments above")
     expect(page.locator("#run-waiting")).to_have_text("waiting for your approval")
+    expect(tool.locator(".state")).to_have_text("waiting for approval")
+    expect(page.get_by_text("running…", exact=True)).to_have_count(0)
+    expect(page.locator("#session-status")).to_have_text("waiting for approval")
     screenshot(page, "timeline-approval")
     card.get_by_role("button", name="Edit arguments").click()
     card.locator("textarea").fill('{"expression": "2 + 2"}')
@@ -98,12 +104,100 @@ def test_a_tool_call_waits_for_approval_and_runs_with_the_edited_arguments(
     expect(page.locator(".ev.agent_message .text").last).to_have_text("Approved answer: 4")
     expect(card).to_have_class("approval decided")
     expect(card).to_contain_text("Approved with edits by demo")
-    expect(page.locator(".tool[data-tool=calculator] .outcome")).to_have_text("→ 4")
+    # The line shows what ran, marked edited; the proposed arguments are a click away.
+    expect(tool.locator(".outcome")).to_have_text("→ 4")
+    expect(tool.locator("summary .preview")).to_have_text('{"expression":"2 + 2"}')
+    expect(tool.locator("summary .chip.edited")).to_have_text("edited")
+    expect(tool.locator(".args-box > pre")).to_contain_text('"expression": "2 + 2"')
+    proposed = tool.locator(".proposed")
+    expect(proposed.locator("pre")).to_be_hidden()
+    proposed.locator("summary").click()
+    expect(proposed.locator("pre")).to_contain_text('"expression": "6 * 7"')
+    # Drawn in the order it happened: arguments, the card and its decision, the result.
+    order = tool.evaluate(
+        "el => [...el.querySelectorAll('.args-box, .approval, [data-type=approval_decision],"
+        " .result')].map(e => e.className || e.dataset.type)"
+    )
+    assert order == ["args-box", "approval decided", "hint", "result"], order
     expect(page.locator("#session-status")).to_have_text("succeeded")
+    wall = page.locator(".inv .wall-time")
+    expect(wall).to_contain_text("Wall time")
+    expect(wall.locator("[data-part=human]")).to_contain_text("waiting on a person")
+    screenshot(page, "timeline-approved-with-edits")
     stored = api.events(session_id)
     decision = next(e for e in stored if e["type"] == "approval_decision")
     assert decision["approval"]["edited_args"] == {"expression": "2 + 2"}
     assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
+    run = api.get(f"/api/runs/?session={session_id}")["results"][0]
+    timing = run["timing"]
+    parts = ["queued_ms", "model_ms", "tools_ms", "human_ms", "overhead_ms"]
+    assert sum(timing[p] for p in parts) == pytest.approx(timing["total_ms"], abs=0.01)
+    assert timing["human_ms"] > timing["model_ms"] + timing["tools_ms"]
+
+
+def careful_agent(api: Api, name: str, result: str = "Approved answer: {last_tool_result}") -> Any:
+    return api.agent(
+        {
+            "name": name,
+            "model": "scripted",
+            "instruction": f"Use the calculator.\nResult: {result}",
+            "tools": [{"name": "calculator", "requires_approval": True}],
+        }
+    )
+
+
+def test_cancelling_while_a_call_waits_for_approval_leaves_nothing_running(
+    page: Page, api: Api
+) -> None:
+    session_id, _ = start(api, careful_agent(api, "careful_cancel"), "")
+    open_timeline(page, session_id)
+    send(api, session_id, "what is 3 * 3")
+    card = page.locator(".approval")
+    expect(card.get_by_role("button", name="Approve")).to_be_visible()
+
+    page.click("#cancel-run")
+    expect(page.locator("#session-status")).to_have_text("cancelled")
+    tool = page.locator(".tool[data-tool=calculator]")
+    expect(tool.locator(".state")).to_have_text("not run")
+    expect(tool.locator(".result .label")).to_have_text("Not run")
+    expect(card.get_by_role("button")).to_have_count(0)
+    expect(card.get_by_label("Reason")).to_have_count(0)
+    expect(card).to_contain_text(
+        "The run was cancelled before a decision was made; the call did not run."
+    )
+    expect(page.get_by_text(re.compile("running…"))).to_have_count(0)
+    expect(page.locator(".step.running")).to_have_count(0)
+    screenshot(page, "timeline-cancelled-while-waiting")
+    stored = api.events(session_id)
+    assert [e["type"] for e in stored[-2:]] == ["tool_response", "error"]
+    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
+
+    page.reload()  # the same after a reload, from the record alone
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    expect(tool.locator(".state")).to_have_text("not run")
+    expect(card.get_by_role("button")).to_have_count(0)
+    expect(page.get_by_text(re.compile("running…"))).to_have_count(0)
+
+
+def test_a_denied_call_is_counted_as_denied_in_its_tag_and_the_totals(page: Page, api: Api) -> None:
+    agent = careful_agent(api, "careful_deny", result="Tool said: {last_tool_result}")
+    session_id, _ = start(api, agent, "")
+    open_timeline(page, session_id)
+    send(api, session_id, "what is 5 * 5")
+    card = page.locator(".approval")
+    card.get_by_label("Reason").fill("too risky")
+    card.get_by_role("button", name="Deny").click()
+
+    expect(page.locator("#session-status")).to_have_text("succeeded")
+    tool = page.locator(".tool[data-tool=calculator]")
+    expect(tool.locator(".state")).to_have_text("denied")
+    expect(tool).not_to_have_class(re.compile(r"\bis-error\b"))
+    expect(page.locator(".inv .totals")).to_contain_text("1 tool call · 1 denied")
+    expect(page.locator("#totals")).to_contain_text("Tool calls1 · 1 denied")
+    expect(page.locator(".ev.agent_message .text").last).to_contain_text(
+        "because you declined the call. You said: too risky."
+    )
+    screenshot(page, "timeline-denied")
 
 
 def test_a_denied_call_in_the_playground_tells_the_model_why(page: Page, api: Api) -> None:
@@ -124,8 +218,21 @@ def test_a_denied_call_in_the_playground_tells_the_model_why(page: Page, api: Ap
     card.get_by_label("Reason").fill("not today")
     card.get_by_role("button", name="Deny").click()
     expect(card).to_contain_text("Denied by demo: not today")
-    expect(page.locator(".msg.agent .bubble").last).to_contain_text("Tool said:")
+    answer = page.locator(".msg.agent .bubble").last
+    expect(answer).to_have_text(
+        "I did not run the calculator tool, because you declined the call. You said: not today. "
+        "Tell me how you would like me to go on."
+    )
+    call = page.locator(".msg.tool[data-tool=calculator]")
+    expect(call).to_have_attribute("data-outcome", "denied")
+    expect(call.locator(".state")).to_have_text(" · denied")
+    # The call's result comes after the card that decided it.
+    assert call.evaluate(
+        "el => el.querySelector('.approval').compareDocumentPosition("
+        "el.querySelector('.result-line')) === Node.DOCUMENT_POSITION_FOLLOWING"
+    )
     expect(page.locator("#send")).to_be_enabled()
+    screenshot(page, "playground-denied")
 
 
 def test_offline_mid_run_and_back_the_timeline_matches_the_database(

@@ -171,6 +171,32 @@ def test_the_allowlist_admits_nothing_else(entries: list[str], url: str) -> None
         )
 
 
+@pytest.mark.parametrize(
+    ("url", "shown", "kind"),
+    [
+        ("http://[::ffff:127.0.0.1]/v1", "::ffff:127.0.0.1", "a loopback address"),
+        ("http://loop.evil.test/v1", "loop.evil.test (127.0.0.1)", "a loopback address"),
+        ("http://169.254.169.254/", "169.254.169.254", "a link-local address (where cloud"),
+        ("http://10.1.2.3/", "10.1.2.3", "a private-network address"),
+        ("http://100.64.0.1/", "100.64.0.1", "a shared (carrier-grade NAT) address"),
+        ("http://0.0.0.0/", "0.0.0.0", "the unspecified address"),  # noqa: S104
+        ("http://224.0.0.1/", "224.0.0.1", "a multicast address"),
+    ],
+)
+def test_a_refusal_says_what_the_address_is_and_which_setting_allows_it(
+    url: str, shown: str, kind: str
+) -> None:
+    with pytest.raises(security.OutboundURLError) as caught:
+        security.check_outbound_url(url, allowlist=EMPTY, resolver=NAMES)
+    detail = caught.value.detail
+    assert detail.startswith(f"{shown} is {kind}"), detail
+    assert "the operator who runs Studio allows it with the STUDIO_OUTBOUND_ALLOWLIST" in detail
+    host = shown.split(" ")[0]
+    assert detail.endswith(f"(e.g. STUDIO_OUTBOUND_ALLOWLIST={host})")
+    # What it suggests admits exactly that URL.
+    security.check_outbound_url(url, allowlist=security.Allowlist.parse([host]), resolver=NAMES)
+
+
 def test_the_system_resolver_is_used_for_names(settings: Any) -> None:
     settings.STUDIO_OUTBOUND_ALLOWLIST = []
     with pytest.raises(security.OutboundURLError, match="localhost"):
@@ -262,8 +288,8 @@ def test_test_connection_reports_a_refused_base_url_without_sending(
         base_url=openai_server.base_url,
     )
     body = api.post(f"/api/models/{config.pk}/test/").json()
-    assert body["ok"] is False
-    assert "outbound_refused" in body["detail"]
+    assert (body["ok"], body["code"]) == (False, "address_refused")
+    assert "loopback" in body["detail"] and "STUDIO_OUTBOUND_ALLOWLIST" in body["detail"]
     assert openai_server.requests == []
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from asgiref.local import Local
 from django.contrib.auth.models import User
 from django.core.cache import cache
+from django.tasks import task_backends
 from rest_framework.test import APIClient
 
 from studio import runs, services
@@ -113,3 +116,38 @@ def recording_executor() -> Any:
     runs._executor = recording = RecordingExecutor()
     yield recording
     runs._executor = chosen
+
+
+def post_agent(user: User, spec: dict[str, Any]) -> Any:
+    """``POST /api/agents/`` of ``spec`` as ``user``."""
+    return client_for(user).post(
+        "/api/agents/", {"name": spec["name"], "spec": spec}, format="json"
+    )
+
+
+def error_paths(response: Any) -> dict[str, str]:
+    """A 400's validation errors, by their path inside the request."""
+    assert response.status_code == 400, response.content
+    return {e["path"]: e["detail"] for e in response.json()["errors"]}
+
+
+def forget_task_backends() -> None:
+    """Django caches the TASKS backends on first use; tests change the setting."""
+    task_backends._settings = None
+    task_backends.__dict__.pop("settings", None)
+    task_backends._connections = Local(task_backends.thread_critical)
+
+
+@pytest.fixture
+async def worker_execution(settings: Any) -> AsyncIterator[None]:
+    """Worker execution chosen, as at the start-up of a server or worker that has it
+    (the tests run the worker's task in-process)."""
+    settings.STUDIO_RUN_EXECUTION = "worker"
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    forget_task_backends()
+    runs.configure()
+    yield
+    await runs.executor().aclose()
+    settings.STUDIO_RUN_EXECUTION = "inline"
+    runs.configure()
+    forget_task_backends()

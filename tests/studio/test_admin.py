@@ -5,7 +5,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from agents_core import events as core_events
-from studio import services
+from agents_core.contracts import Usage
+from studio import figures, services
 from studio.models import ModelConfig, RunStatus, Session
 from studio.runs import records
 from studio.runs.records import Ending
@@ -170,3 +171,41 @@ def test_the_cancel_action_cancels_active_runs_and_skips_finished_ones(
     active.refresh_from_db()
     done.refresh_from_db()
     assert (active.status, done.status) == ("cancelled", "succeeded")
+
+
+def test_the_pause_and_resume_actions_change_only_runs_they_apply_to(
+    admin_client: Client, ada: User
+) -> None:
+    running = services.start_run(make_session(ada), "one")
+    assert records.claim_run(running, owner="elsewhere", lease_s=30)
+    queued = services.start_run(make_session(ada), "two")
+    selected = [str(running.pk), str(queued.pk)]
+    paused = admin_client.post(
+        "/admin/studio/run/", {"action": "pause_runs", "_selected_action": selected}, follow=True
+    )
+    assert "Paused 1 run(s); 1 were not running." in paused.content.decode()
+    running.refresh_from_db()
+    assert running.status == RunStatus.PAUSED
+    resumed = admin_client.post(
+        "/admin/studio/run/", {"action": "resume_runs", "_selected_action": selected}, follow=True
+    )
+    assert "Resumed 1 run(s); 1 were not paused." in resumed.content.decode()
+    running.refresh_from_db()
+    queued.refresh_from_db()
+    assert (running.status, queued.status) == (RunStatus.RUNNING, RunStatus.QUEUED)
+
+
+def test_the_run_list_writes_tokens_and_durations_as_the_pages_do(
+    admin_client: Client, ada: User
+) -> None:
+    run = services.start_run(make_session(ada), "count")
+    records.end_run(
+        run.pk, Ending(RunStatus.SUCCEEDED), usage=Usage(input_tokens=1204, output_tokens=88)
+    )
+    idle = services.start_run(make_session(ada), "nothing yet")
+    page = admin_client.get("/admin/studio/run/").content.decode()
+    assert "1,204 in · 88 out" in page
+    row = page[page.index(str(idle.pk)[:8]) :].split("</tr>", 1)[0]
+    assert "in ·" not in row  # a run with no tokens yet shows none, not "0 in · 0 out"
+    run.refresh_from_db()
+    assert figures.duration(run.ended_at - (run.started_at or run.created_at)) in page

@@ -25,3 +25,37 @@ def test_persistence_appends_through_the_session_service(backend: str) -> None:
 
     assert result["name"] == f"persistence.{backend}"
     assert result["details"]["events"] == 12
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_big_history_generates_and_times_its_reads(backend: str) -> None:
+    if backend == "postgresql" and not postgres_listening():
+        pytest.skip("no PostgreSQL on 127.0.0.1:5432")
+    args = ("--backend", backend, "--events", "800", "--sessions", "8", "--big-events", "200")
+
+    results = run_bench("big_history", *args, "--repeat", "1")
+
+    names = [result["name"].rsplit(".", 1)[-1] for result in results]
+    assert names == [
+        "generate",
+        "session_list",
+        "session_search",
+        "run_spans",
+        "admin_sessions",
+        "admin_runs",
+    ]
+    assert results[0]["details"]["sessions"] == 8
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_overview_bench_times_the_page_and_its_figures(backend: str) -> None:
+    """Also runs the overview's PostgreSQL path (``percentile_cont``) on a real server."""
+    if backend == "postgresql" and not postgres_listening():
+        pytest.skip("no PostgreSQL on 127.0.0.1:5432")
+    args = ("--backend", backend, "--events", "800", "--sessions", "8", "--big-events", "200")
+
+    results = run_bench("overview", *args, "--users", "1", "--repeat", "1")
+
+    names = [result["name"].split(".", 2)[-1] for result in results]
+    assert names == ["page_14d", "figures_14d", "page_92d", "figures_92d"]
+    assert all(result["details"]["user"]["runs"] > 0 for result in results)

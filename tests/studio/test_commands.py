@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from studio.agents.demo import DEMO_AGENTS
-from studio.models import Agent, AgentVersion, ModelConfig, Run, Session
+from studio.agents.demo import DEMO_AGENTS, DEMO_MODEL, MODELS
+from studio.models import Agent, AgentVersion, Event, ModelConfig, Run, Session
 from tests.studio.conftest import make_agent
 
 
@@ -22,13 +22,19 @@ def run_agent(*args: str) -> list[str]:
 @pytest.fixture
 def seeded(db: None) -> User:
     call_command("seed_demo", "--force", stdout=io.StringIO())  # tests run with DEBUG off
+    # The demo agents' model pauses like a hosted one; here they answer at once.
+    ModelConfig.objects.filter(name=DEMO_MODEL).update(options={})
     return User.objects.get(username="demo")
 
 
 @pytest.mark.django_db
-def test_seed_demo_creates_the_demo_user_its_model_and_five_offline_agents(seeded: User) -> None:
+def test_seed_demo_creates_the_demo_user_its_models_and_five_offline_agents(
+    seeded: User,
+) -> None:
     assert seeded.check_password("demo")
-    assert ModelConfig.objects.get(owner=seeded).provider == "scripted"
+    models = ModelConfig.objects.filter(owner=seeded)
+    assert {(m.name, m.provider) for m in models} == {(n, "scripted") for n in MODELS}
+    assert {a.spec["model"] for a in Agent.objects.all() if "model" in a.spec} == {DEMO_MODEL}
     assert sorted(Agent.objects.filter(owner=seeded).values_list("name", flat=True)) == sorted(
         name for name, _, _ in DEMO_AGENTS
     )
@@ -38,7 +44,7 @@ def test_seed_demo_creates_the_demo_user_its_model_and_five_offline_agents(seede
         "calculator": "llm",
         "pipeline": "sequential",
         "fan_out": "parallel",
-        "refine_loop": "loop",
+        "refine_loop": "sequential",
         "helpdesk": "llm",
     }
 
@@ -87,7 +93,14 @@ def test_run_agent_runs_the_calculator_demo_and_prints_its_events(seeded: User) 
     [
         ("pipeline", "solar power", ["researcher", "writer", "The final, edited text."]),
         ("fan_out", "a new cafe", ["Upside:", "Risk:", "Next step:", '"next_step"']),
-        ("refine_loop", "a slogan", ["A polished second draft.", "→ exit_loop({})"]),
+        (
+            "refine_loop",
+            "a slogan",
+            [
+                "→ exit_loop({})",
+                "Here is the final draft, after review: A polished second draft.",
+            ],
+        ),
         ("helpdesk", "what is 6 * 7?", ["transfer_to_agent", "The math tutor worked it out: 42"]),
         ("helpdesk", "write a poem about rain", ['{"agent_name": "poet"}', "Roses are red"]),
     ],
@@ -99,6 +112,9 @@ def test_every_demo_agent_runs_offline_to_success(
     for fragment in expected:
         assert fragment in output
     assert Run.objects.get().status == "succeeded"
+    # It ends well: on an answer in words, not on a tool call or a tool's result.
+    said = [e.to_core() for e in Event.objects.order_by("seq") if e.type != "agent_end"]
+    assert said[-1].is_final_response(), said[-1]
 
 
 @pytest.mark.django_db(transaction=True)

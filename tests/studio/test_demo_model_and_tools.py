@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agents_core.contracts import ToolSchema
 from agents_core.exceptions import ToolArgumentsError
 from agents_core.llm import ChatMessage, LlmRequest
 from studio.agents.demo_model import respond
+from studio.agents.llms import PacedLlm, build_llm
 from studio.agents.tools import evaluate, tool_registry
+from studio.models import ModelConfig
 
 
 @pytest.mark.parametrize(
@@ -91,3 +95,63 @@ def test_the_demo_model_transfers_to_the_best_matching_agent() -> None:
         tools=[transfer],
     )
     assert respond(req).tool_calls[0].args == {"agent_name": "poet"}
+
+
+@pytest.mark.parametrize(
+    ("refusal", "expected"),
+    [
+        (
+            "denied: a person declined this call to 'calculator'; it did not run. "
+            "Reason: not today",
+            "I did not run the calculator tool, because you declined the call. "
+            "You said: not today. Tell me how you would like me to go on.",
+        ),
+        (
+            "denied: a person declined this call to 'calculator'; it did not run.",
+            "I did not run the calculator tool, because you declined the call. "
+            "Tell me how you would like me to go on.",
+        ),
+    ],
+)
+def test_after_a_denied_call_the_demo_model_says_so_in_a_sentence(
+    refusal: str, expected: str
+) -> None:
+    answer = respond(
+        request(
+            "Use the calculator.\nResult: Approved answer: {last_tool_result}",
+            ChatMessage(role="user", text="what is 2 + 2"),
+            ChatMessage(role="tool", text=refusal, tool_call_id="c1", name="calculator"),
+        )
+    )
+    assert answer.text == expected
+
+
+def test_the_demo_model_asks_an_agent_offered_as_a_tool_the_users_words() -> None:
+    checker = ToolSchema(
+        name="fact_checker",
+        parameters={"type": "object", "properties": {"request": {"type": "string"}}},
+    )
+    asked = respond(
+        LlmRequest(
+            system_instruction="Have the fact_checker check it.",
+            messages=[user("solar power")],
+            tools=[checker],
+        )
+    )
+    assert [(c.name, c.args) for c in asked.tool_calls] == [
+        ("fact_checker", {"request": "solar power"})
+    ]
+
+
+async def test_a_paced_scripted_model_answers_as_the_unpaced_one_does() -> None:
+    def answers(options: dict[str, float]) -> Any:
+        config = ModelConfig(name="demo", provider=ModelConfig.Provider.SCRIPTED, options=options)
+        return build_llm(config)
+
+    paced, plain = answers({"latency_s": 0.01}), answers({})
+    assert isinstance(paced, PacedLlm) and not isinstance(plain, PacedLlm)
+    said = request("Reply: hello there", user("hi"))
+    got = [chunk async for chunk in paced.astream(said)]
+    expected = [chunk async for chunk in plain.astream(said)]
+    assert [(c.text, c.partial) for c in got] == [(c.text, c.partial) for c in expected]
+    assert got[-1].text == "hello there"

@@ -6,6 +6,7 @@ layer does."""
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from asgiref.sync import sync_to_async
 from autobahn.exception import Disconnected
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
+from django.test import Client
 
 from agents_core import events as core_events
 from studio import layers, live, services
@@ -148,6 +150,37 @@ async def test_an_approval_decided_over_the_api_resumes_the_run(ada: User, bob: 
     assert viewer.events_of_type("tool_response")[0]["parts"][0]["result"] == "42"
     again = await sync_to_async(client_for(ada).post)(url, edited, format="json")
     assert (again.status_code, again.json()["code"]) == (409, "approval_not_pending")
+
+
+def session_list(user: User, query: str) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.get(f"/sessions/?{query}").content.decode()
+
+
+async def test_a_session_waiting_on_a_person_is_listed_as_waiting_for_approval(
+    ada: User,
+) -> None:
+    session = await approval_session(ada)
+    viewer = await watch(application, session, ada)
+    approval = await start_and_await_approval(viewer)
+
+    assert (await Session.objects.aget(pk=session.pk)).status == "waiting"
+    listed = await sync_to_async(session_list)(ada, "status=waiting")
+    assert f'data-session="{session.pk}"' in listed
+    assert "waiting for approval</span>" in listed
+    running = await sync_to_async(session_list)(ada, "status=running")
+    assert f'data-session="{session.pk}"' not in running
+
+    await viewer.send({"type": "approval", **decision(approval, "approve")})
+    await viewer.until_ended()
+    assert (await Session.objects.aget(pk=session.pk)).status == "succeeded"
+    listed = await sync_to_async(session_list)(ada, "status=succeeded")
+    row = listed[listed.index(f'data-session="{session.pk}"') :]
+    run = await Run.objects.aget(session=session)
+    figures = f"{run.input_tokens:,} in · {run.output_tokens:,} out"
+    assert figures in row[: row.index("</tr>")]
+    assert re.search(r'data-testid="duration">\d[^<]* (ms|s)<', row)
 
 
 async def test_a_denied_call_does_not_run_and_the_model_reads_the_refusal(ada: User) -> None:

@@ -63,3 +63,24 @@ def test_a_new_event_loops_connections_are_checked_as_the_first_ones_were(
         asyncio.run(answer(llm))
 
     assert len(openai_server.chat_requests) == 1
+
+
+def test_a_keyed_or_paced_model_tells_the_runner_its_output_cap() -> None:
+    """Token limits reserve a model's output cap before each call: a wrapper that hid it
+    would let the last call overshoot by its whole answer."""
+    keyed = ModelConfig(
+        name="keyed",
+        provider="openai_compatible",
+        model="m",
+        base_url="http://127.0.0.1:9/v1",
+        options={"max_tokens": 123},
+    )
+    keyed.set_api_key("sk-test-1234")
+    assert build_llm(keyed).max_output_tokens == 123
+    paced = ModelConfig(name="paced", provider="scripted", options={"latency_s": 0.1})
+    paced_llm = build_llm(paced)
+    assert paced_llm.max_output_tokens is None
+    assert (
+        paced_llm.provider_key
+        == build_llm(ModelConfig(name="paced", provider="scripted")).provider_key
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +16,8 @@ from django.urls import reverse
 from agents_core import events as core_events
 from studio.models import Event, Session
 from studio.session_service import append_event_sync
-from studio.web.views import TIMELINE_PAGE_SIZE
+from studio.web.format import duration, tokens
+from studio.web.sessions import TIMELINE_PAGE_SIZE
 from tests.studio.conftest import make_session
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +98,7 @@ def test_the_session_list_rows_share_one_delete_form(ada: User) -> None:
 
     html = client.get(reverse("sessions")).content.decode()
 
-    table = html[html.index('<table class="list"') : html.index("</table>")]
+    table = html[html.index('data-testid="session-table"') : html.index("</table>")]
     assert "csrfmiddlewaretoken" not in table  # one token, in the shared form
     assert re.search(r'<form id="delete-session"[^>]*>\s*<input type="hidden" name="csrf', html)
     actions = re.findall(r'form="delete-session" formaction="([^"]+)"', html)
@@ -104,3 +106,25 @@ def test_the_session_list_rows_share_one_delete_form(ada: User) -> None:
     response = client.post(actions[0], {"next": reverse("sessions")})
     assert response.status_code == 302
     assert Session.objects.filter(owner=ada).count() == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        (None, ""),
+        (320.4, "320 ms"),
+        (timedelta(milliseconds=1500), "1.5 s"),
+        (timedelta(minutes=2, seconds=5), "2:05 min"),
+        (timedelta(hours=1, minutes=2, seconds=9), "1:02 h"),
+    ],
+)
+def test_durations_are_written_as_the_pages_scripts_write_them(
+    value: timedelta | float | None, written: str
+) -> None:
+    assert duration(value) == written
+
+
+def test_tokens_are_written_in_one_vocabulary() -> None:
+    assert tokens({"input": 1204, "output": 88}) == "1,204 in · 88 out"
+    assert tokens({"input": 0, "output": 0}) == ""
+    assert tokens(None) == ""

@@ -10,8 +10,9 @@ from django.contrib.auth.models import User
 
 from agents_core import events as core_events
 from agents_core.context import CancellationToken
-from studio import services
+from studio import services, wire
 from studio.errors import ConflictError
+from studio.ledger import ledger_of
 from studio.models import Event, ModelConfig, Run, RunStatus, Session
 from studio.runs import records
 from studio.runs.execute import execute_run
@@ -175,3 +176,64 @@ async def test_a_run_that_stops_on_an_unexpected_error_ends_with_a_stored_error_
 @sync_to_async
 def queued_run_on(session_pk: object) -> Run:
     return services.start_run(Session.objects.get(pk=session_pk), "again")
+
+
+async def test_a_run_cancelled_while_a_call_waits_for_approval_answers_it_as_not_run(
+    ada: User,
+) -> None:
+    run = await queued_run(
+        ada,
+        "what is 2 + 2",
+        instruction="Use the calculator.",
+        tools=[{"name": "calculator", "requires_approval": True}],
+    )
+    token = CancellationToken()
+
+    async def cancel_on_request(event: core_events.Event) -> None:
+        if event.type is core_events.EventType.APPROVAL_REQUEST:
+            token.cancel("stopped from the page")
+
+    finished = await execute_run(run, on_event=cancel_on_request, cancel_token=token)
+    assert finished.status == RunStatus.CANCELLED
+    stored = [e.to_core() async for e in Event.objects.filter(session_id=run.session_id)]
+    stored.sort(key=lambda e: e.seq or 0)
+    assert [e.type for e in stored[-2:]] == ["tool_response", "error"]
+    (result,) = stored[-2].tool_results
+    assert result.output.startswith("not_run: the run was cancelled (stopped from the page)")
+    assert not (await sync_to_async(ledger_of)(finished)).open_calls
+
+
+async def test_a_run_failing_before_its_tool_call_started_answers_it_not_run(ada: User) -> None:
+    run = await queued_run(
+        ada, "what is 2 + 2", instruction="Use the calculator.", tools=[{"name": "calculator"}]
+    )
+
+    async def fail_on_the_call(event: core_events.Event) -> None:
+        if not event.partial and event.tool_calls:
+            raise RuntimeError("the viewers' channel broke")
+
+    with pytest.raises(RuntimeError):
+        await execute_run(run, on_event=fail_on_the_call)
+    stored = [e.to_core() async for e in Event.objects.filter(session_id=run.session_id)]
+    stored.sort(key=lambda e: e.seq or 0)
+    assert [e.type for e in stored[-2:]] == ["tool_response", "error"]
+    (result,) = stored[-2].tool_results
+    # The effect journal holds no tool_started for the call: it certainly had no effect.
+    assert result.output.startswith("not_run: the run failed (internal_error) before this call")
+
+
+async def test_an_ended_run_records_where_its_wall_time_went(ada: User) -> None:
+    run = await queued_run(
+        ada, "what is 2 + 2", instruction="Use the calculator.", tools=[{"name": "calculator"}]
+    )
+    finished = await execute_run(run)
+    timing = finished.timing
+    assert timing is not None and finished.ended_at is not None
+    assert timing["total_ms"] == pytest.approx(
+        (finished.ended_at - finished.created_at).total_seconds() * 1000, abs=0.01
+    )
+    parts = ("queued_ms", "model_ms", "tools_ms", "human_ms", "overhead_ms")
+    assert sum(timing[p] for p in parts) == pytest.approx(timing["total_ms"], abs=0.01)
+    assert timing["model_ms"] > 0 and timing["tools_ms"] > 0 and timing["human_ms"] == 0
+    api_run = await sync_to_async(lambda: wire.run_payload(finished))()
+    assert api_run["timing"] == timing

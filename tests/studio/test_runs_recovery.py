@@ -45,7 +45,7 @@ def _call(call_id: str, expression: str = "1 + 1") -> core_events.ToolCallPart:
 
 def crashed_run(owner: User, *, expired: bool = True) -> Run:
     """A run whose server stopped after it asked for three tool calls: one answered, one
-    running, one waiting for approval."""
+    running (journalled as started), one waiting for approval."""
     session = make_session(owner)
     run = services.start_run(session, "what is 1 + 1?")
     assert records.claim_run(run, owner="dead-host:1:abc", lease_s=30)
@@ -64,6 +64,7 @@ def crashed_run(owner: User, *, expired: bool = True) -> Run:
             E.TOOL_RESPONSE,
             parts=[core_events.ToolResponsePart(call_id="c1", name="calculator", result="2")],
         ),
+        _event(session, E.TOOL_STARTED, parts=[_call("c2")]),
         _event(session, E.APPROVAL_REQUEST, approval=approval),
     ]:
         append_event_sync(session.key, event)
@@ -92,7 +93,7 @@ def test_an_abandoned_run_is_interrupted_with_its_unanswered_calls_marked(ada: U
     )
     assert run.session.status == "interrupted"
     events = payloads(run.session_id)
-    assert [e["seq"] for e in events] == list(range(1, 9))
+    assert [e["seq"] for e in events] == list(range(1, 10))
     c2, c3, error = events[-3:]
     assert (c2["type"], c2["parts"][0]["call_id"], c2["parts"][0]["is_error"]) == (
         "tool_response",
@@ -102,12 +103,12 @@ def test_an_abandoned_run_is_interrupted_with_its_unanswered_calls_marked(ada: U
     assert c2["parts"][0]["result"].startswith("in_doubt:")
     assert (c2["author"], c2["invocation_id"]) == ("helper", "inv-1")
     assert c3["parts"][0]["call_id"] == "c3"
-    assert "did not run" in c3["parts"][0]["result"]
+    assert c3["parts"][0]["result"].startswith("not_run:")
     assert error["type"] == "error"
     assert error["error"]["code"] == "interrupted"
     assert error["error"]["failure"] == "terminal"
     assert "calculator (c2)" in error["error"]["message"]
-    assert [e.seq for e in result.events] == [6, 7, 8]
+    assert [e.seq for e in result.events] == [7, 8, 9]
     assert recovery.abandoned_runs(runs.executor()) == []
     assert recovery.interrupt(run.pk, runs.executor()) is None
 

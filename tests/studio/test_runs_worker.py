@@ -7,15 +7,13 @@ separate processes on PostgreSQL and Redis."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from asgiref.local import Local
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
-from django.tasks import TaskResultStatus, task_backends
+from django.tasks import TaskResultStatus
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
@@ -36,25 +34,9 @@ from tests.support.live import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _forget_task_backends() -> None:
-    """Django caches the TASKS backends on first use; tests change the setting."""
-    task_backends._settings = None
-    task_backends.__dict__.pop("settings", None)
-    task_backends._connections = Local(task_backends.thread_critical)
-
-
 @pytest.fixture(autouse=True)
-async def worker_execution(settings: Any, run_manager: Any) -> AsyncIterator[None]:  # noqa: F811
-    """Worker execution chosen, as at the start-up of a server that has it."""
-    settings.STUDIO_RUN_EXECUTION = "worker"
-    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
-    _forget_task_backends()
-    runs.configure()
-    yield
-    await runs.executor().aclose()
-    settings.STUDIO_RUN_EXECUTION = "inline"
-    runs.configure()
-    _forget_task_backends()
+def _worker(run_manager: Any, worker_execution: None) -> None:  # noqa: F811
+    """Every test here runs with worker execution chosen."""
 
 
 def task_of(run: Run) -> DBTaskResult | None:
@@ -207,3 +189,32 @@ async def test_two_users_worker_runs_waiting_on_the_same_call_id_are_decided_apa
         ("approve", "ada"),
         ("deny", "bob"),
     ]
+
+
+async def test_an_answer_sent_to_the_manager_is_relayed_to_the_worker_run(ada: User) -> None:
+    script = [
+        {"tool_calls": [{"name": "ask_user", "args": {"question": "Which city?"}}]},
+        {"text": "Booked for {last_tool_result}."},
+    ]
+    await sync_to_async(scripted_agent)(ada, "booker", script, tools=[{"name": "ask_user"}])
+    session = await new_session(ada, "booker")
+    run = await start(session)
+    executing = asyncio.create_task(tasks.execute(run.pk))
+
+    async def asked() -> list[dict[str, Any]]:
+        return [e for e in await stored(session) if e["type"] == "user_question"]
+
+    question = (await eventually(asked))[0]["question"]
+    fields = {"call_id": question["call_id"], "args_hash": question["args_hash"]}
+    decision = live.ApprovalBody(**fields, decision="approve")
+    with pytest.raises(ConflictError) as caught:  # a decision is no answer, there too
+        await services.decide_approval(session, decision, decided_by="ada")
+    assert caught.value.code == "approval_not_pending"
+
+    await services.answer_question(
+        session, live.AnswerBody(**fields, text="Porto"), answered_by="ada"
+    )
+    await asyncio.wait_for(executing, timeout=10)
+    events = await stored(session)
+    assert events[-2]["parts"][0]["text"] == "Booked for Porto."
+    assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.SUCCEEDED

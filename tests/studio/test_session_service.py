@@ -6,6 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from agents_core import events as core_events
+from agents_core.event_filters import apply_compaction
 from agents_core.exceptions import SessionError
 from studio.models import Event, Session
 from studio.session_service import DjangoSessionService
@@ -114,3 +115,35 @@ async def test_appending_an_already_stored_event_returns_it_as_stored(ada: User)
     assert session.events == [first] and session.state == {"k": 1}
     assert [e.seq async for e in Event.objects.filter(session__key=session.id)] == [1]
     assert (await Session.objects.aget(key=session.id)).last_seq == 1
+
+
+async def test_a_compacted_session_loads_from_its_newest_compaction_with_the_same_history(
+    ada: User,
+) -> None:
+    service = DjangoSessionService()
+    session = await service.create_session(app_name="studio", user_id="ada")
+    for n in range(1, 7):
+        said = core_events.user_message(session.id, f"message {n}", invocation_id="inv")
+        await service.append_event(session, said)
+    covered = core_events.CompactionRange(start_seq=1, end_seq=4)
+    summary = core_events.Event(
+        type=core_events.EventType.COMPACTION,
+        invocation_id="inv",
+        session_id=session.id,
+        author="agent",
+        parts=[core_events.TextPart(text="the first four")],
+        actions=core_events.EventActions(compaction=covered),
+    )
+    await service.append_event(session, summary)
+    await service.append_event(
+        session, core_events.user_message(session.id, "last", invocation_id="inv")
+    )
+
+    loaded = await service.get_session(app_name="studio", user_id="ada", session_id=session.id)
+
+    assert loaded is not None
+    assert [e.seq for e in loaded.events] == [5, 6, 7, 8]  # nothing the summary covers
+    assert loaded.last_seq == 8
+    visible = [e.text for e in apply_compaction(loaded.events)]
+    assert visible == [e.text for e in apply_compaction(session.events)]
+    assert visible == ["the first four", "message 5", "message 6", "last"]

@@ -54,12 +54,14 @@ class DaphneServer:
             **self.env,
         }
 
-    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run ``manage.py <args>`` against this server's data."""
+    def manage(
+        self, *args: str, check: bool = True, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``manage.py <args>`` against this server's data (``env``: more variables)."""
         return subprocess.run(
             [sys.executable, str(ROOT / "manage.py"), *args],
             cwd=ROOT,
-            env=self.environment(),
+            env={**self.environment(), **(env or {})},
             capture_output=True,
             text=True,
             check=check,

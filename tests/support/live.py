@@ -26,7 +26,7 @@ TIMEOUT_S = 10.0
 ORIGIN = b"http://localhost"
 # The Host a browser on ORIGIN sends: websocket upgrades must come from their own origin.
 HOST = b"localhost"
-ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
+ENDED = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
 
 
 @pytest.fixture(autouse=True)

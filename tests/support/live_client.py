@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tests.support.daphne_server import DaphneServer
 
-ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
+ENDED = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
 
 _SETUP = """
 import json, os

@@ -1,10 +1,11 @@
 """Real MCP servers for the tests, written with the SDK's server API.
 
-``server`` offers small tools (add, echo, fail...). ``quoting`` is a careless server: its
-tool list and its results quote everything it was given (each request header over
-HTTP, each environment variable over stdio), raw, URL-encoded and base64-encoded, in
-every place a tool carries text: name, title, description, and the input schema's
-titles, descriptions, defaults, examples and property names.
+``server`` offers small tools (add, echo, fail...; ``tally`` counts its calls in
+``TALLY``). ``quoting`` is a careless server: its tool list and its results quote
+everything it was given (each request header over HTTP, each environment variable over
+stdio), raw, URL-encoded and base64-encoded, in every place a tool carries text: name,
+title, description, and the input schema's titles, descriptions, defaults, examples
+and property names.
 
 Run either over stdio (``python -m tests.support.mcp_server [--quoting]`` or by path),
 or serve it over streamable HTTP on 127.0.0.1 with ``serve_http()``.
@@ -73,6 +74,33 @@ async def slow(seconds: float) -> str:
     """Sleep, then answer: for timeout tests."""
     await asyncio.sleep(seconds)
     return f"slept {seconds}s"
+
+
+@dataclass
+class Tally:
+    """The calls of the ``tally`` tool, counted in the process that serves it (the
+    test's own, with ``serve_http()``), so a test can tell how often a tool with side
+    effects ran whatever became of the Studio that called it."""
+
+    labels: list[str] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+    """Set to end every held call at once (a test's end)."""
+
+    def reset(self) -> None:
+        self.labels.clear()
+        self.release.clear()
+
+
+TALLY = Tally()
+
+
+@server.tool()
+async def tally(label: str, hold_s: float = 0.0) -> str:
+    """Count one call under ``label`` (a side effect), then hold it ``hold_s`` seconds."""
+    TALLY.labels.append(label)
+    if hold_s > 0:
+        await asyncio.to_thread(TALLY.release.wait, hold_s)
+    return f"tallied {label}"
 
 
 @server.tool()

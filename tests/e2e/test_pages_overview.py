@@ -1,0 +1,40 @@
+"""The overview dashboard in Chromium: a run made through the API shows in today's
+figures and in charts drawn by the vendored uPlot, light and dark, with no CSP
+violation or console error (the ``context`` fixture fails on any), and its figures link
+down to the session behind them."""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
+from tests.e2e.browser import Api, screenshot
+from tests.e2e.test_pages_live import send, wait_for_run_end
+
+
+def test_the_overview_counts_todays_run_and_links_to_its_session(page: Page, api: Api) -> None:
+    spec = {"name": "overviewed", "model": "scripted", "instruction": "Reply: hello there"}
+    session = api.post("/api/sessions/", {"agent": api.agent(spec)["id"], "title": "Counted"})
+    assert wait_for_run_end(api, send(api, session["id"], "hi")["id"])["status"] == "succeeded"
+
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto("/overview/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "overview")
+    expect(page.locator(".chart-box canvas")).to_have_count(4)
+    agents = page.get_by_test_id("overview-agents")
+    row = agents.locator("tr", has_text="overviewed")
+    expect(row.locator("[data-figure=runs]")).to_have_text("1")
+    expect(row.locator("td").last).to_have_text(re.compile(r"^0\.0000[1-9]\d USD$"))
+    expect(page.get_by_test_id("overview-models")).to_contain_text("scripted")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    screenshot(page, "overview-light", full_page=True)
+    page.emulate_media(color_scheme="dark")
+    expect(page.locator(".chart-box canvas")).to_have_count(4)
+    screenshot(page, "overview-dark", full_page=True)
+
+    row.locator("[data-figure=runs]").click()
+    expect(page.get_by_test_id("ran-filter")).to_be_visible()
+    expect(page.get_by_test_id("session-table")).to_contain_text("Counted")
+    expect(page.locator("[data-session]")).to_have_count(1)

@@ -1,0 +1,82 @@
+"""An agent that asks the user, in Chromium: the question appears with a box for the
+answer, the page says the run waits for you, and the answer typed in the playground or
+the timeline is what the agent goes on with."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
+from tests.e2e.browser import Api, screenshot
+
+
+def booker(api: Api, name: str) -> dict[str, Any]:
+    script = [
+        {"tool_calls": [{"name": "ask_user", "args": {"question": "Which <b>city</b>?"}}]},
+        {"text": "Booked for {last_tool_result}."},
+    ]
+    api.model(f"{name}_model", script=script, loop=True)
+    return api.agent(
+        {
+            "name": name,
+            "model": f"{name}_model",
+            "instruction": "Ask where to book.",
+            "tools": [{"name": "ask_user"}],
+        }
+    )
+
+
+def test_the_playground_asks_and_the_typed_answer_goes_to_the_agent(page: Page, api: Api) -> None:
+    agent = booker(api, "booker_chat")
+    page.goto(f"/playground/?agent={agent['id']}")
+    expect(page.locator("body")).to_have_attribute("data-ready", "playground")
+    page.fill("#message", "book me a trip")
+    page.keyboard.press("Enter")
+    expect(page.locator("#chat-waiting")).to_have_text("Waiting for your answer")
+    call = page.locator(".msg.tool[data-tool=ask_user]")
+    expect(call.locator(".state")).to_have_text(" · waiting for your answer")
+    card = call.locator(".question")
+    # The question is text: the markup the model wrote is shown, never run.
+    expect(card.locator(".question-text")).to_have_text("Which <b>city</b>?")
+    expect(card.locator("b")).to_have_count(0)
+    card.get_by_role("button", name="Send answer").click()
+    expect(card.get_by_role("status")).to_have_text("Type an answer first.")
+    screenshot(page, "playground-question")
+
+    card.get_by_label("Your answer").fill("Lisbon")
+    card.get_by_label("Your answer").press("Enter")
+    expect(page.locator(".msg.agent .bubble").last).to_have_text("Booked for Lisbon.")
+    expect(card).to_contain_text("demo answered: Lisbon")
+    expect(card.get_by_label("Your answer")).to_have_count(0)
+    expect(page.get_by_text(re.compile("running…"))).to_have_count(0)
+    expect(page.locator("#chat-waiting")).to_have_text("")
+
+
+def test_the_timeline_answers_a_question_and_a_stopped_one_says_so(page: Page, api: Api) -> None:
+    agent = booker(api, "booker_timeline")
+    session = api.post("/api/sessions/", {"agent": agent["id"], "title": "Trip"})
+    page.goto(f"/sessions/{session['id']}/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    api.post(f"/api/sessions/{session['id']}/messages/", {"text": "book me a trip"})
+    call = page.locator(".tool[data-tool=ask_user]")
+    expect(call).to_have_attribute("data-state", "waiting")
+    expect(call.locator(".chip.state")).to_have_text("waiting for your answer")
+    card = call.locator(".question")
+    card.get_by_label("Your answer").fill("Porto")
+    card.get_by_role("button", name="Send answer").click()
+    expect(call).to_have_attribute("data-state", "done")
+    expect(card).to_contain_text("demo answered: Porto")
+    screenshot(page, "timeline-question-answered")
+
+    # A second question, then the run is cancelled: the card closes and says how.
+    api.post(f"/api/sessions/{session['id']}/messages/", {"text": "and a hotel"})
+    second = page.locator(".tool[data-tool=ask_user]").nth(1)
+    expect(second).to_have_attribute("data-state", "waiting")
+    page.get_by_role("button", name="Cancel run").click()
+    expect(second).to_have_attribute("data-state", "not_run")
+    expect(second.locator(".question").get_by_label("Your answer")).to_have_count(0)
+    expect(second.locator(".question")).to_contain_text("cancelled")
+    expect(page.get_by_text(re.compile("running…"))).to_have_count(0)

@@ -1,0 +1,392 @@
+"""The waterfall in a real browser: a live multi-agent run (parallel branches, an agent
+called as a tool, a loop, a wait for approval) drawn as lanes and arrows, open spans
+that tick and close when their events arrive, the wall-time split, filters, keyboard
+navigation, the detail panel, the links to the timeline and back, the demo agents, and
+the page's span store checked against the spans API."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
+from tests.e2e.browser import Api, screenshot
+from tests.support.daphne_server import DaphneServer
+
+ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
+SCRIPTS: dict[str, list[dict[str, Any]]] = {
+    "lead": [
+        {
+            "text": "Let me ask the helper.",
+            "tool_calls": [{"name": "helper", "args": {"request": "find the facts"}}],
+        },
+        {"tool_calls": [{"name": "calculator", "args": {"expression": "6 * 7"}}]},
+        {"text": "The lead is done: {last_tool_result}"},
+    ],
+    "helper": [{"text": "Here are the facts you asked for."}],
+    "left": [{"text": "The left branch looks at one side of it."}],
+    "right": [{"text": "The right branch looks at the other side."}],
+    "drafter": [{"text": "A draft of the answer."}],
+    "checker": [{"text": "Not yet, once more."}, {"tool_calls": [{"name": "exit_loop"}]}],
+}
+
+
+def llm(name: str, suffix: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "model": f"{name}_{suffix}", "instruction": f"You are {name}.", **extra}
+
+
+def team(api: Api, suffix: str) -> dict[str, Any]:
+    """A sequential team: a lead that asks a helper agent as a tool and uses a
+    calculator that needs approval, a parallel fan-out, and a loop of two passes."""
+    for name, script in SCRIPTS.items():
+        api.model(f"{name}_{suffix}", script=script, loop=name == "drafter", token_delay_s=0.04)
+    approve = [{"name": "calculator", "requires_approval": True}]
+    spec = {
+        "type": "sequential",
+        "name": f"team_{suffix}",
+        "sub_agents": [
+            llm("lead", suffix, tools=approve, agent_tools=[llm("helper", suffix)]),
+            {
+                "type": "parallel",
+                "name": "fan",
+                "sub_agents": [llm("left", suffix), llm("right", suffix)],
+            },
+            {
+                "type": "loop",
+                "name": "refine",
+                "max_iterations": 3,
+                "sub_agents": [
+                    llm("drafter", suffix),
+                    llm("checker", suffix, tools=[{"name": "exit_loop"}]),
+                ],
+            },
+        ],
+    }
+    return api.agent(spec)
+
+
+def new_session(api: Api, agent: dict[str, Any], title: str) -> str:
+    return str(api.post("/api/sessions/", {"agent": agent["id"], "title": title})["id"])
+
+
+def wait_for(condition: Any, what: str, within: float = 30.0) -> Any:
+    """Polls ``condition`` (observable state through the API, with a bound)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if found := condition():
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def pending_approval(api: Api, session_id: str) -> dict[str, Any]:
+    def asked() -> dict[str, Any] | None:
+        events = api.events(session_id)
+        decided = {e["approval"]["call_id"] for e in events if e["type"] == "approval_decision"}
+        asks = [e["approval"] for e in events if e["type"] == "approval_request"]
+        return next((a for a in asks if a["call_id"] not in decided), None)
+
+    return wait_for(asked, "an approval request")  # type: ignore[no-any-return]
+
+
+def decide(api: Api, session_id: str, decision: str) -> None:
+    asked = pending_approval(api, session_id)
+    body = {"call_id": asked["call_id"], "args_hash": asked["args_hash"], "decision": decision}
+    if decision == "deny":
+        body["reason"] = "not now"
+    api.post(f"/api/sessions/{session_id}/approvals/", body)
+
+
+def last_run(api: Api, session_id: str) -> dict[str, Any]:
+    return api.get(f"/api/runs/?session={session_id}")["results"][0]  # type: ignore[no-any-return]
+
+
+def ended_run(api: Api, session_id: str) -> dict[str, Any]:
+    def ended() -> dict[str, Any] | None:
+        run = last_run(api, session_id)
+        return run if run["status"] in ENDED else None
+
+    return wait_for(ended, "the run to end")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def finished(api: Api) -> str:
+    """A session whose team run ended: the calculator call was denied."""
+    session_id = new_session(api, team(api, "done"), "a finished team")
+    api.post(f"/api/sessions/{session_id}/messages/", {"text": "work it out as a team"})
+    decide(api, session_id, "deny")
+    assert ended_run(api, session_id)["status"] == "succeeded"
+    return session_id
+
+
+def open_waterfall(page: Page, session_id: str, query: str = "") -> None:
+    page.goto(f"/sessions/{session_id}/waterfall/{query}")
+    expect(page.locator("body")).to_have_attribute("data-ready", "waterfall")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+
+
+def row(page: Page, name: str, kind: str | None = None) -> Any:
+    selector = f".wf-row[data-name='{name}']" + (f"[data-kind='{kind}']" if kind else "")
+    return page.locator(selector)
+
+
+STORE_OF_EVENTS = """async ([events, run]) => {
+  const { SpanStore, micros, toWire } = await import("/static/studio/js/lib/spans.js");
+  const { wallTime } = await import("/static/studio/js/lib/span_timing.js");
+  const store = new SpanStore();
+  const id = run.invocation_id;
+  for (const event of events) if (event.invocation_id === id) store.observe(event);
+  const why = `${run.error_code}: ${run.error_message}`;
+  store.finish(id, run.ended_at, run.status === "succeeded" ? null : why);
+  const spans = store.spans(id);
+  const timing = wallTime(run.created_at, run.started_at, micros(run.ended_at), spans);
+  return { spans: spans.map(toWire), timing };
+}"""
+
+
+def assert_page_store_matches_the_api(page: Page, api: Api, session_id: str) -> None:
+    """The page's span mechanics (lib/spans.js, lib/span_timing.js), fed the run's stored
+    events, give exactly the spans API's spans and the run's stored wall-time split."""
+    run = last_run(api, session_id)
+    expected = api.get(f"/api/runs/{run['id']}/spans/")["spans"]
+    got = page.evaluate(STORE_OF_EVENTS, [api.events(session_id), run])
+    canon = lambda spans: [json.dumps(s, sort_keys=True) for s in spans]  # noqa: E731
+    assert canon(got["spans"]) == canon(expected)
+    assert got["timing"] == pytest.approx(run["timing"], abs=0.002)
+
+
+def test_a_live_multi_agent_run_draws_lanes_arrows_and_open_spans_that_close(
+    page: Page, api: Api
+) -> None:
+    session_id = new_session(api, team(api, "live"), "a live team")
+    open_waterfall(page, session_id)
+    api.post(f"/api/sessions/{session_id}/messages/", {"text": "work it out as a team"})
+
+    # The call waits for approval: the spans that wait with it are open, and tick.
+    wait = row(page, "approval", "human")
+    expect(wait).to_have_attribute("data-status", "open")
+    opened = page.locator(".wf-span[data-status=open]")
+    expect(opened).to_have_count(4)
+    names = opened.evaluate_all("els => els.map(e => e.dataset.name)")
+    assert sorted(names) == ["approval", "calculator", "lead", "team_live"]
+    expect(wait.locator(".wf-bar.open")).to_be_visible()
+    clock = wait.locator(".wf-dur")
+    first = clock.inner_text()
+    assert first.endswith("…")
+    expect(clock).not_to_have_text(first)  # the open span grows as time passes
+    expect(page.locator(".wf-run-head .badge")).to_have_text("waiting")
+    expect(page.locator(".wf-figures")).to_contain_text("waiting for your approval")
+    # The helper runs in its own lane, called from the lead's tool call.
+    helper = row(page, "helper", "agent")
+    expect(helper.locator(".wf-chip.via")).to_have_text("called as a tool")
+    expect(helper).to_have_attribute("data-status", "ok")
+    expect(page.locator(".wf-arrow.call")).to_have_count(1)
+    screenshot(page, "waterfall-live-waiting")
+
+    decide(api, session_id, "approve")
+    expect(wait).to_have_attribute("data-status", "ok")  # closed by its event
+    expect(page.locator(".wf-run-head .badge")).to_have_text("succeeded")
+    expect(page.locator(".wf-span[data-status=open]")).to_have_count(0)
+    expect(page.locator(".wf-bar.open")).to_have_count(0)
+    # Parallel branches in lanes of their own; only one of them sets the end.
+    for name in ("fan", "left", "right", "refine", "drafter", "checker"):
+        expect(
+            page.locator(f".wf-row[data-name='{name}'], .wf-lane[data-lane='{name}']").first
+        ).to_be_visible()
+    critical = [
+        row(page, n, "agent").evaluate("e => e.classList.contains('crit')")
+        for n in ("left", "right")
+    ]
+    assert sorted(critical) == [False, True]
+    # The loop's two passes: the lanes say so and the axis marks where each began.
+    expect(page.locator(".wf-lane[data-lane='drafter'] .wf-chip")).to_have_text("2 runs")
+    expect(page.locator(".wf-iter-label")).to_have_text(["↻1", "↻2"])
+    expect(row(page, "drafter", "agent").locator(".wf-chip.iter")).to_have_text(["#1", "#2"])
+    # The header: where the wall time went, and the tokens.
+    wall = page.locator(".wf-run .wall-time")
+    for part in ("model", "tools", "human", "overhead"):
+        expect(wall.locator(f"[data-part={part}]")).to_be_visible()
+    expect(page.locator(".wf-figures")).to_contain_text(
+        re.compile(r"[\d,]+ in · [\d,]+ out tokens")
+    )
+    page.set_viewport_size({"width": 1280, "height": 900})
+    screenshot(page, "waterfall-team-1280", full_page=True)
+    assert_page_store_matches_the_api(page, api, session_id)
+
+
+def test_keys_filters_and_the_detail_panel_explain_each_span(
+    page: Page, api: Api, finished: str
+) -> None:
+    open_waterfall(page, finished)
+    chart = page.locator(".wf-chart")
+    row(page, "team_done", "agent").click()
+    expect(page.locator("#wf-detail h2")).to_contain_text("team_done")
+    chart.press("ArrowDown")
+    expect(page.locator("#wf-detail h2")).to_contain_text("lead")
+    chart.press("ArrowDown")
+    detail = page.locator("#wf-detail")
+    expect(detail.locator("h2")).to_contain_text("Model call of lead")
+    expect(detail.locator(".wf-io").first).to_contain_text("work it out as a team")  # its input
+    expect(detail).to_contain_text("Let me ask the helper.")  # its output
+    expect(detail.locator(".wf-facts")).to_contain_text(re.compile(r"Tokens[\d,]+ in · [\d,]+ out"))
+    selected = chart.get_attribute("aria-activedescendant")
+    assert selected and page.locator(f"#{selected}").get_attribute("data-kind") == "model"
+
+    row(page, "calculator", "tool").click()
+    expect(detail.locator("h2")).to_contain_text("calculator")
+    expect(detail).to_contain_text('"expression": "6 * 7"')
+    expect(detail.locator(".wf-facts")).to_contain_text("Outcomedenied")
+    expect(detail.locator(".wf-facts")).to_contain_text("Errordenied: a person declined")
+    chart.press("ArrowRight")  # into the wait it holds
+    expect(detail.locator("h2")).to_contain_text("approval")
+    expect(detail.locator(".wf-facts")).to_contain_text("Decisiondenied by demo")
+    expect(detail.locator(".wf-facts")).to_contain_text("Reasonnot now")
+    chart.press("ArrowLeft")  # back to its parent
+    expect(detail.locator("h2")).to_contain_text("calculator")
+    screenshot(page, "waterfall-detail")
+
+    # Zoom in around the selection and back out.
+    ticks = page.locator(".wf-tick:not(.wf-iter-label)")
+    fitted = ticks.all_inner_texts()
+    chart.press("z")
+    expect(ticks).not_to_have_text(fitted)
+    chart.press("0")
+    expect(ticks).to_have_text(fitted)
+
+    # Errors only: the denied call and the lanes that hold it.
+    page.check("#wf-errors")
+    expect(page.locator(".wf-span[data-status=error]")).to_have_count(1)
+    expect(page.locator(".wf-span:not([data-status=error])[data-kind=tool]")).to_have_count(0)
+    page.uncheck("#wf-errors")
+    # Kinds and agents.
+    for kind in ("agent", "model", "human"):
+        page.uncheck(f"input[name=kind][value={kind}]")
+    tools = page.locator(".wf-span[data-kind=tool]").evaluate_all(
+        "els => els.map(e => e.dataset.name)"
+    )
+    assert sorted(tools) == ["calculator", "exit_loop", "helper"]
+    expect(page.locator(".wf-span[data-kind=model]")).to_have_count(0)
+    for kind in ("agent", "model", "human"):
+        page.check(f"input[name=kind][value={kind}]")
+    page.select_option("#wf-agent", "left")
+    expect(page.locator(".wf-span[data-kind=model]")).to_have_count(1)
+    expect(row(page, "right")).to_have_count(0)
+    page.select_option("#wf-agent", "")
+    page.select_option("#wf-colour", "heat")
+    expect(page.locator(".wf-bar[class*=heat-]").first).to_be_visible()
+    page.select_option("#wf-colour", "kind")
+    expect(page.locator(".wf-bar[class*=heat-]")).to_have_count(0)
+
+    # A lane of two runs closes to one line, and opens again.
+    lane = page.locator(".wf-lane[data-lane='drafter']")
+    lane.click()
+    chart.press("ArrowLeft")
+    expect(lane).to_have_attribute("aria-expanded", "false")
+    expect(row(page, "drafter", "agent")).to_have_count(0)
+    expect(lane.locator(".wf-lane-bar")).to_have_count(2)
+    chart.press("ArrowRight")
+    expect(row(page, "drafter", "agent")).to_have_count(2)
+
+
+def test_a_span_links_to_its_events_in_the_timeline_and_back(
+    page: Page, api: Api, finished: str
+) -> None:
+    page.goto(f"/sessions/{finished}/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    page.click("#to-waterfall")  # one click from the timeline
+    expect(page.locator("body")).to_have_attribute("data-ready", "waterfall")
+    row(page, "calculator", "tool").click()
+    opened = page.locator("#wf-detail a[data-seq]").first
+    seq = opened.get_attribute("data-seq")
+    opened.click()
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    focused = page.locator(f"#timeline .focused[data-seq='{seq}']")
+    expect(focused).to_be_in_viewport()
+    screenshot(page, "waterfall-to-timeline")
+
+    # Back: each agent's step links to its span, each run to its waterfall.
+    step = page.locator(".step[data-agent=helper] > .step-head .step-waterfall")
+    step.click()
+    expect(page.locator("body")).to_have_attribute("data-ready", "waterfall")
+    expect(page).to_have_url(re.compile(r"/waterfall/\?invocation=\w+#span-[0-9a-f]+$"))
+    expect(page.locator("#wf-detail h2")).to_contain_text("helper")
+    expect(page.locator(".wf-row.selected")).to_have_attribute("data-name", "helper")
+    expect(page.locator("h1")).to_have_text("Waterfall of one run")
+    page.go_back()
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    page.locator(".inv .inv-waterfall").first.click()
+    expect(page.locator(".wf-run")).to_have_count(1)
+
+
+def test_cancelling_a_waiting_run_closes_its_open_spans_as_errors(page: Page, api: Api) -> None:
+    agent = api.agent(
+        {
+            "name": "careful_waterfall",
+            "model": "scripted",
+            "instruction": "Use the calculator.\nResult: {last_tool_result}",
+            "tools": [{"name": "calculator", "requires_approval": True}],
+        }
+    )
+    session_id = new_session(api, agent, "cancelled while waiting")
+    open_waterfall(page, session_id)
+    api.post(f"/api/sessions/{session_id}/messages/", {"text": "what is 2 + 2"})
+    expect(row(page, "approval", "human")).to_have_attribute("data-status", "open")
+    api.post(f"/api/runs/{last_run(api, session_id)['id']}/cancel/")
+
+    expect(page.locator(".wf-run-head .badge")).to_have_text("cancelled")
+    expect(page.locator(".wf-span[data-status=open]")).to_have_count(0)
+    expect(row(page, "careful_waterfall", "agent")).to_have_attribute("data-status", "error")
+    row(page, "careful_waterfall", "agent").click()
+    expect(page.locator("#wf-detail .wf-facts")).to_contain_text("cancelled")
+    assert_page_store_matches_the_api(page, api, session_id)
+
+
+def test_the_demo_agents_draw_their_waterfall_out_of_the_box(page: Page, api: Api) -> None:
+    agents = {a["name"]: a for a in api.get("/api/agents/")["results"]}
+    pipeline = new_session(api, agents["pipeline"], "the demo pipeline")
+    api.post(f"/api/sessions/{pipeline}/messages/", {"text": "solar power"})
+    helpdesk = new_session(api, agents["helpdesk"], "the demo helpdesk")
+    ended_run(api, pipeline)
+    api.post(f"/api/sessions/{helpdesk}/messages/", {"text": "what is 6 * 7?"})
+    ended_run(api, helpdesk)
+
+    open_waterfall(page, pipeline)
+    for name in ("pipeline", "researcher", "fact_checker", "writer", "editor"):
+        expect(row(page, name, "agent")).to_be_visible()
+    expect(row(page, "fact_checker", "agent").locator(".wf-chip.via")).to_have_text(
+        "called as a tool"
+    )
+    expect(page.locator(".wf-arrow.call")).to_have_count(1)
+    # The demo model takes its time like a hosted one: most of the run is model time.
+    expect(page.locator(".wall-time [data-part=model]")).to_be_visible()
+    screenshot(page, "waterfall-demo-pipeline")
+
+    open_waterfall(page, helpdesk)
+    expect(row(page, "math_tutor", "agent").locator(".wf-chip.via")).to_have_text("handed over")
+    expect(page.locator(".wf-arrow.transfer")).to_have_count(1)
+    expect(row(page, "transfer_to_agent", "tool").locator(".wf-chip.via")).to_have_text(
+        "→ math_tutor"
+    )
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "waterfall-demo-helpdesk-390", full_page=True)
+    page.set_viewport_size({"width": 1366, "height": 800})
+
+
+def test_the_waterfall_is_its_owners_only(page: Page, api: Api, pages_server: DaphneServer) -> None:
+    other = pages_server.manage(
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; from studio.models import Session; "
+        "bob = User.objects.create_user('bob_waterfall'); "
+        "print(Session.objects.create(owner=bob, title='bob').pk)",
+    )
+    bobs = other.stdout.strip().splitlines()[-1]
+    response = page.goto(f"/sessions/{bobs}/waterfall/")
+    assert response is not None and response.status == 404
+    response = page.request.get(f"/sessions/{bobs}/waterfall/?run=not-a-run")
+    assert response.status == 404

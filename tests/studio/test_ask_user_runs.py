@@ -1,0 +1,122 @@
+"""Asking the user through Studio: a run whose agent asks a question waits (the session
+says so, the status frame says ``answer``) and goes on with the answer typed over the
+socket or sent to the API; answers for no waiting question are conflicts; the question
+is owner-scoped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+
+from studio.asgi import application
+from studio.models import Session
+from tests.studio.conftest import client_for
+from tests.support.live import (
+    Viewer,
+    new_session,
+    run_manager,  # noqa: F401  (an autouse fixture)
+    scripted_agent,
+    stored,
+    watch,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SCRIPT = [
+    {"tool_calls": [{"name": "ask_user", "args": {"question": "Which city?"}}]},
+    {"text": "Booked for {last_tool_result}."},
+]
+
+
+async def booking_session(owner: User) -> Session:
+    await sync_to_async(scripted_agent)(owner, "booker", SCRIPT, tools=[{"name": "ask_user"}])
+    return await new_session(owner, "booker")
+
+
+async def ask(viewer: Viewer) -> dict[str, Any]:
+    await viewer.send({"type": "user_message", "text": "book me a trip"})
+    await viewer.until(lambda v: bool(v.events_of_type("user_question")))
+    await viewer.until(lambda v: v.status is not None and v.status["waiting_for"] == "answer")
+    question: dict[str, Any] = viewer.events_of_type("user_question")[0]["question"]
+    return question
+
+
+def answer(question: dict[str, Any], text: str, **changes: Any) -> dict[str, Any]:
+    fields = {"call_id": question["call_id"], "args_hash": question["args_hash"], "text": text}
+    return {**fields, **changes}
+
+
+async def test_an_answer_typed_over_the_socket_is_what_the_agent_goes_on_with(
+    ada: User,
+) -> None:
+    session = await booking_session(ada)
+    viewer = await watch(application, session, ada)
+    question = await ask(viewer)
+    assert question["question"] == "Which city?"
+    assert (await Session.objects.aget(pk=session.pk)).status == "waiting"
+
+    # A decision is not an answer: the run refuses it and goes on waiting.
+    await viewer.send(
+        {
+            "type": "approval",
+            "call_id": question["call_id"],
+            "args_hash": question["args_hash"],
+            "decision": "approve",
+        }
+    )
+    await viewer.until(lambda v: bool(v.errors))
+    assert viewer.errors[-1]["code"] == "approval_not_pending"
+
+    await viewer.send({"type": "answer", **answer(question, "Lisbon")})
+    await viewer.until_ended()
+    assert viewer.run_status == "succeeded"
+    [answered] = viewer.events_of_type("user_answer")
+    assert (answered["question"]["answer"], answered["question"]["answered_by"]) == (
+        "Lisbon",
+        "ada",
+    )
+    assert viewer.events_of_type("tool_response")[0]["parts"][0]["result"] == "Lisbon"
+    assert viewer.events_of_type("agent_message")[-1]["parts"][0]["text"] == "Booked for Lisbon."
+    assert [s["waiting_for"] for s in viewer.statuses][-1] is None
+    assert viewer.events == await stored(session)
+    # The wait for the answer is the person's time, not the tool's.
+    timing = viewer.statuses[-1]["run"]["timing"]
+    assert timing["human_ms"] > 0
+    assert timing["human_ms"] > timing["tools_ms"]
+
+
+async def test_the_api_answers_only_its_owners_waiting_question_once(ada: User, bob: User) -> None:
+    session = await booking_session(ada)
+    viewer = await watch(application, session, ada)
+    question = await ask(viewer)
+    url = f"/api/sessions/{session.pk}/answers/"
+
+    async def post(user: User, body: dict[str, Any]) -> Any:
+        return await sync_to_async(client_for(user).post)(url, body, format="json")
+
+    assert (await post(bob, answer(question, "Oslo"))).status_code == 404
+    empty = await post(ada, answer(question, ""))
+    assert empty.status_code == 400 and empty.json()["errors"][0]["path"] == "text"
+    stale = await post(ada, answer(question, "Oslo", args_hash="0" * 64))
+    assert (stale.status_code, stale.json()["code"]) == (409, "question_not_pending")
+    answered = await post(ada, answer(question, "Oslo"))
+    assert answered.status_code == 204, answered.content
+    await viewer.until_ended()
+    assert viewer.events_of_type("agent_message")[-1]["parts"][0]["text"] == "Booked for Oslo."
+    again = await post(ada, answer(question, "Rome"))
+    assert (again.status_code, again.json()["code"]) == (409, "question_not_pending")
+
+
+async def test_a_cancelled_run_closes_its_question_as_not_run(ada: User) -> None:
+    session = await booking_session(ada)
+    viewer = await watch(application, session, ada)
+    await ask(viewer)
+    await viewer.send({"type": "cancel"})
+    await viewer.until_ended()
+    assert viewer.run_status == "cancelled"
+    [response] = viewer.events_of_type("tool_response")
+    assert response["parts"][0]["is_error"]
+    assert response["parts"][0]["result"].startswith("not_run")

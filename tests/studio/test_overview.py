@@ -1,0 +1,156 @@
+"""The overview dashboard: its figures per day, agent and model over known runs and
+model events, only the user's own, and the page with its links down to the sessions."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from studio.models import Event, ModelConfig, Run, RunStatus, Session
+from studio.overview import DayRange, overview
+from studio.overview.latency import percentile_cont
+from tests.studio.conftest import make_agent, make_session
+
+pytestmark = pytest.mark.django_db
+
+DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
+SPAN = DayRange(DAY1, date(2026, 11, 3))
+
+
+def at(day: date, hour: int = 12) -> datetime:
+    return datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
+
+
+def add_run(
+    session: Session,
+    day: date,
+    seconds: float,
+    status: str = RunStatus.SUCCEEDED,
+    cost: str | None = "0.5",
+    tokens: tuple[int, int] = (100, 20),
+) -> Run:
+    run = Run.objects.create(session=session, message="hi", status=status)
+    created = at(day)
+    Run.objects.filter(pk=run.pk).update(
+        created_at=created,
+        started_at=created,
+        ended_at=created + timedelta(seconds=seconds),
+        input_tokens=tokens[0],
+        output_tokens=tokens[1],
+        cost=Decimal(cost) if cost else None,
+        cost_currency="USD" if cost else "",
+        cost_complete=cost is not None,
+    )
+    return run
+
+
+def add_call(session: Session, day: date, author: str, cost: str | None) -> None:
+    session.last_seq += 1
+    session.save(update_fields=["last_seq"])
+    Event.objects.create(
+        session=session, seq=session.last_seq, type="agent_message", author=author,
+        invocation_id="i", payload={}, schema_version=2, created_at=at(day),
+        usage={"input_tokens": 100, "output_tokens": 20},
+        cost=Decimal(cost) if cost else None, cost_currency="USD" if cost else "",
+    )  # fmt: skip
+
+
+@pytest.fixture
+def history(ada: User, bob: User) -> dict[str, Session]:
+    helper = make_agent(ada, "helper")
+    ModelConfig.objects.create(owner=ada, name="big", provider="scripted", model="big-model-1")
+    writer = make_agent(ada, "writer", model="big")
+    first, second = make_session(ada, helper), make_session(ada, writer)
+    for seconds in (1, 2, 3):
+        add_run(first, DAY1, seconds)
+    add_run(first, DAY1, 10, RunStatus.FAILED, cost=None)
+    add_run(second, DAY2, 4, RunStatus.INTERRUPTED, cost="0.25", tokens=(50, 0))
+    add_run(second, DAY2 + timedelta(days=5), 4)  # outside the range
+    add_call(first, DAY1, "helper", "0.1")
+    add_call(first, DAY1, "helper", "0.2")
+    add_call(second, DAY2, "writer", None)
+    theirs = make_session(bob, make_agent(bob, "helper"))
+    add_run(theirs, DAY1, 100, RunStatus.FAILED)
+    add_call(theirs, DAY1, "helper", "9")
+    return {"first": first, "second": second, "theirs": theirs}
+
+
+def test_percentile_cont_interpolates_like_postgresql() -> None:
+    assert percentile_cont([1, 2, 3, 10], 0.5) == 2.5
+    assert percentile_cont([1, 2, 3, 10], 0.95) == pytest.approx(8.95)
+    assert percentile_cont([4], 0.95) == 4
+    assert percentile_cont([], 0.5) is None
+
+
+def test_figures_per_day_count_runs_errors_latency_tokens_and_cost(
+    ada: User, history: dict[str, Session]
+) -> None:
+    figures = overview(ada, SPAN)
+    one, two, three = figures.days
+    assert (one.key, one.runs, one.errors) == (DAY1, 4, 1)
+    assert (one.p50, one.p95) == (2.5, pytest.approx(8.95))
+    assert (one.input_tokens, one.output_tokens) == (400, 80)
+    assert one.cost == {"USD": Decimal("1.5")} and one.cost_incomplete == 1
+    assert (two.runs, two.errors, two.p50, two.p95) == (1, 1, 4, 4)
+    assert two.cost == {"USD": Decimal("0.25")} and two.cost_incomplete == 0
+    assert (three.runs, three.p50, three.cost) == (0, None, {})
+    total = figures.total
+    assert (total.runs, total.errors, total.cost) == (5, 2, {"USD": Decimal("1.75")})
+
+
+def test_figures_by_agent_and_by_model(ada: User, history: dict[str, Session]) -> None:
+    figures = overview(ada, SPAN)
+    agents = {row.label: row for row in figures.agents}
+    assert set(agents) == {"helper", "writer"}
+    assert (agents["helper"].runs, agents["helper"].errors, agents["helper"].p50) == (4, 1, 2.5)
+    assert (agents["writer"].runs, agents["writer"].errors, agents["writer"].p95) == (1, 1, 4)
+    models = {row.label: row for row in figures.models}
+    assert set(models) == {"scripted", "big-model-1"}
+    assert models["scripted"].calls == 2
+    assert models["scripted"].cost == {"USD": Decimal("0.3")}
+    assert (models["scripted"].input_tokens, models["scripted"].output_tokens) == (200, 40)
+    assert (models["big-model-1"].cost, models["big-model-1"].cost_incomplete) == ({}, 1)
+
+
+def test_a_user_sees_only_their_own_runs(bob: User, history: dict[str, Session]) -> None:
+    figures = overview(bob, SPAN)
+    assert (figures.total.runs, figures.total.errors) == (1, 1)
+    assert figures.total.cost == {"USD": Decimal("0.5")}
+    assert [(m.label, m.calls) for m in figures.models] == [("scripted", 1)]
+
+
+def test_the_page_needs_a_login_and_shows_the_range(ada: User, history: dict[str, Session]) -> None:
+    assert Client().get("/overview/").status_code == 302
+    client = Client()
+    client.force_login(ada)
+    page = client.get("/overview/", {"start": "2026-11-01", "end": "2026-11-03"})
+    assert page.status_code == 200
+    assert page.context["span"] == SPAN
+    assert page.context["total"]["row"].runs == 5
+    assert b'id="overview-data"' in page.content
+    assert b'value="2026-11-01"' in page.content and b'value="2026-11-03"' in page.content
+    default_page = client.get("/overview/")
+    default = default_page.context["span"]
+    assert (default.last - default.first).days == 13
+    # The pickers show the range the figures cover, defaults included.
+    assert f'value="{default.first.isoformat()}"'.encode() in default_page.content
+
+
+def test_an_error_figure_links_to_the_sessions_with_a_failed_run(
+    ada: User, history: dict[str, Session]
+) -> None:
+    client = Client()
+    client.force_login(ada)
+    page = client.get("/overview/", {"start": "2026-11-01", "end": "2026-11-03"})
+    day_one = page.context["days"][0]["links"]
+    listed = client.get(day_one["errors"])
+    assert [s.pk for s, _ in listed.context["rows"]] == [history["first"].pk]
+    day_two = page.context["days"][1]["links"]
+    listed = client.get(day_two["sessions"])
+    assert [s.pk for s, _ in listed.context["rows"]] == [history["second"].pk]
+    nothing = client.get(page.context["days"][2]["links"]["sessions"])
+    assert list(nothing.context["rows"]) == []

@@ -1,0 +1,113 @@
+"""The hot reads of a big history use an index: every query they send that touches the
+events table is EXPLAINed (``EXPLAIN QUERY PLAN`` on SQLite, ``EXPLAIN`` on PostgreSQL)
+and none reads the whole table. The queries are the ones the real views send, captured
+while they answer, so a change to a view is checked as it is."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from studio.live.reads import stored_events
+from studio.management.history import Plan, generate
+from studio.models import Event, Run, RunSpans, Session
+from tests.studio.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+EVENTS = Event._meta.db_table
+SESSIONS = Session._meta.db_table
+PLAN = Plan(users=2, sessions=12, events=1_500, big_sessions=1, big_events=600, seed=3)
+
+
+@pytest.fixture
+def big_run() -> Run:
+    generate(PLAN, log=lambda _: None)
+    if connection.vendor == "postgresql":  # the planner's statistics, as autovacuum keeps them
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {EVENTS}, {SESSIONS}")
+    run = Run.objects.select_related("session__owner").filter(session__title__endswith="(#0)")
+    return run.get()
+
+
+def plans_of(read: Callable[[], Any], table: str) -> list[tuple[str, list[str]]]:
+    """Each query ``read`` sends that names ``table``, with its plan's lines."""
+    with CaptureQueriesContext(connection) as captured:
+        read()
+    found = [q["sql"] for q in captured.captured_queries if f'"{table}"' in q["sql"]]
+    assert found, f"{read} sent no query on {table}"
+    return [(sql, explain(sql)) for sql in found]
+
+
+def explain(sql: str) -> list[str]:
+    prefix = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+    with connection.cursor() as cursor:
+        cursor.execute(prefix + sql)
+        rows = cursor.fetchall()
+    return [str(row[-1]) for row in rows]
+
+
+def assert_indexed(read: Callable[[], Any], table: str) -> None:
+    """No query of ``read`` on ``table`` scans it whole, and each reads it through an
+    index."""
+    for sql, plan in plans_of(read, table):
+        text = "\n".join(plan)
+        if connection.vendor == "sqlite":
+            aliases = {table, *re.findall(rf'"{table}" (\w+)', sql)}
+            scans = [line for line in plan if re.match(rf"SCAN ({'|'.join(aliases)})\b", line)]
+            assert not scans, f"full scan of {table}:\n{text}\n{sql}"
+            assert re.search(r"USING (COVERING |INTEGER PRIMARY KEY|PRIMARY KEY|INDEX)", text)
+        else:
+            assert not re.search(rf"Seq Scan on {table}\b", text), f"scans {table}:\n{text}"
+            assert re.search(r"Index (Only )?Scan", text), f"no index of {table}:\n{text}"
+
+
+def owner_client(run: Run) -> Client:
+    client = Client()
+    client.force_login(run.session.owner)
+    return client
+
+
+def test_the_timeline_reads_its_newest_events_through_the_seq_index(big_run: Run) -> None:
+    page = reverse("session-timeline", args=[big_run.session.pk])
+    assert_indexed(lambda: owner_client(big_run).get(page), EVENTS)
+
+
+def test_the_events_api_pages_after_a_seq_through_the_seq_index(big_run: Run) -> None:
+    url = f"/api/sessions/{big_run.session.pk}/events/?after=300&limit=100"
+    assert_indexed(lambda: client_for(big_run.session.owner).get(url), EVENTS)
+
+
+def test_the_live_replay_reads_after_a_seq_through_the_seq_index(big_run: Run) -> None:
+    assert_indexed(lambda: stored_events(big_run.session.pk, 300, None), EVENTS)
+
+
+def test_the_spans_of_a_run_read_its_invocation_through_an_index(big_run: Run) -> None:
+    RunSpans.objects.all().delete()  # derived from the events, not read back as kept
+    url = f"/api/runs/{big_run.pk}/spans/"
+    assert_indexed(lambda: client_for(big_run.session.owner).get(url), EVENTS)
+
+
+def test_the_session_list_filtered_by_status_reads_the_owners_sessions_by_index(
+    big_run: Run,
+) -> None:
+    if connection.vendor == "postgresql":
+        pytest.skip("PostgreSQL plans a dozen sessions as one page read, whatever the index")
+    url = reverse("sessions") + "?status=succeeded"
+    assert_indexed(lambda: owner_client(big_run).get(url), SESSIONS)
+
+
+def test_the_session_search_reads_events_of_each_session_by_index(big_run: Run) -> None:
+    if connection.vendor == "postgresql":
+        # Known gap: the OR'd EXISTS on text ILIKE becomes a hashed subplan over every
+        # event; a pg_trgm index on UPPER(text) is the likely fix (issue 20, not done).
+        pytest.xfail("PostgreSQL scans the events table for a session search")
+    url = reverse("sessions") + "?q=answer"
+    assert_indexed(lambda: owner_client(big_run).get(url), EVENTS)

@@ -1,0 +1,126 @@
+"""What runs cost: each model call's cost stored with its event at the price of the
+moment, ``Run.cost`` their sum, and prices set per model config through the API."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+
+from studio import costs, services, wire
+from studio.agents.prices import price_for
+from studio.models import Event, ModelConfig, Run, Session
+from studio.runs.execute import execute_run
+from tests.studio.conftest import client_for, error_paths, make_agent, make_session, scripted_model
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEMO_PRICE = price_for("scripted", "")
+
+
+@sync_to_async
+def queued_run(owner: User, *, priced: bool = True) -> Run:
+    if not ModelConfig.objects.filter(owner=owner, name="scripted").exists():
+        if priced:
+            services.create_model_config(owner.pk, name="scripted", provider="scripted")
+        else:
+            scripted_model(owner)
+    agent = make_agent(owner)
+    return services.start_run(make_session(owner, agent), "hello")
+
+
+async def model_calls(run: Run) -> list[Event]:
+    rows = Event.objects.filter(session_id=run.session_id, type="agent_message")
+    return [row async for row in rows.order_by("seq")]
+
+
+async def test_a_run_stores_each_model_calls_cost_and_their_sum_as_its_cost(ada: User) -> None:
+    finished = await execute_run(await queued_run(ada))
+    calls = await model_calls(finished)
+    assert calls and all(row.usage for row in calls)
+    for row in calls:
+        expected = costs.cost_of(row.to_core().usage, DEMO_PRICE)
+        assert expected is not None and expected.amount > 0
+        assert (row.cost, row.cost_currency) == (expected.amount, "USD")
+        assert row.payload["cost"] == {"amount": str(expected.amount), "currency": "USD"}
+    assert finished.cost == sum(row.cost for row in calls if row.cost is not None)
+    assert (finished.cost_currency, finished.cost_complete) == ("USD", True)
+    payload = wire.run_payload(finished)
+    assert (payload["cost"], payload["cost_complete"]) == (str(finished.cost), True)
+
+
+async def test_a_changed_price_changes_no_stored_cost_only_later_runs(ada: User) -> None:
+    first = await execute_run(await queued_run(ada))
+    before = [(row.cost, row.payload["cost"]) for row in await model_calls(first)]
+    config = await ModelConfig.objects.aget(owner=ada, name="scripted")
+    response = await sync_to_async(client_for(ada).patch)(
+        f"/api/models/{config.pk}/", {"price_input": "100", "price_output": "400"}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    assert [(row.cost, row.payload["cost"]) for row in await model_calls(first)] == before
+    assert (await Run.objects.aget(pk=first.pk)).cost == first.cost
+    session = await Session.objects.aget(pk=first.session_id)
+    second = await execute_run(await sync_to_async(services.start_run)(session, "again"))
+    assert second.cost is not None and first.cost is not None
+    assert second.cost > first.cost * 50
+
+
+async def test_a_model_without_a_price_stores_an_unknown_cost_never_zero(ada: User) -> None:
+    finished = await execute_run(await queued_run(ada, priced=False))
+    calls = await model_calls(finished)
+    assert calls and all(row.usage for row in calls)
+    assert all(row.cost is None and row.payload["cost"] is None for row in calls)
+    assert (finished.cost, finished.cost_complete) == (None, False)
+    assert wire.run_payload(finished)["cost"] is None
+
+
+def create_model(user: User, **fields: Any) -> Any:
+    body = {"name": "m", "provider": "openai_compatible", "model": "gpt-4o-mini", **fields}
+    return client_for(user).post("/api/models/", body, format="json")
+
+
+def test_a_new_config_of_a_known_model_starts_with_the_tables_price(ada: User) -> None:
+    body = create_model(ada).json()
+    assert (body["price_input"], body["price_cached_input"], body["price_output"]) == (
+        "0.150000",
+        "0.075000",
+        "0.600000",
+    )
+    assert body["price_currency"] == "USD"
+    unknown = create_model(ada, name="local", model="llama3.2").json()
+    assert unknown["price_input"] is None and unknown["price_output"] is None
+    chosen = create_model(ada, name="own", price_input="1.5", price_output="2").json()
+    assert (chosen["price_input"], chosen["price_cached_input"]) == ("1.500000", None)
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"price_input": "-0.01"}, "price_input"),
+        ({"price_output": "1234567.5"}, "price_output"),
+        ({"price_cached_input": "0.0000001"}, "price_cached_input"),
+        ({"price_input": "cheap"}, "price_input"),
+        ({"price_currency": "usd"}, "price_currency"),
+        ({"price_currency": "DOLLARS"}, "price_currency"),
+    ],
+)
+def test_a_bad_price_is_refused_with_its_field(
+    ada: User, fields: dict[str, str], path: str
+) -> None:
+    assert path in error_paths(create_model(ada, **fields))
+    assert not ModelConfig.objects.filter(owner=ada).exists()
+
+
+def test_the_admin_run_list_shows_each_runs_cost_and_whether_it_is_complete(
+    admin_client: Any, ada: User
+) -> None:
+    priced = services.start_run(make_session(ada), "one")
+    partial = services.start_run(make_session(ada), "two")
+    usd = {"cost_currency": "USD"}
+    Run.objects.filter(pk=priced.pk).update(cost=Decimal("0.0012345"), cost_complete=True, **usd)
+    Run.objects.filter(pk=partial.pk).update(cost=Decimal("2.5"), cost_complete=False, **usd)
+    page = admin_client.get("/admin/studio/run/").content.decode()
+    assert "$0.0012" in page and "≥ $2.50" in page
