@@ -13,6 +13,7 @@ import json
 import math
 import resource
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -40,6 +41,25 @@ def log(message: str) -> None:
 
 def parser(description: str | None) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(description=(description or "").strip().splitlines()[0])
+
+
+def add_backend_args(args: argparse.ArgumentParser, backends: Sequence[str]) -> None:
+    """``--backend`` (one of ``backends``, or ``all``) and the PostgreSQL server to use."""
+    args.add_argument("--backend", choices=[*backends, "all"], default="all")
+    args.add_argument("--pg-host", default="127.0.0.1")
+    args.add_argument("--pg-port", type=int, default=5432)
+    args.add_argument("--pg-users", default="postgres,root", help="tried in order")
+
+
+def each_backend(module: str, backends: Sequence[str], chosen: str) -> bool:
+    """With ``--backend all``, run ``module`` again once per backend, each in a process
+    of its own (Django configures one database per process); True when it did."""
+    if chosen != "all":
+        return False
+    for backend in backends:
+        child = [sys.executable, "-m", module, *sys.argv[1:], "--backend", backend]
+        subprocess.run(child, check=True)  # noqa: S603 (this script, re-run)
+    return True
 
 
 def mean(values: Sequence[float]) -> float:

@@ -1,25 +1,43 @@
-"""Concurrency: many sessions on one event loop.
+"""Concurrency: many sessions on one event loop, against the reference.
 
-200 sessions x 5 turns (``bench.workload``), every session a task running its turns
-one after another, all tasks gathered on one loop and sharing one ``Runner`` and one
-``InMemorySessionService``. Reports turns per second and the process's peak RSS; a
-second, untimed pass under ``tracemalloc`` gives the peak of Python allocations.
-The issue sets no target for either.
+200 sessions x 5 turns (``bench.workload``) through the SDK's LangChain adapter, every
+session a task running its turns one after another, all tasks gathered on one loop and
+sharing one ``Runner`` and one ``InMemorySessionService``. The reference
+(``bench.floor``) runs the same 200 tasks on one bound chat model, each with its own
+list of messages. Passes alternate, runner then reference, for ``--rounds`` rounds; each
+side's figure is its median pass.
+
+- ``concurrency.turns_per_second``: target >= 0.7x the reference's.
+- ``concurrency.memory_per_session``: Python memory still allocated per session once
+  every session has run, while the sessions live (the runner, with its session
+  service and caches; the reference's message lists), from ``tracemalloc``, in an
+  untimed pass of each. Target <= 1.5x the reference's.
+- ``concurrency.peak_rss``: the process's peak RSS (no target).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
+import statistics
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from bench.common import Measurement, emit, log, parser, peak_rss_mib, rounded
+from bench.floor import adapter_model, new_history, reference_model, reference_turn
 from bench.workload import make_runner, run_turn
 
+TURNS_TARGET = 0.7
+MEMORY_TARGET = 1.5
 
-async def run_all_sessions(sessions: int, turns: int) -> float:
-    """Seconds to run every session's turns concurrently."""
-    runner = make_runner()
+Pass = Callable[[int, int], Awaitable[tuple[float, Any]]]
+
+
+async def runner_pass(sessions: int, turns: int) -> tuple[float, Any]:
+    """Seconds to run every session's turns concurrently, and what keeps them alive."""
+    runner = make_runner(model=adapter_model())
 
     async def session(index: int) -> None:
         for _ in range(turns):
@@ -27,37 +45,106 @@ async def run_all_sessions(sessions: int, turns: int) -> float:
 
     started = time.perf_counter()
     await asyncio.gather(*(session(i) for i in range(sessions)))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, runner
+
+
+async def reference_pass(sessions: int, turns: int) -> tuple[float, Any]:
+    model = reference_model()
+    histories = [new_history() for _ in range(sessions)]
+
+    async def session(index: int) -> None:
+        for _ in range(turns):
+            await reference_turn(model, histories[index])
+
+    started = time.perf_counter()
+    await asyncio.gather(*(session(i) for i in range(sessions)))
+    return time.perf_counter() - started, (model, histories)
+
+
+def retained_bytes_per_session(run: Pass, sessions: int, turns: int) -> float:
+    """Python memory allocated by a pass and still held once it is over."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        _, alive = asyncio.run(run(sessions, turns))
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - before
+        del alive
+        return retained / sessions
+    finally:
+        tracemalloc.stop()
 
 
 def traced_peak_mib(sessions: int, turns: int) -> float:
     tracemalloc.start()
     try:
-        asyncio.run(run_all_sessions(sessions, turns))
+        asyncio.run(runner_pass(sessions, turns))
         return tracemalloc.get_traced_memory()[1] / 2**20
     finally:
         tracemalloc.stop()
+
+
+def timed_rounds(sessions: int, turns: int, rounds: int) -> tuple[float, float]:
+    """Median seconds of the runner's and of the reference's passes, alternating."""
+    runner, reference = [], []
+    for round_no in range(1, rounds + 1):
+        runner.append(asyncio.run(runner_pass(sessions, turns))[0])
+        reference.append(asyncio.run(reference_pass(sessions, turns))[0])
+        log(
+            f"concurrency: round {round_no}: runner {runner[-1]:.2f}s, "
+            f" reference {reference[-1]:.2f}s"
+        )
+    return statistics.median(runner), statistics.median(reference)
 
 
 def main() -> None:
     args = parser(__doc__)
     args.add_argument("--sessions", type=int, default=200)
     args.add_argument("--turns", type=int, default=5)
+    args.add_argument("--rounds", type=int, default=3)
     ns = args.parse_args()
-    asyncio.run(run_all_sessions(5, 2))  # warm imports and code paths
+    for warm in (runner_pass, reference_pass):  # imports and code paths
+        asyncio.run(warm(5, 2))
     rss_before = peak_rss_mib()
-    elapsed = asyncio.run(run_all_sessions(ns.sessions, ns.turns))
+    elapsed, reference_elapsed = timed_rounds(ns.sessions, ns.turns, ns.rounds)
     rss_peak = peak_rss_mib()
     total = ns.sessions * ns.turns
-    log(f"concurrency: {total} turns in {elapsed:.2f}s")
     shape = {
         "sessions": ns.sessions,
         "turns_per_session": ns.turns,
         "elapsed_s": rounded(elapsed, 2),
     }
+    per_s, reference_per_s = total / elapsed, total / reference_elapsed
     emit(
         Measurement(
-            "concurrency.turns_per_second", rounded(total / elapsed), "turns/s", details=shape
+            "concurrency.turns_per_second",
+            rounded(per_s),
+            "turns/s",
+            target=f">= {TURNS_TARGET}x reference",
+            met=per_s >= TURNS_TARGET * reference_per_s,
+            details={
+                **shape,
+                "ratio": round(per_s / reference_per_s, 2),
+                "reference_turns_per_s": rounded(reference_per_s),
+                "rounds": ns.rounds,
+            },
+        )
+    )
+    memory = retained_bytes_per_session(runner_pass, ns.sessions, ns.turns) / 1024
+    reference_memory = retained_bytes_per_session(reference_pass, ns.sessions, ns.turns) / 1024
+    emit(
+        Measurement(
+            "concurrency.memory_per_session",
+            rounded(memory),
+            "KiB",
+            target=f"<= {MEMORY_TARGET}x reference",
+            met=memory <= MEMORY_TARGET * reference_memory,
+            details={
+                **shape,
+                "ratio": round(memory / reference_memory, 2),
+                "reference_kib": rounded(reference_memory),
+            },
         )
     )
     emit(

@@ -25,15 +25,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import Measurement, emit, log, parser, rounded
+from bench.common import Measurement, add_backend_args, each_backend, emit, log, parser, rounded
 from bench.pgdb import throwaway_database
 from bench.workload import clone_turn, sample_turn
 
@@ -244,20 +242,13 @@ def database_version(connection: Any) -> str:
 
 def main() -> None:
     args = parser(__doc__)
-    args.add_argument("--backend", choices=[*TARGETS, "all"], default="all")
+    add_backend_args(args, TARGETS)
     args.add_argument("--events", type=int, default=5000, help="at most, per variant")
     args.add_argument("--seconds", type=float, default=8.0, help="at most, per variant")
     args.add_argument("--warmup", type=int, default=200)
-    args.add_argument("--pg-host", default="127.0.0.1")
-    args.add_argument("--pg-port", type=int, default=5432)
-    args.add_argument("--pg-users", default="postgres,root", help="tried in order")
     ns = args.parse_args()
-    if ns.backend == "all":
-        for backend in TARGETS:
-            child = [sys.executable, "-m", "bench.persistence", *sys.argv[1:], "--backend", backend]
-            subprocess.run(child, check=True)  # noqa: S603 (this script, re-run)
-        return
-    run_backend(ns.backend, ns)
+    if not each_backend("bench.persistence", TARGETS, ns.backend):
+        run_backend(ns.backend, ns)
 
 
 if __name__ == "__main__":

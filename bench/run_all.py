@@ -43,16 +43,30 @@ class Script:
 
 SCRIPTS = (
     Script("runner_overhead", (), ("--turns", "5", "--warmup", "1", "--rounds", "1"), 150),
-    Script("concurrency", (), ("--sessions", "3", "--turns", "2"), 120),
+    Script("concurrency", (), ("--sessions", "3", "--turns", "2", "--rounds", "1"), 180),
     Script(
         "history_growth",
         ("--profile-turns", "3"),
         ("--turns", "12", "--window", "3", "--fill-budget-s", "0", "--profile-turns", "1"),
         300,
     ),
+    Script(
+        "history_growth",
+        ("--model", "scripted", "--profile-turns", "3"),
+        ("--model", "scripted", "--turns", "12", "--window", "3", "--fill-budget-s", "0"),
+        300,
+    ),
     Script("persistence", (), ("--events", "20", "--warmup", "2", "--seconds", "1"), 150),
     Script("live_fanout", (), ("--viewers", "1", "--runs", "1"), 300),
     Script("pages", (), ("--sessions", "30", "--events", "60", "--loads", "1"), 300),
+    Script(
+        "waterfall",
+        (),
+        ("--events", "100", "--live-steps", "10", "--loads", "1", "--requests", "2"),
+        600,
+    ),
+    Script("big_history", (), ("--events", "800", "--sessions", "8", "--big-events", "200"), 3600),
+    Script("overview", (), ("--events", "800", "--sessions", "8", "--big-events", "200"), 3600),
 )
 
 
@@ -137,23 +151,31 @@ def _per_s(value: float) -> str:
 
 
 def _runner_notes(d: dict[str, Any]) -> str:
-    floor, runner = d["floor"]["us_per_turn"], d["runner"]["p99_us"]
-    text = f"{d['ratio']}x the floor ({floor:,.0f} us); p99 {runner:,.0f} us"
-    if "runner_on_langchain_fake_us" in d:
+    reference, runner = d["reference"]["us_per_turn"], d["runner"]["p99_us"]
+    text = f"{d['ratio']}x the reference ({reference:,.0f} us); p99 {runner:,.0f} us"
+    if "runner_on_scripted_model_us" in d:
         text += (
-            f"; on the LangChain adapter {d['runner_on_langchain_fake_ratio']}x"
-            f"; stock GenericFakeChatModel floor {d['floor_stock_generic_fake_us']:,.0f} us"
+            f"; on the SDK's ScriptedModel (no LangChain) {d['runner_on_scripted_model_us']:,.0f}"
+            f" us, {d['runner_on_scripted_model_ratio']}x"
         )
     return text
 
 
 def _history_notes(d: dict[str, Any]) -> str:
+    if "reference_last_ms_median" in d:
+        return (
+            f"medians of turns {d['turns'] - d['tail_turns_timed'] + 1:,}-{d['turns']:,}"
+            f" (interleaved): runner {_ms(d['last_ms_median'])}, reference"
+            f" {_ms(d['reference_last_ms_median'])}; model: {d['model']}"
+        )
     text = (
         f"medians: first {d['window']} turns {_ms(d['first_ms_median'])}, last"
         f" {d['tail_turns_timed']} {_ms(d['last_ms_median'])} (interleaved); sequential ratio"
         f" {d['sequential_ratio']}x, ratio of means {d['mean_ratio']}x; {d['turns_run']} turns"
         f" run, {d['turns_appended']} appended, {d['events_in_session']:,} events"
     )
+    if "reference_growth" in d:
+        text += f"; the reference grew {d['reference_growth']}x over the same turns"
     grown = d.get("growth_profile", {}).get("sdk_cumulative", [])
     leaves = [g for g in grown if "runner.py" not in g["function"]][:2]
     if leaves:
@@ -182,6 +204,10 @@ def _persistence_notes(d: dict[str, Any]) -> str:
 
 def _concurrency_notes(d: dict[str, Any]) -> str:
     text = f"{d['sessions']} sessions x {d['turns_per_session']} turns in {d['elapsed_s']} s"
+    if "reference_turns_per_s" in d:
+        text += f"; {d['ratio']}x the reference ({d['reference_turns_per_s']:,.0f} turns/s)"
+    if "reference_kib" in d:
+        text += f"; {d['ratio']}x the reference ({d['reference_kib']:,.1f} KiB a session)"
     if "rss_before_run_mib" in d:
         text += (
             f"; RSS before the run {d['rss_before_run_mib']} MiB"
@@ -214,6 +240,42 @@ def _pages_notes(d: dict[str, Any]) -> str:
     )
 
 
+def _waterfall_notes(d: dict[str, Any]) -> str:
+    if "spans" in d:  # the spans API
+        return (
+            f"{d['spans']:,} spans ({d['bytes'] / 2**20:.1f} MiB); median of {d['requests']}"
+            f" requests, max {_ms(d['max_ms'])}; the first (spans derived from the events)"
+            f" {_ms(d['first_ms'])}"
+        )
+    if "loads" in d:  # interactive
+        return (
+            f"{d['events']:,} events; median of {d['loads']} loads, max {_ms(d['max_ms'])};"
+            f" HTML done {_ms(d['html_response_end_ms'])}, spans received"
+            f" {_ms(d['spans_response_end_ms'])}; a key press to the next span"
+            f" {_ms(d['key_response_ms'])}; {d['rows_in_dom']} rows in the DOM"
+        )
+    return (
+        f"p50 {_ms(d['p50_ms'])}, max {_ms(d['max_ms'])}, {d['frames_over_50_ms']} of"
+        f" {d['frames']:,} frames over 50 ms; {d['events']:,} events in {d['seconds']} s"
+        f" ({d['events_per_s']}/s); {d['long_animation_frames']} long animation frames,"
+        f" longest {_ms(d['longest_animation_frame_ms'])}"
+    )
+
+
+def _big_history_notes(d: dict[str, Any]) -> str:
+    if "events" in d:
+        return f"{d['events']:,} events in {d['sessions']:,} sessions, {d['s']} s"
+    return f"median of {d['repeat']} reads (slowest {_ms(d['max_ms'])})"
+
+
+def _overview_notes(d: dict[str, Any]) -> str:
+    mine = d["user"]
+    return (
+        f"{d['days']} days; {d['events']:,} events, {d['sessions']:,} sessions, {d['users']} users;"
+        f" the user's {mine['runs']:,} runs, {mine['events']:,} events; slowest {_ms(d['max_ms'])}"
+    )
+
+
 NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
     "runner_overhead": _runner_notes,
     "history_growth": _history_notes,
@@ -221,6 +283,9 @@ NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
     "concurrency": _concurrency_notes,
     "live_fanout": _live_notes,
     "pages": _pages_notes,
+    "waterfall": _waterfall_notes,
+    "big_history": _big_history_notes,
+    "overview": _overview_notes,
 }
 
 

@@ -16,6 +16,7 @@ from agents_core import (
     BaseLlm,
     BaseSessionService,
     Event,
+    FunctionTool,
     InMemorySessionService,
     LlmAgent,
     LlmRequest,
@@ -30,6 +31,7 @@ from agents_core.testing import ScriptedToolCall
 
 USER = "bench"
 QUESTION = "What is the weather in Paris?"
+INSTRUCTION = "Answer weather questions."
 EVENTS_PER_TURN = 6
 _USAGE = Usage(input_tokens=10, output_tokens=2)
 
@@ -57,9 +59,8 @@ def make_runner(
 ) -> Runner:
     """A runner for the benchmark agent; by default on the scripted model."""
     model = model or ScriptedModel([respond], loop=True)
-    agent = LlmAgent(
-        "assistant", model=model, instruction="Answer weather questions.", tools=[lookup_weather]
-    )
+    lookup = FunctionTool(lookup_weather, side_effects=False)  # read-only: not journalled
+    agent = LlmAgent("assistant", model=model, instruction=INSTRUCTION, tools=[lookup])
     return Runner(
         agent,
         session_service=session_service or InMemorySessionService(),
