@@ -10,6 +10,7 @@ class StudioConfig(AppConfig):
         # Where runs execute (in the servers, or in workers) and where their traces go
         # (nowhere, or an OTLP collector) are chosen once, here.
         from studio import runs
+        from studio.rollups import days  # noqa: F401  (its receivers: deleted runs)
         from studio.traces import otel
 
         runs.configure()

@@ -10,6 +10,7 @@ users' and agents' ids is deterministic for a given ``seed``.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,8 +21,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from agents_core.contracts import Cost
 from agents_core.spans import SpanTree
-from studio import services
+from studio import costs, services
 from studio.agents import specs
 from studio.agents.demo import DEMO_AGENTS, MODELS
 from studio.management.history_turns import ENDING_ERRORS, Turn, new_id, play, question
@@ -36,6 +38,7 @@ from studio.models import (
     RunStatus,
     Session,
 )
+from studio.rollups import days
 from studio.traces.reads import SPANS_JSON
 from studio.traces.timing import wall_time
 
@@ -102,6 +105,7 @@ class _Batch:
 def generate(plan: Plan, log: Callable[[str], Any] = print) -> Written:
     """Write ``plan``'s history into the database; returns what was written."""
     rng = random.Random(plan.seed)  # noqa: S311  (made-up data, repeatable by seed)
+    _calls.cache_clear()
     written = Written()
     owners = [_owner(n, written) for n in range(plan.users)]
     budget = plan.events - plan.big_sessions * plan.big_events
@@ -117,6 +121,7 @@ def generate(plan: Plan, log: Callable[[str], Any] = print) -> Written:
         if index and index % 1_000 == 0:
             log(f"{index} sessions, {written.events + len(batch.events)} events")
     _flush(batch, written)
+    days.rebuild(owner.pk for owner, _ in owners)
     return written
 
 
@@ -125,11 +130,11 @@ def _owner(n: int, written: Written) -> tuple[Any, list[AgentVersion]]:
     user, created = get_user_model().objects.get_or_create(username=f"history_user_{n}")
     written.users += created
     for name, options in MODELS.items():
-        ModelConfig.objects.get_or_create(
-            owner=user,
-            name=name,
-            defaults={"provider": ModelConfig.Provider.SCRIPTED, "options": options},
-        )
+        if not ModelConfig.objects.filter(owner=user, name=name).exists():
+            # As the demo account's: the scripted models' made-up price from the table.
+            services.create_model_config(
+                user.pk, name=name, provider=ModelConfig.Provider.SCRIPTED, options=options
+            )
     versions = []
     for name, description, spec in DEMO_AGENTS:
         agent = Agent.objects.filter(owner=user, name=name).first()
@@ -162,8 +167,9 @@ def _session(
     )
     session.key = str(session.id)
     seq, clock, status, author = 0, created, RunStatus.SUCCEEDED, specs.root_agent_name(version)
+    model, price = _calls(version, author)
     while seq < target:
-        turn = Turn(session, new_id(rng).hex, seq, clock, author, rng)
+        turn = Turn(session, new_id(rng).hex, seq, clock, author, rng, model, price)
         status = RunStatus.SUCCEEDED if big else _ending(rng)
         rounds = int((target - 6) / EVENTS_PER_ROUND) if big else rng.randint(0, 3)
         play(turn, status, tool_rounds=rounds)
@@ -174,6 +180,16 @@ def _session(
     session.last_seq, session.status = seq, status
     session.updated_at = batch.runs[-1].ended_at or clock
     batch.sessions.append(session)
+
+
+@functools.cache
+def _calls(version: AgentVersion, author: str) -> tuple[str, costs.Price | None]:
+    """The model ``author`` calls in ``version`` and its price (looked up once each). A
+    generated run's calls are all its root's: a workflow root, which calls no model,
+    has its first model-calling agent's."""
+    models, prices = specs.agent_models(version), specs.agent_prices(version)
+    caller = author if author in models else next(iter(models), "")
+    return models.get(caller, ""), prices.get(caller)
 
 
 def _ending(rng: random.Random) -> RunStatus:
@@ -189,6 +205,10 @@ def _run(turn: Turn, status: RunStatus, start_seq: int, batch: _Batch) -> None:
     failed = status not in FINISHED_RUN_STATUSES
     spans.finish(turn.clock, error=f"{code}: {message}" if failed else None)
     final = spans.spans()
+    calls = [event for event in turn.events if event.usage is not None]
+    spent = costs.total(
+        None if e.cost is None else Cost(amount=e.cost, currency=e.cost_currency) for e in calls
+    )
     run = Run(
         id=new_id(turn.rng),
         session=turn.session,
@@ -204,7 +224,12 @@ def _run(turn: Turn, status: RunStatus, start_seq: int, batch: _Batch) -> None:
         error_message=message,
         timing=wall_time(first, started, turn.clock, final),
         start_seq=start_seq,
+        cost=spent.amount,
+        cost_currency=spent.currency,
+        cost_complete=spent.complete,
     )
+    for call in calls:  # attributed as end_run does: to the run (and the model, above)
+        call.run = run
     batch.events.extend(turn.events)
     batch.runs.append(run)
     batch.spans.append(RunSpans(run=run, spans=SPANS_JSON.dump_json(final).decode()))

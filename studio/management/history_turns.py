@@ -19,6 +19,7 @@ from typing import Any
 
 from agents_core import events as core_events
 from agents_core.approvals import args_hash
+from studio import costs
 from studio.models import Event, RunStatus, Session
 
 TOOLS = ("calculator", "search", "read_file")
@@ -57,6 +58,10 @@ class Turn:
     clock: datetime
     agent: str
     rng: random.Random
+    model: str = ""
+    """The model the agent calls: what ``end_run``'s attribution stamps on its calls."""
+    price: costs.Price | None = None
+    """Its price: each call's cost is stamped as the session store stamps a real one."""
     events: list[Event] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -106,6 +111,7 @@ class Turn:
         usage["output_tokens"] = self.rng.randint(5, 600)
         self.input_tokens += usage["input_tokens"]
         self.output_tokens += usage["output_tokens"]
+        cost = None if self.price is None else costs.call_cost(self.price, **usage)
         self.add(
             "agent_message",
             self.agent,
@@ -115,7 +121,12 @@ class Turn:
             span_id=new_id(self.rng).hex,
             parent_span_id=agent_span,
             started_at=wire_time(started),
+            cost=None if cost is None else cost.model_dump(mode="json"),
         )
+        call = self.events[-1]
+        call.model = self.model
+        if cost is not None:
+            call.cost, call.cost_currency = cost.amount, cost.currency
 
 
 def play(turn: Turn, status: RunStatus, *, tool_rounds: int) -> None:

@@ -8,12 +8,10 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import BigIntegerField, Count, F, Q, QuerySet, Sum
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast, TruncDate
+from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models.functions import TruncDate
 
-from studio.agents import specs
-from studio.models import Agent, AgentVersion, Event, Run, RunStatus
+from studio.models import Agent, ModelDay, Run, RunStatus
 from studio.overview import latency
 
 ERROR_STATUSES = (RunStatus.FAILED, RunStatus.INTERRUPTED)
@@ -120,39 +118,27 @@ def _name_agents(agents: dict[Any, Row]) -> None:
 
 
 def _models(owner: AbstractBaseUser, span: DayRange) -> list[Row]:
-    """Model calls (events with usage) per model, over the range."""
-    tokens = {
-        name: Cast(KeyTextTransform(name, "usage"), BigIntegerField())
-        for name in ("input_tokens", "output_tokens")
-    }
-    groups = list(
-        Event.objects.filter(span.created_in(), usage__isnull=False, session__owner_id=owner.pk)
-        .values("session__agent_version_id", "author", "cost_currency")
+    """Model calls per model over the range, from the kept day totals (``ModelDay``)."""
+    groups = (
+        ModelDay.objects.filter(owner_id=owner.pk, day__gte=span.first, day__lte=span.last)
+        .values("model", "currency")
         .annotate(
-            n=Count("id"),
-            input=Sum(tokens["input_tokens"]),
-            output=Sum(tokens["output_tokens"]),
+            n=Sum("calls"),
+            input=Sum("input_tokens"),
+            output=Sum("output_tokens"),
             amount=Sum("cost"),
-            unknown=Count("id", filter=Q(cost__isnull=True)),
+            unknown=Sum("unknown"),
         )
         .order_by()
     )
     rows: dict[str, Row] = {}
-    models = _agent_models({group["session__agent_version_id"] for group in groups})
     for group in groups:
-        name = models.get(group["session__agent_version_id"], {}).get(
-            group["author"], UNKNOWN_MODEL
-        )
-        row = rows.setdefault(name, Row(name, name))
+        name = group["model"] or UNKNOWN_MODEL
+        row = rows.setdefault(name, Row(group["model"], name))
         row.calls += group["n"]
-        row.input_tokens += group["input"] or 0
-        row.output_tokens += group["output"] or 0
+        row.input_tokens += group["input"]
+        row.output_tokens += group["output"]
         row.cost_incomplete += group["unknown"]
-        row.add_cost(group["cost_currency"], group["amount"])
+        if group["n"] > group["unknown"]:
+            row.add_cost(group["currency"], group["amount"])
     return sorted(rows.values(), key=lambda r: (-r.calls, r.label))
-
-
-def _agent_models(version_ids: set[Any]) -> dict[Any, dict[str, str]]:
-    """The model each agent calls, by agent name, for each version in the range."""
-    versions = AgentVersion.objects.select_related("agent__owner").filter(pk__in=version_ids)
-    return {version.pk: specs.agent_models(version) for version in versions}

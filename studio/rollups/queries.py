@@ -63,14 +63,16 @@ class RollUp:
     output_tokens: int
 
 
+MODEL_CALL = Q(type=EventType.AGENT_MESSAGE) & (Q(usage__isnull=False) | Q(cost__isnull=False))
+"""A stored model call: a complete ``agent_message`` that reports its usage or has a cost."""
+
+
 def model_calls(
     owner_id: Any | None, *, start: date | None = None, end: date | None = None
 ) -> QuerySet[Event]:
     """The model calls of ``owner_id``'s sessions (everyone's when ``None``) stored on
     the days ``start`` to ``end`` (UTC, both included)."""
-    rows = Event.objects.filter(type=EventType.AGENT_MESSAGE).filter(
-        Q(usage__isnull=False) | Q(cost__isnull=False)
-    )
+    rows = Event.objects.filter(MODEL_CALL)
     if owner_id is not None:
         rows = rows.filter(session__owner_id=owner_id)
     if start is not None:
@@ -90,15 +92,16 @@ def roll_up(rows: QuerySet[Event], group_by: GroupBy, *, limit: int | None = Non
         .annotate(
             _cost=Sum("cost"),
             _calls=Count("id"),
-            _input=Coalesce(Sum(_tokens("input_tokens")), 0),
-            _output=Coalesce(Sum(_tokens("output_tokens")), 0),
+            _input=Coalesce(Sum(tokens("input_tokens")), 0),
+            _output=Coalesce(Sum(tokens("output_tokens")), 0),
         )
         .order_by(F("_cost").desc(nulls_last=True), "_key", "cost_currency")
     )
     return [_row(values) for values in (summed if limit is None else summed[:limit])]
 
 
-def _tokens(name: str) -> Cast:
+def tokens(name: str) -> Cast:
+    """The ``name`` count of a call's usage, as a number the database can add up."""
     return Cast(KeyTextTransform(name, "usage"), BigIntegerField())
 
 

@@ -38,6 +38,7 @@ from studio.models import (
     Session,
     SessionStatus,
 )
+from studio.rollups import days
 from studio.rollups.attribution import attribute_calls
 from studio.traces import otel
 from studio.traces.reads import keep_final_spans, run_spans
@@ -246,6 +247,7 @@ def end_run(
         _save(run)
         keep_final_spans(run, spans)
         attribute_calls(run, spans, _models(run))
+        days.add_run(run)
         # Once committed, whatever ended it: its trace is exported (when configured).
         transaction.on_commit(functools.partial(otel.export().run_ended, run, spans), robust=True)
     return Ended(run, appended)

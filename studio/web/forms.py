@@ -57,6 +57,7 @@ class SessionFilterForm(forms.Form):
     ran_from = forms.DateField(required=False, widget=forms.HiddenInput)
     ran_to = forms.DateField(required=False, widget=forms.HiddenInput)
     ran_errors = forms.BooleanField(required=False, widget=forms.HiddenInput)
+    ran_model = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, owner: AbstractBaseUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -100,6 +101,8 @@ class SessionFilterForm(forms.Form):
 def _ran(sessions: QuerySet[Session], data: dict[str, Any]) -> QuerySet[Session]:
     """Sessions with a run created in ``ran_from``..``ran_to`` (failed or interrupted
     with ``ran_errors``): the runs an overview figure counts."""
+    if data["ran_model"]:
+        sessions = sessions.filter(Exists(_calls_to(data["ran_model"], data)))
     if data["ran_from"] is None and data["ran_to"] is None and not data["ran_errors"]:
         return sessions
     runs = Run.objects.filter(session=OuterRef("pk"))
@@ -110,6 +113,16 @@ def _ran(sessions: QuerySet[Session], data: dict[str, Any]) -> QuerySet[Session]
     if data["ran_errors"]:
         runs = runs.filter(status__in=[RunStatus.FAILED, RunStatus.INTERRUPTED])
     return sessions.filter(Exists(runs))
+
+
+def _calls_to(model: str, data: dict[str, Any]) -> QuerySet[Event]:
+    """A session's calls to ``model`` on the days ``ran_from``..``ran_to`` (UTC)."""
+    calls = Event.objects.filter(session=OuterRef("pk"), model=model, run__isnull=False)
+    if data["ran_from"] is not None:
+        calls = calls.filter(created_at__date__gte=data["ran_from"])
+    if data["ran_to"] is not None:
+        calls = calls.filter(created_at__date__lte=data["ran_to"])
+    return calls
 
 
 class HttpMcpServerForm(forms.Form):

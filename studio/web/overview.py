@@ -51,18 +51,20 @@ def overview_page(request: HttpRequest) -> HttpResponse:
             "span": span,
             "days": [_row(r, _links(r.key, r.key)) for r in figures.days],
             "agents": [_row(r, _links(span.first, span.last, agent=r.key)) for r in figures.agents],
-            "models": [_row(r, _links(span.first, span.last)) for r in figures.models],
+            "models": [_row(r, _links(span.first, span.last, model=r.key)) for r in figures.models],
             "total": _row(figures.total, _links(span.first, span.last)),
             "chart": _chart(figures),
         },
     )
 
 
-def _links(first: date, last: date, agent: Any = None) -> dict[str, str]:
+def _links(first: date, last: date, agent: Any = None, model: str = "") -> dict[str, str]:
     """The session list filtered to the runs a row counts, and to its failed ones."""
     query: dict[str, str] = {"ran_from": first.isoformat(), "ran_to": last.isoformat()}
     if agent is not None:
         query["agent"] = str(agent)
+    if model:
+        query["ran_model"] = model
     sessions = reverse("sessions")
     return {
         "sessions": f"{sessions}?{urlencode(query)}",

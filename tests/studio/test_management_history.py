@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections import defaultdict
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -17,7 +18,9 @@ from django.urls import reverse
 
 from agents_core import events as core_events
 from studio.management.history import Plan, generate
-from studio.models import Event, Run, RunSpans, RunStatus, Session
+from studio.models import Event, ModelDay, Run, RunSpans, RunStatus, Session
+from studio.rollups import days
+from studio.rollups.queries import MODEL_CALL
 from studio.traces.reads import SPANS_JSON, run_spans
 from tests.studio.conftest import client_for
 
@@ -153,3 +156,20 @@ def test_bad_arguments_are_refused_in_words(settings: Any, argument: str, compla
     with pytest.raises(CommandError, match=complaint):
         _generate(TINY, argument)
     assert not Session.objects.exists()
+
+
+def test_generated_calls_are_priced_attributed_and_added_up_per_day_as_real_ones() -> None:
+    generate(TINY, log=lambda _: None)
+    calls = Event.objects.filter(MODEL_CALL)
+    assert calls.exists() and not calls.filter(run__isnull=True).exists()
+    assert set(calls.values_list("model", flat=True)) == {"demo"}  # the demo config's model
+    for run in Run.objects.all():
+        own = calls.filter(run=run)
+        amount = sum((row.cost for row in own), Decimal(0))
+        assert (run.cost, run.cost_currency, run.cost_complete) == (amount, "USD", True)
+    kept = {(d.owner_id, d.day, d.model): (d.calls, d.cost) for d in ModelDay.objects.all()}
+    summed = {
+        (g["session__owner_id"], g["day"], g["model"]): (g["calls"], g["cost"])
+        for g in days.grouped(calls, "session__owner_id")
+    }
+    assert kept == summed and sum(calls for calls, _ in kept.values()) == calls.count()

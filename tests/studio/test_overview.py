@@ -10,9 +10,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from studio.models import Event, ModelConfig, Run, RunStatus, Session
+from studio.models import Event, ModelConfig, ModelDay, Run, RunStatus, Session
 from studio.overview import DayRange, overview
 from studio.overview.latency import percentile_cont
+from studio.rollups import days
+from studio.rollups.queries import MODEL_CALL
 from tests.studio.conftest import make_agent, make_session
 
 pytestmark = pytest.mark.django_db
@@ -48,15 +50,22 @@ def add_run(
     return run
 
 
-def add_call(session: Session, day: date, author: str, cost: str | None) -> None:
+def add_call(run: Run, day: date, model: str, cost: str | None) -> None:
+    """A model call of ``run`` as its end attributes it (to the run and its model)."""
+    session = run.session
     session.last_seq += 1
     session.save(update_fields=["last_seq"])
     Event.objects.create(
-        session=session, seq=session.last_seq, type="agent_message", author=author,
+        session=session, seq=session.last_seq, type="agent_message", author="agent",
         invocation_id="i", payload={}, schema_version=2, created_at=at(day),
-        usage={"input_tokens": 100, "output_tokens": 20},
+        usage={"input_tokens": 100, "output_tokens": 20}, run=run, model=model,
         cost=Decimal(cost) if cost else None, cost_currency="USD" if cost else "",
     )  # fmt: skip
+
+
+def end(run: Run) -> None:
+    """What ``end_run`` adds up once it attributed the run's calls."""
+    days.add_run(Run.objects.select_related("session").get(pk=run.pk))
 
 
 @pytest.fixture
@@ -65,17 +74,18 @@ def history(ada: User, bob: User) -> dict[str, Session]:
     ModelConfig.objects.create(owner=ada, name="big", provider="scripted", model="big-model-1")
     writer = make_agent(ada, "writer", model="big")
     first, second = make_session(ada, helper), make_session(ada, writer)
-    for seconds in (1, 2, 3):
-        add_run(first, DAY1, seconds)
+    runs = [add_run(first, DAY1, seconds) for seconds in (1, 2, 3)]
     add_run(first, DAY1, 10, RunStatus.FAILED, cost=None)
-    add_run(second, DAY2, 4, RunStatus.INTERRUPTED, cost="0.25", tokens=(50, 0))
+    interrupted = add_run(second, DAY2, 4, RunStatus.INTERRUPTED, cost="0.25", tokens=(50, 0))
     add_run(second, DAY2 + timedelta(days=5), 4)  # outside the range
-    add_call(first, DAY1, "helper", "0.1")
-    add_call(first, DAY1, "helper", "0.2")
-    add_call(second, DAY2, "writer", None)
+    add_call(runs[0], DAY1, "scripted", "0.1")
+    add_call(runs[1], DAY1, "scripted", "0.2")
+    add_call(interrupted, DAY2, "big-model-1", None)
     theirs = make_session(bob, make_agent(bob, "helper"))
-    add_run(theirs, DAY1, 100, RunStatus.FAILED)
-    add_call(theirs, DAY1, "helper", "9")
+    their_run = add_run(theirs, DAY1, 100, RunStatus.FAILED)
+    add_call(their_run, DAY1, "scripted", "9")
+    for run in (*runs, interrupted, their_run):
+        end(run)
     return {"first": first, "second": second, "theirs": theirs}
 
 
@@ -154,3 +164,45 @@ def test_an_error_figure_links_to_the_sessions_with_a_failed_run(
     assert [s.pk for s, _ in listed.context["rows"]] == [history["second"].pk]
     nothing = client.get(page.context["days"][2]["links"]["sessions"])
     assert list(nothing.context["rows"]) == []
+
+
+def test_a_model_figure_links_to_the_sessions_that_called_it(
+    ada: User, history: dict[str, Session]
+) -> None:
+    client = Client()
+    client.force_login(ada)
+    page = client.get("/overview/", {"start": "2026-11-01", "end": "2026-11-03"})
+    links = {entry["row"].label: entry["links"] for entry in page.context["models"]}
+    listed = client.get(links["big-model-1"]["sessions"])
+    assert [s.pk for s, _ in listed.context["rows"]] == [history["second"].pk]
+    assert b"calling big-model-1" in listed.content
+    listed = client.get(links["scripted"]["sessions"])
+    assert [s.pk for s, _ in listed.context["rows"]] == [history["first"].pk]
+
+
+def test_deleting_a_session_takes_its_calls_out_of_the_model_figures(
+    ada: User, history: dict[str, Session]
+) -> None:
+    history["first"].delete()
+    models = {row.label: row for row in overview(ada, SPAN).models}
+    assert models["scripted"].calls == 0 and models["scripted"].cost == {}
+    assert models["big-model-1"].calls == 1
+    history["second"].agent_version.agent.delete()  # its sessions and runs go with it
+    assert all(row.calls == 0 for row in overview(ada, SPAN).models)
+
+
+def test_model_day_totals_equal_the_sums_of_the_calls_of_ended_runs(
+    ada: User, bob: User, history: dict[str, Session]
+) -> None:
+    kept = {
+        (row.owner_id, row.day, row.model, row.currency): (row.calls, row.unknown, row.cost)
+        for row in ModelDay.objects.all()
+    }
+    calls = Event.objects.filter(MODEL_CALL, run__isnull=False)
+    summed = {
+        (g["session__owner_id"], g["day"], g["model"], g["cost_currency"]): (
+            g["calls"], g["unknown"], g["cost"] or Decimal(0)
+        )
+        for g in days.grouped(calls, "session__owner_id")
+    }  # fmt: skip
+    assert kept == summed and len(kept) == 3

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 
 from studio import costs, services, wire
 from studio.agents.prices import price_for
-from studio.models import Event, ModelConfig, Run, Session
+from studio.models import Event, ModelConfig, ModelDay, Run, Session
 from studio.runs.execute import execute_run
 from tests.studio.conftest import client_for, error_paths, make_agent, make_session, scripted_model
 
@@ -50,6 +50,11 @@ async def test_a_run_stores_each_model_calls_cost_and_their_sum_as_its_cost(ada:
     assert (finished.cost_currency, finished.cost_complete) == ("USD", True)
     payload = wire.run_payload(finished)
     assert (payload["cost"], payload["cost_complete"]) == (str(finished.cost), True)
+    # Its end added its calls to the owner's day for the overview, once.
+    day = await ModelDay.objects.aget(owner=ada)
+    assert (day.model, day.currency, day.calls, day.cost) == (
+        "scripted", "USD", len(calls), finished.cost
+    )  # fmt: skip
 
 
 async def test_a_changed_price_changes_no_stored_cost_only_later_runs(ada: User) -> None:

@@ -1,0 +1,105 @@
+"""Model calls kept added up per user, UTC day, model and currency (``ModelDay``).
+
+A run's model calls are added once, when it ends (``records.end_run``, right after
+``attribution`` stamped them with their run and model), and taken away when the run
+is deleted (with its session, its agent or its user), so the rows always equal the
+sums over the calls of ended runs that still exist. The overview reads these rows: a
+few per day, whatever the number of events behind them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce, TruncDate
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
+
+from studio.models import Event, ModelDay, Run
+from studio.rollups.queries import MODEL_CALL, tokens
+
+
+def add_run(run: Run) -> None:
+    """Add the model calls of ``run`` (just ended and attributed) to its owner's days."""
+    _apply(run, sign=1)
+
+
+@receiver(pre_delete, sender=Run, dispatch_uid="rollups.days.remove_run")
+def remove_run(sender: type[Run], instance: Run, **kwargs: Any) -> None:
+    """Take the model calls of a run about to be deleted (alone, or with its session,
+    agent or user: the signal comes before any row goes) away from its owner's days."""
+    _apply(instance, sign=-1)
+
+
+def rebuild(owner_ids: Iterable[Any]) -> None:
+    """Add the days of ``owner_ids`` up again from their calls of ended runs, in one
+    grouped query (for histories written in bulk, without ``end_run``)."""
+    owners = list(owner_ids)
+    calls = Event.objects.filter(MODEL_CALL, run__isnull=False, session__owner_id__in=owners)
+    with transaction.atomic():
+        ModelDay.objects.filter(owner_id__in=owners).delete()
+        rows = grouped(calls, "session__owner_id")
+        ModelDay.objects.bulk_create(
+            (_row(group["session__owner_id"], group) for group in rows.iterator()),
+            batch_size=1_000,
+        )
+
+
+def _apply(run: Run, sign: int) -> None:
+    owner_id = run.session.owner_id
+    with transaction.atomic():
+        for group in grouped(Event.objects.filter(MODEL_CALL, run_id=run.pk)):
+            _add(owner_id, group, sign)
+
+
+def grouped(calls: QuerySet[Event], *keys: str) -> QuerySet[Any]:
+    """``calls`` added up per UTC day, model and currency (the ``ModelDay`` key), and
+    per ``keys`` before them."""
+    rows: QuerySet[Any] = (
+        calls.annotate(day=TruncDate("created_at", tzinfo=UTC))
+        .values(*keys, *KEY)
+        .annotate(
+            calls=Count("id"),
+            unknown=Count("id", filter=Q(cost__isnull=True)),
+            input_tokens=Coalesce(Sum(tokens("input_tokens")), 0),
+            output_tokens=Coalesce(Sum(tokens("output_tokens")), 0),
+            cost=Sum("cost"),
+        )
+        .order_by()
+    )
+    return rows
+
+
+KEY = ("day", "model", "cost_currency")
+COUNTS = ("calls", "unknown", "input_tokens", "output_tokens", "cost")
+
+
+def _key(owner_id: Any, group: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "owner_id": owner_id,
+        "day": group["day"],
+        "model": group["model"],
+        "currency": group["cost_currency"],
+    }
+
+
+def _row(owner_id: Any, group: dict[str, Any]) -> ModelDay:
+    return ModelDay(**_key(owner_id, group), **{name: group[name] or 0 for name in COUNTS})
+
+
+def _add(owner_id: Any, group: dict[str, Any], sign: int) -> None:
+    key = _key(owner_id, group)
+    amounts = {name: (group[name] or 0) * sign for name in COUNTS}
+    increments = {name: F(name) + amount for name, amount in amounts.items()}
+    rows = ModelDay.objects.filter(**key)
+    if rows.update(**increments) or sign < 0:
+        return
+    try:
+        with transaction.atomic():  # a savepoint: a concurrent first insert may win
+            ModelDay.objects.create(**key, **amounts)
+    except IntegrityError:
+        rows.update(**increments)
