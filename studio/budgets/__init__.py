@@ -7,8 +7,10 @@ the output price, ``DEFAULT_MAX_OUTPUT_TOKENS`` when the model names none), refu
 call that could pass a budget with a terminal ``budget_exceeded`` error, and settles
 each call to its actual cost once it is over. Run budgets are counted in the run's
 process; daily ones in the database (``days``: a ``DaySpend`` row per budget and day,
-reserved with one conditional ``UPDATE``, so concurrent runs never overspend them);
-``reads`` says what a user may spend today and spent so far.
+reserved with one conditional ``UPDATE``, so concurrent runs never overspend them, and
+a ``DayHold`` per call in flight, which the run's end releases if the call never
+settled: a dead process holds nothing back for the rest of the day); ``reads`` says
+what a user may spend today and spent so far.
 
 Cost budgets are in ``costs.DEFAULT_CURRENCY``: a call whose model is priced in
 another currency, or has no price, is refused while a cost budget applies to it.

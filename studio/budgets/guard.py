@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
@@ -39,6 +40,8 @@ class BudgetGuard:
     prices: Mapping[str, costs.Price]
     """By agent name (``specs.agent_prices``)."""
     run: RunBudget
+    run_id: Any = None
+    """The run whose calls it guards: daily holds are recorded under it."""
     day_budgets: tuple[DayBudget, ...] = ()
     spent: Need = NOTHING
     held: Need = NOTHING
@@ -54,13 +57,15 @@ class BudgetGuard:
         self._check_run(need)
         day = datetime.now(UTC).date()
         self.held = _plus(self.held, need)  # before the await: parallel agents see it
+        holds: tuple[int, ...] = ()
         try:
             if self.day_budgets:
-                await db_sync_to_async(days.reserve)(self.day_budgets, day, need)
+                reserve = db_sync_to_async(days.reserve)
+                holds = await reserve(self.day_budgets, day, need, self.run_id)
         except BaseException:
             self.held = _plus(self.held, Need(-need.cost, -need.tokens))
             raise
-        return _Hold(self, estimate.agent, day, need)
+        return _Hold(self, estimate.agent, day, need, holds)
 
     def worst_case(self, estimate: CallEstimate) -> Need:
         answer = estimate.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
@@ -88,13 +93,15 @@ class BudgetGuard:
             tokens = (spent.tokens, held.tokens, run.tokens, need.tokens, "tokens")
             raise days.over("run_tokens", run.label, *tokens)
 
-    async def settle(self, agent: str, day: date, held: Need, usage: Usage | None) -> None:
+    async def settle(
+        self, agent: str, day: date, held: Need, usage: Usage | None, holds: tuple[int, ...]
+    ) -> None:
         cost = costs.cost_of(usage, self.prices.get(agent))
         used = Need(cost.amount if cost else Decimal(0), usage.total_tokens if usage else 0)
         self.held = _plus(self.held, Need(-held.cost, -held.tokens))
         self.spent = _plus(self.spent, used)
         if self.day_budgets:
-            await db_sync_to_async(days.settle)(self.day_budgets, day, held, used)
+            await db_sync_to_async(days.settle)(self.day_budgets, day, held, used, holds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +110,10 @@ class _Hold:
     agent: str
     day: date
     need: Need
+    holds: tuple[int, ...]
 
     async def settle(self, usage: Usage | None) -> None:
-        await self.guard.settle(self.agent, self.day, self.need, usage)
+        await self.guard.settle(self.agent, self.day, self.need, usage, self.holds)
 
 
 def _plus(a: Need, b: Need) -> Need:
@@ -113,10 +121,13 @@ def _plus(a: Need, b: Need) -> Need:
 
 
 def guard_for(
-    version: AgentVersion, owner: AbstractBaseUser, prices: Mapping[str, costs.Price]
+    version: AgentVersion,
+    owner: AbstractBaseUser,
+    prices: Mapping[str, costs.Price],
+    run_id: Any = None,
 ) -> BudgetGuard:
-    """The guard of a run of ``version`` by ``owner``: the version's spec budget and
-    the owner's ``UserBudget``, as they are when the run starts."""
+    """The guard of run ``run_id`` of ``version`` by ``owner``: the version's spec
+    budget and the owner's ``UserBudget``, as they are when the run starts."""
     spec = core_specs.AgentSpec.model_validate(version.spec).budget or core_specs.BudgetSpec()
     label = f"agent version {version}"
     found: list[DayBudget] = []
@@ -129,4 +140,4 @@ def guard_for(
         scope = f"user:{owner.pk}"
         found.append(DayBudget(scope, "user_day", name, user.day_cost, user.day_tokens))
     run = RunBudget(f"the run budget of {label}", spec.run_cost, spec.run_tokens)
-    return BudgetGuard(prices, run, tuple(found))
+    return BudgetGuard(prices, run, run_id, tuple(found))

@@ -367,7 +367,8 @@ class Event(models.Model):
         return core_events.Event.model_validate(self.payload)
 
 
-from studio.models.budgets import DaySpend as DaySpend  # noqa: E402  (rows of their own)
+from studio.models.budgets import DayHold as DayHold  # noqa: E402  (rows of their own)
+from studio.models.budgets import DaySpend as DaySpend  # noqa: E402
 from studio.models.budgets import UserBudget as UserBudget  # noqa: E402
 from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of its own)
 from studio.models.runs import Run as Run  # noqa: E402

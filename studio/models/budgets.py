@@ -70,3 +70,24 @@ class DaySpend(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scope} on {self.day}"
+
+
+class DayHold(models.Model):
+    """What one model call of a run, in flight, holds back from one daily budget
+    (``DaySpend.cost_reserved`` and ``tokens_reserved`` add these up). The call's
+    settling deletes it; a run that ends with holds left (its process died, or it was
+    stopped mid-call) releases them (``studio.budgets.days.release_run``), so nothing
+    stays reserved for the rest of the day."""
+
+    run = models.ForeignKey("Run", on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=64)
+    day = models.DateField()
+    cost = models.DecimalField(max_digits=costs.MAX_DIGITS, decimal_places=costs.PLACES)
+    tokens = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "day's hold"
+
+    def __str__(self) -> str:
+        return f"{self.scope} on {self.day}, held by run {self.run_id}"

@@ -263,7 +263,7 @@ def _prepare(
         run_config=built.run_config,
         approvals=approvals,
         compaction=built.compaction,
-        spend_guard=budgets.guard_for(version, session.owner, prices),
+        spend_guard=budgets.guard_for(version, session.owner, prices, run.pk),
     )
     user_id = session.owner.get_username()
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record

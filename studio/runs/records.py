@@ -28,6 +28,7 @@ from agents_core import ledger as core_ledger
 from agents_core.contracts import Cost, Usage
 from studio import costs, session_service
 from studio.agents import specs
+from studio.budgets import days as budget_days
 from studio.ledger import ledger_of
 from studio.models import (
     ACTIVE_RUN_STATUSES,
@@ -248,6 +249,7 @@ def end_run(
         keep_final_spans(run, spans)
         attribute_calls(run, spans, _models(run))
         days.add_run(run)
+        budget_days.release_run(run.pk)  # what calls cut short still held of a budget
         # Once committed, whatever ended it: its trace is exported (when configured).
         transaction.on_commit(functools.partial(otel.export().run_ended, run, spans), robust=True)
     return Ended(run, appended)

@@ -5,15 +5,21 @@ version's run budget or a daily budget (the version's, or its user's), with a te
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import User
+from django.utils import timezone
 
-from studio import services
-from studio.models import DaySpend, Event, ModelConfig, Run, UserBudget
+from agents_core.contracts import Usage
+from agents_core.spend import CallEstimate
+from studio import budgets, runs, services
+from studio.agents import specs as agent_specs
+from studio.models import DayHold, DaySpend, Event, ModelConfig, Run, UserBudget
+from studio.runs import recovery
 from studio.runs.execute import execute_run
 from tests.studio.conftest import (
     client_for,
@@ -196,3 +202,31 @@ def test_staff_set_a_users_budget_in_the_admin(admin_client: Any, ada: User) -> 
     )
     assert refused.status_code == 200  # the form again, with its errors
     assert admin_client.get("/admin/studio/dayspend/").status_code == 200
+
+
+def test_a_call_cut_short_by_its_process_dying_gives_back_what_it_held(ada: User) -> None:
+    priced_scripted(ada, {"text": "hello"})
+    UserBudget.objects.create(user=ada, day_cost=Decimal("0.02"))
+    run = services.start_run(make_session(ada, make_agent(ada)), "hello")
+    version = run.session.agent_version
+    assert version is not None
+    guard = budgets.guard_for(version, ada, agent_specs.agent_prices(version), run.pk)
+    # A call in flight: the guard held its worst case back before calling the model.
+    estimate = CallEstimate("helper", "scripted", prompt_tokens=100, max_output_tokens=None)
+    hold = async_to_sync(guard.reserve)(estimate)
+    day = DaySpend.objects.get(scope=f"user:{ada.pk}")
+    assert day.cost_reserved >= WORST_CASE and DayHold.objects.filter(run=run).count() == 1
+
+    # Its process dies: the lease runs out and the sweep ends the run interrupted.
+    Run.objects.filter(pk=run.pk).update(
+        status="running", owner_process="gone", lease_expires_at=timezone.now() - timedelta(1)
+    )
+    assert recovery.interrupt(run.pk, runs.executor()) is not None
+    day.refresh_from_db()
+    assert (day.cost_reserved, day.tokens_reserved) == (0, 0)
+    assert not DayHold.objects.exists()
+
+    # Had the call come back after all, it counts what it spent and releases nothing twice.
+    async_to_sync(hold.settle)(Usage(**USAGE))
+    day.refresh_from_db()
+    assert (day.cost_reserved, day.cost_spent, day.tokens_spent) == (0, CALL_COST, 2_000)
