@@ -15,9 +15,12 @@ from pydantic import ValidationError
 
 from studio import costs, security
 from studio.agents.llms import parse_options
+from studio.agents.prices import price_for
 from studio.mcp import checks as mcp_checks
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
 from studio.services import PRICE_FIELDS
+
+PRICE_AMOUNTS = ("price_input", "price_cached_input", "price_output")
 
 # Django's admin and form classes are generic only in django-stubs, not at runtime.
 if TYPE_CHECKING:
@@ -129,7 +132,11 @@ class ModelConfigForm(ModelConfigFormBase):
         return cleaned
 
     def save(self, commit: bool = True) -> ModelConfig:
+        adding = self.instance._state.adding
         config = super().save(commit=False)
+        priced = any(self.cleaned_data.get(name) is not None for name in PRICE_AMOUNTS)
+        if adding and not priced:  # as through the API: the price table's, if it has one
+            config.set_price(price_for(config.provider, config.model))
         if self.cleaned_data.get("new_api_key"):
             config.set_api_key(self.cleaned_data["new_api_key"])
         elif self.cleaned_data.get("remove_api_key"):

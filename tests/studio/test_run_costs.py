@@ -101,6 +101,27 @@ def test_a_new_config_of_a_known_model_starts_with_the_tables_price(ada: User) -
     assert (chosen["price_input"], chosen["price_cached_input"]) == ("1.500000", None)
 
 
+def test_a_config_added_in_the_admin_starts_with_the_tables_price_too(
+    admin_client: Any, ada: User
+) -> None:
+    form = {"owner": ada.pk, "provider": "openai_compatible", "options": "{}"}
+    form |= {"base_url": "", "price_currency": ""}
+    for name, model, extra in [
+        ("known", "gpt-4o-mini", {}),
+        ("chosen", "gpt-4o-mini", {"price_input": "3", "price_output": "5"}),
+    ]:
+        answer = admin_client.post(
+            "/admin/studio/modelconfig/add/", {**form, "name": name, "model": model, **extra}
+        )
+        assert answer.status_code == 302, answer.content.decode()[-2000:]
+    known = ModelConfig.objects.get(name="known")
+    assert known.price() == price_for("openai_compatible", "gpt-4o-mini")
+    chosen = ModelConfig.objects.get(name="chosen")
+    assert (chosen.price_input, chosen.price_output, chosen.price_cached_input) == (
+        Decimal(3), Decimal(5), None
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("fields", "path"),
     [
