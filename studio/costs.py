@@ -43,11 +43,15 @@ class Price:
 
 
 def cost_of(usage: Usage | None, price: Price | None) -> Cost | None:
-    """What a call with ``usage`` cost at ``price``; ``None`` when either is unknown.
-    ``Usage`` reports no cached input tokens yet, so all its input counts as uncached."""
+    """What a call with ``usage`` cost at ``price``; ``None`` when either is unknown."""
     if usage is None or price is None:
         return None
-    return call_cost(price, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return call_cost(
+        price,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+    )
 
 
 def call_cost(

@@ -30,6 +30,12 @@ def test_cached_input_tokens_are_charged_at_the_cached_price() -> None:
     assert cost.amount == Decimal("0.002")
 
 
+def test_a_call_reporting_cached_input_pays_the_cached_price_for_that_part() -> None:
+    usage = Usage(input_tokens=1_204, cached_input_tokens=1_000, output_tokens=88)
+    # 204 * 2.50 + 1000 * 1.25 + 88 * 10 = 2640 per million (3890 had none been cached)
+    assert costs.cost_of(usage, GPT_4O) == Cost(amount=Decimal("0.00264"), currency="USD")
+
+
 def test_cached_tokens_without_a_cached_price_are_charged_as_input() -> None:
     price = Price(input=Decimal(3), output=Decimal(15))
     cost = costs.call_cost(price, input_tokens=1_000, cached_input_tokens=1_000, output_tokens=0)
