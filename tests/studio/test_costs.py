@@ -96,6 +96,23 @@ def test_only_model_calls_of_priced_agents_get_a_cost() -> None:
     )
 
 
+def test_a_compaction_summary_is_priced_at_its_summarisers_price_not_its_authors() -> None:
+    summary = core_events.Event(
+        type=core_events.EventType.COMPACTION,
+        invocation_id="i",
+        session_id="s",
+        author="helper",
+        usage=Usage(input_tokens=1_000_000),
+    )
+    cheap = Price(input=Decimal("0.15"), output=Decimal("0.60"))
+    assert costs.priced(summary, {"helper": GPT_4O}).cost is None
+    assert costs.priced(summary, {"helper": GPT_4O}, cheap).cost == Cost(
+        amount=Decimal("0.15"), currency="USD"
+    )
+    unreported = summary.model_copy(update={"usage": None})
+    assert costs.priced(unreported, {}, cheap).cost is None  # unknown, never zero
+
+
 def test_a_total_adds_known_costs_and_says_when_some_were_unknown() -> None:
     usd = Cost(amount=Decimal("0.25"), currency="USD")
     assert costs.total([usd, usd]) == costs.Total(Decimal("0.50"), "USD", complete=True)

@@ -116,6 +116,32 @@ async def test_cached_prompt_tokens_a_provider_reports_are_charged_at_the_cached
     assert finished.cost == Decimal("0.00264")
 
 
+async def test_a_compaction_summary_is_stored_with_its_usage_at_its_summarisers_price(
+    ada: User,
+) -> None:
+    summariser_price = costs.Price(input=Decimal(7), output=Decimal(21))
+
+    @sync_to_async
+    def session() -> Session:
+        services.create_model_config(ada.pk, name="scripted", provider="scripted")
+        summariser = scripted_model(ada, "summariser")
+        summariser.set_price(summariser_price)
+        summariser.save()
+        compaction = {"threshold": 3, "keep_last": 1, "model": "summariser"}
+        return make_session(ada, make_agent(ada, compaction=compaction))
+
+    started = await session()
+    for text in ("one", "two", "three"):
+        run = await sync_to_async(services.start_run)(started, text)
+        assert (await execute_run(run)).status == "succeeded"
+    rows = Event.objects.filter(session=started, type="compaction").order_by("seq")
+    summaries = [row.to_core() async for row in rows]
+    assert summaries and all(summary.usage for summary in summaries)
+    for summary in summaries:
+        assert summary.cost == costs.cost_of(summary.usage, summariser_price)
+        assert summary.cost != costs.cost_of(summary.usage, DEMO_PRICE)
+
+
 def create_model(user: User, **fields: Any) -> Any:
     body = {"name": "m", "provider": "openai_compatible", "model": "gpt-4o-mini", **fields}
     return client_for(user).post("/api/models/", body, format="json")
