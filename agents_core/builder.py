@@ -36,7 +36,14 @@ from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.base import BaseTool
 from agents_core.tools.registry import ToolRegistry
 
-__all__ = ["build_agent", "build_compaction", "check_spec", "mcp_server_names", "resolve"]
+__all__ = [
+    "build_agent",
+    "build_compaction",
+    "check_spec",
+    "compaction_model",
+    "mcp_server_names",
+    "resolve",
+]
 
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_LOOP_ITERATIONS = 5
@@ -81,14 +88,22 @@ def build_compaction(
     """How sessions of ``spec`` are compacted (``CompactionSpec``: on by default), or
     ``None`` when it is off or the tree names no model to summarise with."""
     wanted = spec.compaction or CompactionSpec()
-    if not wanted.enabled:
-        return None
-    name = wanted.model or _first_model(spec, agents or {})
+    name = compaction_model(spec, agents)
     if name is None or name not in models:
         return None
     return CompactionConfig(
         summarizer=models[name], threshold=wanted.threshold, keep_last=wanted.keep_last
     )
+
+
+def compaction_model(spec: AgentSpec, agents: Mapping[str, AgentSpec] | None = None) -> str | None:
+    """The name of the model that summarises sessions of ``spec`` (its compaction's
+    ``model``, else the first model named in the tree), or ``None`` when compaction is
+    off or the tree names no model."""
+    wanted = spec.compaction or CompactionSpec()
+    if not wanted.enabled:
+        return None
+    return wanted.model or _first_model(spec, agents or {})
 
 
 def _first_model(spec: AgentSpec, agents: Mapping[str, AgentSpec]) -> str | None:

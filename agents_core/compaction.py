@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import CompactionRange, Event, EventActions, EventType, TextPart
 from agents_core.exceptions import AgentsCoreError, ConfigurationError
-from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
+from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse
 
 logger = logging.getLogger("agents_core.compaction")
 
@@ -68,7 +68,9 @@ async def compact(
 ) -> Event | None:
     """A compaction event for ``events`` (a session's stored events), or ``None``.
 
-    A failing summariser is logged and skipped: the session stays as it was.
+    The summary is a model call that costs money: the event carries the summariser's
+    ``usage`` (``None`` when it reported none), so a session store can price it. A
+    failing summariser is logged and skipped: the session stays as it was.
     """
     cut = plan_cut(events, config)
     if cut is None:
@@ -89,7 +91,8 @@ async def compact(
         invocation_id=invocation_id,
         session_id=events[-1].session_id,
         author=author,
-        parts=[TextPart(text=summary)],
+        parts=[TextPart(text=summary.text.strip())],
+        usage=summary.usage,
         actions=EventActions(compaction=CompactionRange(start_seq=1, end_seq=cut)),
     )
 
@@ -122,11 +125,11 @@ def _cut(text: str) -> str:
     return text if len(text) <= TRANSCRIPT_CHARS else f"{text[:TRANSCRIPT_CHARS]} […]"
 
 
-async def _summarise(model: BaseLlm, request: LlmRequest) -> str:
+async def _summarise(model: BaseLlm, request: LlmRequest) -> LlmResponse:
     final = None
     async for chunk in model.astream(request):
         if not chunk.partial:
             final = chunk
     if final is None or not final.text.strip():
         raise AgentsCoreError("the summariser returned no text")
-    return final.text.strip()
+    return final

@@ -9,7 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
 
 
 class Contract(BaseModel):
@@ -23,6 +23,18 @@ class Usage(Contract):
 
     input_tokens: NonNegativeInt = 0
     output_tokens: NonNegativeInt = 0
+    cached_input_tokens: NonNegativeInt = 0
+    """The part of ``input_tokens`` the provider served from its prompt cache (charged
+    at a cached-input price, where the model has one)."""
+
+    @model_validator(mode="after")
+    def _cached_within_input(self) -> Usage:
+        if self.cached_input_tokens > self.input_tokens:
+            raise ValueError(
+                f"cached_input_tokens ({self.cached_input_tokens}) is part of input_tokens"
+                f" ({self.input_tokens}), so cannot exceed it"
+            )
+        return self
 
     @property
     def total_tokens(self) -> int:
@@ -32,6 +44,7 @@ class Usage(Contract):
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
         )
 
 

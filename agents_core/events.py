@@ -17,6 +17,10 @@ whose answer matched its agent's output schema carries the parsed value as a
 the model call (on its ``agent_message``) or tool call (on its ``tool_response``); and
 an ``ErrorInfo`` with ``degraded`` marks a failure a ``degrade`` failure policy let the
 run go past (on an ``error`` event, or on the failed call's ``tool_response``).
+
+Cached tokens (a field with a default, no new version): ``usage.cached_input_tokens``
+is the part of a model call's input served from the provider's prompt cache; events
+stored before it read as ``0``.
 """
 
 from __future__ import annotations

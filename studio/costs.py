@@ -43,11 +43,15 @@ class Price:
 
 
 def cost_of(usage: Usage | None, price: Price | None) -> Cost | None:
-    """What a call with ``usage`` cost at ``price``; ``None`` when either is unknown.
-    ``Usage`` reports no cached input tokens yet, so all its input counts as uncached."""
+    """What a call with ``usage`` cost at ``price``; ``None`` when either is unknown."""
     if usage is None or price is None:
         return None
-    return call_cost(price, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return call_cost(
+        price,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cached_input_tokens=usage.cached_input_tokens,
+    )
 
 
 def call_cost(
@@ -109,10 +113,19 @@ def is_model_call(event: core_events.Event) -> bool:
     )
 
 
-def priced(event: core_events.Event, prices: Mapping[str, Price]) -> core_events.Event:
-    """``event`` with its cost, when it is a model call of an agent in ``prices`` (by
-    agent name) and reports its usage; otherwise unchanged (cost unknown)."""
-    if event.cost is not None or not is_model_call(event):
+def priced(
+    event: core_events.Event, prices: Mapping[str, Price], summary_price: Price | None = None
+) -> core_events.Event:
+    """``event`` with its cost, when it reports its usage and is a model call of an
+    agent in ``prices`` (by agent name) or a compaction summary (at ``summary_price``,
+    its summariser's); otherwise unchanged (cost unknown)."""
+    if event.cost is not None or event.partial:
         return event
-    cost = cost_of(event.usage, prices.get(event.author))
+    if is_model_call(event):
+        price = prices.get(event.author)
+    elif event.type is core_events.EventType.COMPACTION:
+        price = summary_price
+    else:
+        return event
+    cost = cost_of(event.usage, price)
     return event if cost is None else event.model_copy(update={"cost": cost})

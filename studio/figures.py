@@ -27,10 +27,15 @@ def duration(value: timedelta | float | str | None) -> str:
 
 
 def tokens(figures: dict[str, int] | None) -> str:
-    """``1,204 in · 88 out`` from ``{"input": ..., "output": ...}``; nothing for none."""
+    """``1,204 in · 88 out`` from ``{"input": ..., "output": ...}``, and
+    ``1,204 in (1,000 cached) · 88 out`` with a non-zero ``"cached"`` (the part of the
+    input served from the prompt cache); nothing for none."""
     if not figures or not (figures.get("input") or figures.get("output")):
         return ""
-    return f"{figures.get('input') or 0:,} in · {figures.get('output') or 0:,} out"
+    cached = figures.get("cached") or 0
+    written = f"{figures.get('input') or 0:,} in"
+    written += f" ({cached:,} cached)" if cached else ""
+    return f"{written} · {figures.get('output') or 0:,} out"
 
 
 def cost(amount: Decimal | str | None, currency: str = "USD", *, complete: bool = True) -> str:

@@ -51,10 +51,16 @@ RETRY_DELAYS_S = (0.05, 0.25, 1.0)
 
 
 class DjangoSessionService(core_sessions.BaseSessionService):
-    """``prices`` (by agent name) price each model call as it is stored (``costs``)."""
+    """``prices`` (by agent name) price each model call as it is stored (``costs``);
+    ``summary_price`` prices compaction summaries (their summariser's model)."""
 
-    def __init__(self, prices: Mapping[str, costs.Price] | None = None) -> None:
+    def __init__(
+        self,
+        prices: Mapping[str, costs.Price] | None = None,
+        summary_price: costs.Price | None = None,
+    ) -> None:
         self._prices: Mapping[str, costs.Price] = prices or {}
+        self._summary_price = summary_price
 
     async def create_session(
         self,
@@ -87,7 +93,9 @@ class DjangoSessionService(core_sessions.BaseSessionService):
     ) -> core_events.Event:
         if event.partial:
             raise core_exceptions.SessionError("partial events are never stored")
-        stored = await _append_retrying(session.id, costs.priced(event, self._prices))
+        stored = await _append_retrying(
+            session.id, costs.priced(event, self._prices, self._summary_price)
+        )
         if session.events and session.events[-1].id == stored.id:
             return stored  # appended again: this session mirrors it already
         core_sessions.apply_state_delta(session.state, stored.actions.state_delta)

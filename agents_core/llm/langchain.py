@@ -15,6 +15,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    UsageMetadata,
 )
 from langchain_core.runnables import Runnable
 
@@ -192,10 +193,7 @@ def from_langchain_message(message: BaseMessage) -> LlmResponse:
             for i, c in enumerate(message.tool_calls)
         ]
         if message.usage_metadata:
-            usage = Usage(
-                input_tokens=message.usage_metadata.get("input_tokens", 0),
-                output_tokens=message.usage_metadata.get("output_tokens", 0),
-            )
+            usage = _usage_of(message.usage_metadata)
     meta = message.response_metadata or {}
     return LlmResponse(
         text=_text_of(message.content),
@@ -204,6 +202,18 @@ def from_langchain_message(message: BaseMessage) -> LlmResponse:
         usage=usage,
         model_name=meta.get("model_name") or meta.get("model"),
         finish_reason=meta.get("finish_reason"),
+    )
+
+
+def _usage_of(metadata: UsageMetadata) -> Usage:
+    """LangChain's standard usage fields; ``input_token_details.cache_read`` is the part
+    of the input served from the prompt cache (langchain-openai fills it from OpenAI's
+    ``prompt_tokens_details.cached_tokens``)."""
+    details = metadata.get("input_token_details") or {}
+    return Usage(
+        input_tokens=metadata.get("input_tokens", 0),
+        output_tokens=metadata.get("output_tokens", 0),
+        cached_input_tokens=details.get("cache_read") or 0,
     )
 
 

@@ -136,6 +136,16 @@ def agent_prices(version: AgentVersion) -> dict[str, Price]:
     return {agent: price for agent, config in configs.items() if (price := config.price())}
 
 
+def summary_price(version: AgentVersion) -> Price | None:
+    """The price of ``version``'s compaction summaries: its summariser's model config's,
+    as it says now (``None`` when compaction is off or that model has no price)."""
+    owner = version.agent.owner
+    spec = core_specs.AgentSpec.model_validate(version.spec)
+    name = core_builder.compaction_model(spec, owner_agent_specs(owner))
+    config = ModelConfig.objects.filter(owner_id=owner.pk, name=name).first() if name else None
+    return config.price() if config else None
+
+
 def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:
     """The model config each agent of ``version``'s tree calls, by agent name (names are
     unique in a tree, references included). An agent whose model config is gone is left

@@ -258,7 +258,7 @@ def _prepare(
     runner = Runner(
         built.agent,
         # Prices as they are when the run starts: each call's cost is kept as stored.
-        session_service=DjangoSessionService(prices),
+        session_service=DjangoSessionService(prices, specs.summary_price(version)),
         app_name=DEFAULT_APP_NAME,
         run_config=built.run_config,
         approvals=approvals,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents_core import Event, EventType, InMemorySessionService, LlmAgent, Runner
+from agents_core import Event, EventType, InMemorySessionService, LlmAgent, Runner, Usage
 from agents_core.compaction import CompactionConfig, compact, plan_cut, transcript
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import (
@@ -18,6 +18,7 @@ from agents_core.exceptions import ConfigurationError, ModelServerError
 from agents_core.history import SUMMARY_PREFIX
 from agents_core.llm import ChatMessage, LlmRequest
 from agents_core.llm.resilience import BreakerRegistry
+from agents_core.llm.scripted import ScriptedResponse
 from agents_core.testing import ScriptedModel, collect, reply
 
 
@@ -183,6 +184,21 @@ async def test_a_scripted_model_summarises_without_playing_its_script() -> None:
     request = LlmRequest(messages=[ChatMessage(role="user", text="hi")])
     final = [r async for r in model.astream(request) if not r.partial]
     assert final[-1].text == "the agent's one turn"  # the script was not used up
+
+
+async def test_a_compaction_event_carries_what_the_summary_call_used() -> None:
+    used = Usage(input_tokens=900, output_tokens=40, cached_input_tokens=512)
+    summary = ScriptedResponse(text="They talked.", usage=used)
+    events = [_event(i) for i in range(1, 8)]
+
+    compaction = await compact(
+        events,
+        CompactionConfig(ScriptedModel([], summaries=[summary]), threshold=4, keep_last=2),
+        invocation_id="i",
+        author="a",
+    )
+
+    assert compaction is not None and compaction.usage == used
 
 
 def test_the_transcript_cuts_each_entry_so_huge_messages_fit_the_summariser() -> None:

@@ -139,6 +139,20 @@ async def test_usage_reported_by_the_server_is_recorded(
 
 
 @streaming_modes
+async def test_cached_prompt_tokens_reported_by_the_server_are_recorded(
+    openai_server: OpenAIServer, connect: Connect, streaming: bool
+) -> None:
+    usage = TokenUsage(prompt_tokens=1_204, completion_tokens=88, cached_prompt_tokens=1_000)
+    openai_server.reply("Fine.", usage=usage)
+
+    responses = await collect(connect(streaming=streaming), ask("How are you?"))
+
+    assert responses[-1].usage == Usage(
+        input_tokens=1_204, output_tokens=88, cached_input_tokens=1_000
+    )
+
+
+@streaming_modes
 async def test_a_tool_call_comes_back_with_its_id_and_parsed_arguments(
     openai_server: OpenAIServer, connect: Connect, streaming: bool
 ) -> None:

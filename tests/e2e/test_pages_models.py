@@ -15,8 +15,9 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.browser import *  # noqa: F403
 from tests.e2e.browser import Api, screenshot
+from tests.e2e.test_pages_live import open_timeline, send, wait_for_run_end
 from tests.support.daphne_server import DaphneServer, daphne_server
-from tests.support.openai_server import OpenAIServer, unreachable_base_url
+from tests.support.openai_server import OpenAIServer, TokenUsage, unreachable_base_url
 
 SECRET = "sk-live-do-not-show-0123456789"
 NARROW = {"width": 390, "height": 844}
@@ -180,3 +181,24 @@ def test_the_key_column_shows_what_the_page_says_and_tests_fail_in_words(
     )
     assert_fits(page)
     shoot(page, "model-edit-390")
+
+
+def test_the_timeline_shows_the_cached_part_of_a_model_calls_input(
+    page: Page, api: Api, model_server: OpenAIServer
+) -> None:
+    cached = {"provider": "openai_compatible", "model": "test-model", "name": "cached"}
+    prices = {"price_input": "2.5", "price_cached_input": "1.25", "price_output": "10"}
+    api.post("/api/models/", cached | prices | {"base_url": local_url(model_server)})
+    spec = {"name": "cacher", "model": "cached", "instruction": "Answer briefly."}
+    session = api.post("/api/sessions/", {"agent": api.agent(spec)["id"]})
+    usage = TokenUsage(prompt_tokens=1_204, completion_tokens=88, cached_prompt_tokens=1_000)
+    model_server.reply("From the cache.", usage=usage)
+    run = wait_for_run_end(api, send(api, session["id"], "hi")["id"])
+    assert run["status"] == "succeeded", run
+
+    open_timeline(page, session["id"])
+    chips = page.locator(".chip[title='tokens in / out']")
+    expect(chips).to_have_text(["1,204 in (1,000 cached) · 88 out tokens"])
+    # 204 * 2.50 + 1000 * 1.25 + 88 * 10 = 2640 per million tokens
+    expect(page.locator(".chip[data-cost]")).to_have_attribute("data-cost", "0.0026400000")
+    screenshot(page, "timeline-cached-tokens")

@@ -30,6 +30,12 @@ def test_cached_input_tokens_are_charged_at_the_cached_price() -> None:
     assert cost.amount == Decimal("0.002")
 
 
+def test_a_call_reporting_cached_input_pays_the_cached_price_for_that_part() -> None:
+    usage = Usage(input_tokens=1_204, cached_input_tokens=1_000, output_tokens=88)
+    # 204 * 2.50 + 1000 * 1.25 + 88 * 10 = 2640 per million (3890 had none been cached)
+    assert costs.cost_of(usage, GPT_4O) == Cost(amount=Decimal("0.00264"), currency="USD")
+
+
 def test_cached_tokens_without_a_cached_price_are_charged_as_input() -> None:
     price = Price(input=Decimal(3), output=Decimal(15))
     cost = costs.call_cost(price, input_tokens=1_000, cached_input_tokens=1_000, output_tokens=0)
@@ -88,6 +94,23 @@ def test_only_model_calls_of_priced_agents_get_a_cost() -> None:
     assert event(message, usage=Usage(input_tokens=1_000_000)) == Cost(
         amount=Decimal("2.5"), currency="USD"
     )
+
+
+def test_a_compaction_summary_is_priced_at_its_summarisers_price_not_its_authors() -> None:
+    summary = core_events.Event(
+        type=core_events.EventType.COMPACTION,
+        invocation_id="i",
+        session_id="s",
+        author="helper",
+        usage=Usage(input_tokens=1_000_000),
+    )
+    cheap = Price(input=Decimal("0.15"), output=Decimal("0.60"))
+    assert costs.priced(summary, {"helper": GPT_4O}).cost is None
+    assert costs.priced(summary, {"helper": GPT_4O}, cheap).cost == Cost(
+        amount=Decimal("0.15"), currency="USD"
+    )
+    unreported = summary.model_copy(update={"usage": None})
+    assert costs.priced(unreported, {}, cheap).cost is None  # unknown, never zero
 
 
 def test_a_total_adds_known_costs_and_says_when_some_were_unknown() -> None:

@@ -126,5 +126,9 @@ def test_durations_are_written_as_the_pages_scripts_write_them(
 
 def test_tokens_are_written_in_one_vocabulary() -> None:
     assert tokens({"input": 1204, "output": 88}) == "1,204 in · 88 out"
+    assert (
+        tokens({"input": 1204, "cached": 1000, "output": 88}) == "1,204 in (1,000 cached) · 88 out"
+    )
+    assert tokens({"input": 1204, "cached": 0, "output": 88}) == "1,204 in · 88 out"
     assert tokens({"input": 0, "output": 0}) == ""
     assert tokens(None) == ""

@@ -15,6 +15,7 @@ from studio.agents.prices import price_for
 from studio.models import Event, ModelConfig, ModelDay, Run, Session
 from studio.runs.execute import execute_run
 from tests.studio.conftest import client_for, error_paths, make_agent, make_session, scripted_model
+from tests.support.openai_server import OpenAIServer, TokenUsage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,6 +81,70 @@ async def test_a_model_without_a_price_stores_an_unknown_cost_never_zero(ada: Us
     assert all(row.cost is None and row.payload["cost"] is None for row in calls)
     assert (finished.cost, finished.cost_complete) == (None, False)
     assert wire.run_payload(finished)["cost"] is None
+
+
+CACHING_PRICE = costs.Price(
+    input=Decimal("2.50"), cached_input=Decimal("1.25"), output=Decimal("10")
+)
+
+
+async def test_cached_prompt_tokens_a_provider_reports_are_charged_at_the_cached_price(
+    ada: User,
+) -> None:
+    """Through the real langchain-openai client, over HTTP: OpenAI's
+    ``prompt_tokens_details.cached_tokens`` reaches the stored event and its cost."""
+    with OpenAIServer(models=["cache-model"]) as server:
+        usage = TokenUsage(prompt_tokens=1_204, completion_tokens=88, cached_prompt_tokens=1_000)
+        server.reply("ok", usage=usage)
+
+        @sync_to_async
+        def setup() -> Run:
+            config = ModelConfig(
+                owner=ada,
+                name="remote",
+                provider="openai_compatible",
+                model="cache-model",
+                base_url=server.base_url,
+            )
+            config.set_price(CACHING_PRICE)
+            config.save()
+            agent = make_agent(ada, "caching", model="remote")
+            return services.start_run(make_session(ada, agent), "hi")
+
+        finished = await execute_run(await setup())
+    assert finished.status == "succeeded", finished.error_message
+    [call] = await model_calls(finished)
+    assert call.usage == {"input_tokens": 1_204, "output_tokens": 88, "cached_input_tokens": 1_000}
+    # 204 * 2.50 + 1000 * 1.25 + 88 * 10 = 2640 per million (3890 at the input price)
+    assert (call.cost, call.cost_currency) == (Decimal("0.0026400000"), "USD")
+    assert call.to_core().cost == costs.cost_of(call.to_core().usage, CACHING_PRICE)
+    assert finished.cost == Decimal("0.00264")
+
+
+async def test_a_compaction_summary_is_stored_with_its_usage_at_its_summarisers_price(
+    ada: User,
+) -> None:
+    summariser_price = costs.Price(input=Decimal(7), output=Decimal(21))
+
+    @sync_to_async
+    def session() -> Session:
+        services.create_model_config(ada.pk, name="scripted", provider="scripted")
+        summariser = scripted_model(ada, "summariser")
+        summariser.set_price(summariser_price)
+        summariser.save()
+        compaction = {"threshold": 3, "keep_last": 1, "model": "summariser"}
+        return make_session(ada, make_agent(ada, compaction=compaction))
+
+    started = await session()
+    for text in ("one", "two", "three"):
+        run = await sync_to_async(services.start_run)(started, text)
+        assert (await execute_run(run)).status == "succeeded"
+    rows = Event.objects.filter(session=started, type="compaction").order_by("seq")
+    summaries = [row.to_core() async for row in rows]
+    assert summaries and all(summary.usage for summary in summaries)
+    for summary in summaries:
+        assert summary.cost == costs.cost_of(summary.usage, summariser_price)
+        assert summary.cost != costs.cost_of(summary.usage, DEMO_PRICE)
 
 
 def create_model(user: User, **fields: Any) -> Any:

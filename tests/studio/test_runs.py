@@ -122,7 +122,10 @@ async def test_a_run_on_an_openai_compatible_model_never_stores_the_key(ada: Use
     assert finished.status == RunStatus.SUCCEEDED, finished.error_message
     assert server.authorizations == [f"Bearer {KEY}"]
     payloads = [e.payload async for e in Event.objects.filter(session_id=run.session_id)]
-    assert any(e.get("usage") == {"input_tokens": 3, "output_tokens": 1} for e in payloads)
+    assert any(
+        e.get("usage") == {"input_tokens": 3, "output_tokens": 1, "cached_input_tokens": 0}
+        for e in payloads
+    )
     assert KEY not in repr(payloads)
     export = await sync_to_async(services.export_session)(
         await Session.objects.select_related("agent_version__agent").aget(pk=run.session_id)

@@ -94,6 +94,9 @@ class ToolCallReply:
 class TokenUsage:
     prompt_tokens: int
     completion_tokens: int
+    cached_prompt_tokens: int | None = None
+    """Sent as ``prompt_tokens_details.cached_tokens`` (the part of ``prompt_tokens``
+    served from the prompt cache); left out when ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,16 +529,19 @@ def _finish_reason(reply: Reply) -> str:
     return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
 
-def _usage_json(reply: Reply, body: Mapping[str, Any]) -> dict[str, int]:
+def _usage_json(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     usage = reply.usage or TokenUsage(
         prompt_tokens=sum(_words(m.get("content")) for m in body.get("messages", [])),
         completion_tokens=_words(reply.text) + len(reply.tool_calls),
     )
-    return {
+    wire: dict[str, Any] = {
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "total_tokens": usage.prompt_tokens + usage.completion_tokens,
     }
+    if usage.cached_prompt_tokens is not None:
+        wire["prompt_tokens_details"] = {"cached_tokens": usage.cached_prompt_tokens}
+    return wire
 
 
 def _words(content: object) -> int:

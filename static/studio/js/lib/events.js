@@ -25,7 +25,8 @@ export function clip(text, chars) {
 export function figures(event) {
   const chips = [];
   if (event.usage) {
-    chips.push(h("span", { class: "chip", title: "tokens in / out" }, `${formatTokens(event.usage.input_tokens, event.usage.output_tokens)} tokens`));
+    const { input_tokens: input, output_tokens: output, cached_input_tokens: cached } = event.usage;
+    chips.push(h("span", { class: "chip", title: "tokens in / out" }, `${formatTokens(input, output, cached)} tokens`));
   }
   if (event.cost) {
     const title = "what this model call cost, at its model's price when it was stored";

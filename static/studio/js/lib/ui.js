@@ -40,9 +40,11 @@ export function formatDuration(ms) {
   return `${Math.floor(m / 60)}:${String(m % 60).padStart(2, "0")} h`;
 }
 
-/** Tokens, one way everywhere (pages, chips, totals): "1,204 in · 88 out". */
-export function formatTokens(input, output) {
-  return `${(input || 0).toLocaleString("en-US")} in · ${(output || 0).toLocaleString("en-US")} out`;
+/** Tokens, one way everywhere (pages, chips, totals): "1,204 in · 88 out", and
+ * "1,204 in (1,000 cached) · 88 out" when some input came from the prompt cache. */
+export function formatTokens(input, output, cached = 0) {
+  const served = cached ? ` (${cached.toLocaleString("en-US")} cached)` : "";
+  return `${(input || 0).toLocaleString("en-US")} in${served} · ${(output || 0).toLocaleString("en-US")} out`;
 }
 
 /** "$0.0012", "$12.35", "0.50 EUR": a cost (a decimal string) as studio.figures.cost
