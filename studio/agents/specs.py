@@ -139,11 +139,23 @@ def agent_prices(version: AgentVersion) -> dict[str, Price]:
 def summary_price(version: AgentVersion) -> Price | None:
     """The price of ``version``'s compaction summaries: its summariser's model config's,
     as it says now (``None`` when compaction is off or that model has no price)."""
+    config = summary_config(version)
+    return config.price() if config else None
+
+
+def summary_model(version: AgentVersion) -> str:
+    """The model that writes ``version``'s compaction summaries, named as
+    ``agent_models`` names them (empty when compaction is off)."""
+    config = summary_config(version)
+    return (config.model or config.name) if config else ""
+
+
+def summary_config(version: AgentVersion) -> ModelConfig | None:
+    """The model config of ``version``'s compaction summariser, if it has one."""
     owner = version.agent.owner
     spec = core_specs.AgentSpec.model_validate(version.spec)
     name = core_builder.compaction_model(spec, owner_agent_specs(owner))
-    config = ModelConfig.objects.filter(owner_id=owner.pk, name=name).first() if name else None
-    return config.price() if config else None
+    return ModelConfig.objects.filter(owner_id=owner.pk, name=name).first() if name else None
 
 
 def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:

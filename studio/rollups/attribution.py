@@ -17,11 +17,15 @@ from django.db.models import Case, CharField, Value, When
 from agents_core.events import EventType
 from agents_core.spans import Span
 from studio.models import Event, Run
+from studio.rollups.queries import MODEL_CALL_TYPES
 
 
-def attribute_calls(run: Run, spans: Sequence[Span], models: Mapping[str, str]) -> int:
-    """Stamp ``run``, the model (``models``, by agent name) and the leading tool call on
-    each of ``run``'s model-call events; the number of rows updated."""
+def attribute_calls(
+    run: Run, spans: Sequence[Span], models: Mapping[str, str], summary_model: str = ""
+) -> int:
+    """Stamp ``run``, the model (``models``, by agent name; ``summary_model`` for a
+    compaction summary) and the leading tool call on each of ``run``'s model-call
+    events; the number of rows updated."""
     if not run.invocation_id or run.start_seq is None:
         return 0
     tools = leading_tools(spans)
@@ -29,11 +33,12 @@ def attribute_calls(run: Run, spans: Sequence[Span], models: Mapping[str, str]) 
         session_id=run.session_id,
         seq__gt=run.start_seq,
         invocation_id=run.invocation_id,
-        type=EventType.AGENT_MESSAGE,
+        type__in=MODEL_CALL_TYPES,
     )
+    summaries = When(type=EventType.COMPACTION, then=Value(summary_model))
     return rows.update(
         run=run,
-        model=_case("author", models),
+        model=_case("author", models, summaries),
         tool=Case(
             *[When(seq__in=seqs, then=Value(name)) for name, seqs in _by_value(tools).items()],
             default=Value(""),
@@ -83,6 +88,6 @@ def _by_value(found: Mapping[int, str]) -> dict[str, list[int]]:
     return grouped
 
 
-def _case(field: str, values: Mapping[str, str]) -> Case:
+def _case(field: str, values: Mapping[str, str], *first: When) -> Case:
     whens = [When(**{field: key}, then=Value(value)) for key, value in values.items()]
-    return Case(*whens, default=Value(""), output_field=CharField())
+    return Case(*first, *whens, default=Value(""), output_field=CharField())

@@ -63,8 +63,10 @@ class RollUp:
     output_tokens: int
 
 
-MODEL_CALL = Q(type=EventType.AGENT_MESSAGE) & (Q(usage__isnull=False) | Q(cost__isnull=False))
-"""A stored model call: a complete ``agent_message`` that reports its usage or has a cost."""
+MODEL_CALL_TYPES = (EventType.AGENT_MESSAGE, EventType.COMPACTION)
+MODEL_CALL = Q(type__in=MODEL_CALL_TYPES) & (Q(usage__isnull=False) | Q(cost__isnull=False))
+"""A stored model call: a complete ``agent_message``, or a compaction summary, that
+reports its usage or has a cost."""
 
 
 def model_calls(

@@ -41,6 +41,7 @@ from studio.models import (
 )
 from studio.rollups import days
 from studio.rollups.attribution import attribute_calls
+from studio.rollups.queries import MODEL_CALL_TYPES
 from studio.traces import otel
 from studio.traces.reads import keep_final_spans, run_spans
 from studio.traces.timing import wall_time
@@ -247,7 +248,7 @@ def end_run(
         run.timing = wall_time(run.created_at, run.started_at, ended_at, spans)
         _save(run)
         keep_final_spans(run, spans)
-        attribute_calls(run, spans, _models(run))
+        attribute_calls(run, spans, *_models(run))
         days.add_run(run)
         budget_days.release_run(run.pk)  # what calls cut short still held of a budget
         # Once committed, whatever ended it: its trace is exported (when configured).
@@ -281,26 +282,30 @@ def _settle(run: Run, ending: Ending) -> datetime:
 
 
 def _add_up_cost(run: Run) -> None:
-    """``run.cost``: the sum of its model calls' stored costs; incomplete when one of
-    them has none (no usage reported, or no price for its model)."""
+    """``run.cost``: the sum of its model calls' stored costs (compaction summaries
+    included); incomplete when one of them has none (no usage reported, or no price
+    for its model)."""
     rows = Event.objects.filter(
         session_id=run.session_id,
         seq__gt=run.start_seq or 0,
         invocation_id=run.invocation_id,
-        type=core_events.EventType.AGENT_MESSAGE,
-    ).values_list("cost", "cost_currency", "usage", "payload__latency_ms")
+        type__in=MODEL_CALL_TYPES,
+    ).values_list("type", "cost", "cost_currency", "usage", "payload__latency_ms")
     calls = [
         None if cost is None else Cost(amount=cost, currency=currency)
-        for cost, currency, usage, latency_ms in rows
-        if usage is not None or latency_ms is not None
+        for kind, cost, currency, usage, latency_ms in rows
+        if kind == core_events.EventType.COMPACTION or usage is not None or latency_ms is not None
     ]
     added = costs.total(calls if run.invocation_id else [])
     run.cost, run.cost_currency, run.cost_complete = added.amount, added.currency, added.complete
 
 
-def _models(run: Run) -> dict[str, str]:
+def _models(run: Run) -> tuple[dict[str, str], str]:
+    """The model of each agent of ``run``'s version, and of its compaction summaries."""
     version = run.session.agent_version
-    return {} if version is None else specs.agent_models(version)
+    if version is None:
+        return {}, ""
+    return specs.agent_models(version), specs.summary_model(version)
 
 
 def _save(run: Run) -> None:

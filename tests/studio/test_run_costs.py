@@ -136,15 +136,28 @@ async def test_a_compaction_summary_is_stored_with_its_usage_at_its_summarisers_
         return make_session(ada, make_agent(ada, compaction=compaction))
 
     started = await session()
+    ended = []
     for text in ("one", "two", "three"):
         run = await sync_to_async(services.start_run)(started, text)
-        assert (await execute_run(run)).status == "succeeded"
+        ended.append(await execute_run(run))
+        assert ended[-1].status == "succeeded"
     rows = Event.objects.filter(session=started, type="compaction").order_by("seq")
-    summaries = [row.to_core() async for row in rows]
+    summaries = [row async for row in rows]
     assert summaries and all(summary.usage for summary in summaries)
-    for summary in summaries:
+    for row in summaries:
+        summary = row.to_core()
         assert summary.cost == costs.cost_of(summary.usage, summariser_price)
         assert summary.cost != costs.cost_of(summary.usage, DEMO_PRICE)
+        # A summary is a model call of its run: attributed to it and to its model.
+        assert (row.run_id, row.model) != (None, "")
+        assert row.model == "summariser"
+    # Each run's cost counts its summaries; so do the day totals per model.
+    for run in ended:
+        own = Event.objects.filter(run_id=run.pk)
+        assert run.cost == sum([row.cost async for row in own if row.cost is not None])
+    summarised = sum((row.cost for row in summaries if row.cost is not None), Decimal(0))
+    day = await ModelDay.objects.aget(owner=ada, model="summariser")
+    assert (day.calls, day.cost) == (len(summaries), summarised)
 
 
 def create_model(user: User, **fields: Any) -> Any:
