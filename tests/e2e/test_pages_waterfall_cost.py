@@ -113,7 +113,8 @@ def test_the_waterfall_shows_each_spans_cost_and_colours_bars_by_it(page: Page, 
     # The colouring is kept for the next visit; the spans then come from the API.
     open_waterfall(page, session["id"])
     expect(page.locator("#wf-colour")).to_have_value("cost")
-    expect(page.locator(f"#wf-span-{essay['span_id']} .wf-bar")).to_have_class(re.compile(r"\bcost-4\b"))
+    hot_bar = page.locator(f"#wf-span-{essay['span_id']} .wf-bar")
+    expect(hot_bar).to_have_class(re.compile(r"\bcost-4\b"))
     colour = page.get_by_label("Colour")  # a labelled form control, worked by keyboard
     colour.focus()
     page.keyboard.press("ArrowUp")

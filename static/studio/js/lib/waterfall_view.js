@@ -240,7 +240,7 @@ export class WaterfallChart {
     const selected = this.selected === row.key;
     const collapsed = row.head ? this.options.collapsed.has(row.lane.key) : null;
     const cost = costText(span.cost);
-    const sig = `${span.status}|${span.end === null}|${critical}|${heat}|${selected}|${span.name}|${collapsed}|${cost}`;
+    const sig = `${span.status}|${span.end === null}|${critical}|${heat}|${selected}|${span.name}|${collapsed}|${span.cost?.amount}|${cost}`;
     if (el.sig !== sig) {
       el.sig = sig;
       this.fillSpan(el, row, { critical, heat, selected, collapsed, cost });
