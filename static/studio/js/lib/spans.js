@@ -54,7 +54,8 @@ export class SpanStore {
     this.byId = new Map(); // span_id -> span, in the order they began (as SpanTree keeps them)
     this.version = 0; // bumped on every change, so views redraw only when needed
     this.changed = new Set(); // invocation ids changed since the last takeChanged()
-    this.costed = -1; // the version the spans' costs were summed at
+    this.answers = 0; // model calls answered (or spans loaded): what changes a cost
+    this.costed = -1; // the answers the spans' costs were summed at
   }
 
   /** Spans as the API sends them (open ones too): they replace what the store had. */
@@ -65,6 +66,7 @@ export class SpanStore {
       span.error ??= undefined;
       span.cost ??= null; // spans stored before they carried costs have none
       span.callCost = callCostOf(span);
+      this.answers += 1;
       this.byId.set(span.span_id, span);
       this.touch(span);
     }
@@ -138,11 +140,12 @@ export class SpanStore {
     return this.byId.get(spanId) || null;
   }
 
-  /** Each span's cost, summed again once something changed since they last were. */
+  /** Each span's cost, summed again once a call was answered since they last were (a
+   * span opened since costs nothing until a call beneath it is answered). */
   sumCosts() {
-    if (this.costed === this.version) return;
+    if (this.costed === this.answers) return;
     rollUpCosts(this.byId);
-    this.costed = this.version;
+    this.costed = this.answers;
   }
 
   /** The invocations changed since the last call. */
@@ -232,6 +235,7 @@ export class SpanStore {
     span.input_tokens = usage.input_tokens ?? null;
     span.output_tokens = usage.output_tokens ?? null;
     span.callCost = wire.cost ? { amount: wire.cost.amount, currency: wire.cost.currency } : null;
+    this.answers += 1;
     this.close(wire, "ok");
     for (const part of calls) this.toolCall(wire, part);
   }
