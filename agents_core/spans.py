@@ -8,6 +8,10 @@ form (``Event.to_wire()``, as stored and as streamed), in seq order, and hands o
 spans so far: open spans (no ``end``) included, so a live run draws while it runs.
 ``finish`` closes what a run left open when it ended.
 
+A span's ``cost`` is what the model calls in it cost (``SpanCost``): a model span's own
+call, as its stored event was priced (``Event.cost``), and for an agent span, or the tool
+span of an agent called as a tool, the exact sum of the calls beneath it.
+
 This is the one place that knows what a span is: Studio's API, pages, exports, cost
 roll-ups and OpenTelemetry export all read spans from here.
 """
@@ -17,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime
+from pydantic import AwareDatetime, NonNegativeInt, PlainSerializer
 
-from agents_core.contracts import Contract
+from agents_core.contracts import Contract, Cost
 from agents_core.events import EventType
 
 SpanKind = Literal["agent", "model", "tool", "human"]
@@ -57,6 +62,29 @@ _WAIT_CLOSED = frozenset(
 )
 
 
+Amount = Annotated[
+    Decimal, PlainSerializer(lambda amount: format(amount, "f"), return_type=str, when_used="json")
+]
+"""A sum of costs, written as a plain decimal string (``0.00000012``, never ``1.2E-7``)."""
+
+
+class SpanCost(Contract):
+    """What the model calls in a span cost. Unknown is never zero: a call without a cost
+    makes the sum incomplete, and calls in more than one currency have no sum at all."""
+
+    amount: Amount | None
+    """The sum of the known costs; ``None`` when none is known, or when they are in more
+    than one currency."""
+    currency: str | None
+    """The currency of ``amount``."""
+    complete: bool
+    """Every call's cost is known, in one currency: ``amount`` is the whole cost."""
+    calls: NonNegativeInt
+    """The model calls summed."""
+    unknown: NonNegativeInt
+    """How many of them have no cost."""
+
+
 class Span(Contract):
     """One step of a run, open (``end`` is ``None``) or closed."""
 
@@ -79,6 +107,9 @@ class Span(Contract):
     input_tokens: int | None = None
     output_tokens: int | None = None
     error: str | None = None
+    cost: SpanCost | None = None
+    """What the model calls in it cost: set on an answered model call and on the spans
+    above one; ``None`` on spans with none beneath them (and on a call still streaming)."""
     attributes: dict[str, Any] = {}
     """Kind-specific details: a tool's ``call_id``, ``arguments``, ``result`` and
     ``outcome``; a model's ``text`` and ``tool_calls``; an agent's ``transfer_to`` and
@@ -98,9 +129,12 @@ class _Open:
 
     fields: dict[str, Any]
     attributes: dict[str, Any] = field(default_factory=dict)
+    answered: bool = False
+    """A model call whose answer arrived: its ``call_cost`` is known or known unknown."""
+    call_cost: Cost | None = None
 
-    def span(self) -> Span:
-        return Span.model_validate({**self.fields, "attributes": self.attributes})
+    def span(self, cost: SpanCost | None) -> Span:
+        return Span.model_validate({**self.fields, "cost": cost, "attributes": self.attributes})
 
 
 @dataclass(slots=True)
@@ -131,7 +165,8 @@ class SpanTree:
         return self
 
     def spans(self) -> list[Span]:
-        return [built.span() for built in self._spans.values()]
+        costs = self._costs()
+        return [built.span(costs.get(span_id)) for span_id, built in self._spans.items()]
 
     def finish(self, at: datetime, *, error: str | None = None) -> None:
         """Close the spans a run left open when it ended at ``at``: errors, saying
@@ -142,6 +177,20 @@ class SpanTree:
                 built.fields["status"] = "ok" if error is None else "error"
                 if error is not None:
                     built.fields.setdefault("error", error)
+
+    def _costs(self) -> dict[str, SpanCost]:
+        """Each answered model call's cost, added to its own span and every span above it."""
+        calls: dict[str, list[Cost | None]] = {}
+        for span_id, built in self._spans.items():
+            if not built.answered:
+                continue
+            at: str | None = span_id
+            seen: set[str] = set()  # a parent loop in damaged events must not hang
+            while at is not None and at in self._spans and at not in seen:
+                seen.add(at)
+                calls.setdefault(at, []).append(built.call_cost)
+                at = self._spans[at].fields["parent_span_id"]
+        return {span_id: sum_costs(costs) for span_id, costs in calls.items()}
 
     # Opening and closing
 
@@ -206,6 +255,8 @@ class SpanTree:
         usage = wire.get("usage") or {}
         built.fields["input_tokens"] = usage.get("input_tokens")
         built.fields["output_tokens"] = usage.get("output_tokens")
+        built.answered = True
+        built.call_cost = Cost.model_validate(wire["cost"]) if wire.get("cost") else None
         self._close(wire, "ok")
         for part in calls:
             self._tool_call(wire, part)
@@ -289,6 +340,25 @@ class SpanTree:
 def spans_of(wires: Iterable[Wire]) -> list[Span]:
     """The spans of ``wires`` (stored events in seq order)."""
     return SpanTree().observe_all(wires).spans()
+
+
+def sum_costs(costs: Iterable[Cost | None]) -> SpanCost:
+    """The exact sum of some model calls' ``costs`` (``None``: a call of unknown cost)."""
+    listed = list(costs)
+    known = [cost for cost in listed if cost is not None]
+    currencies = {cost.currency for cost in known}
+    unknown = len(listed) - len(known)
+    if len(currencies) != 1:
+        return SpanCost(
+            amount=None, currency=None, complete=False, calls=len(listed), unknown=unknown
+        )
+    return SpanCost(
+        amount=sum((cost.amount for cost in known), Decimal(0)),
+        currency=currencies.pop(),
+        complete=unknown == 0,
+        calls=len(listed),
+        unknown=unknown,
+    )
 
 
 def _outcome(part: Wire) -> str:

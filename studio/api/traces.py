@@ -14,7 +14,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents_core.spans import Span
+from agents_core.spans import Span, SpanCost
 from studio import wire
 from studio.api.serializers import RunSerializer
 from studio.models import Run, Session
@@ -22,6 +22,25 @@ from studio.traces.reads import run_spans_json, session_spans
 
 SESSION_RUNS = 100
 """A session's spans cover its newest runs, at most this many."""
+
+
+class SpanCostSerializer(serializers.Serializer[SpanCost]):
+    """What the model calls in a span cost."""
+
+    amount = serializers.DecimalField(
+        max_digits=None,
+        decimal_places=None,
+        coerce_to_string=True,
+        allow_null=True,
+        help_text="The sum of the known costs, a decimal string; `null` when none is known "
+        "or the calls were in more than one currency.",
+    )
+    currency = serializers.CharField(allow_null=True, help_text="ISO 4217, e.g. `USD`.")
+    complete = serializers.BooleanField(
+        help_text="Every call's cost is known, in one currency (unknown is never zero)."
+    )
+    calls = serializers.IntegerField(min_value=0, help_text="The model calls summed.")
+    unknown = serializers.IntegerField(min_value=0, help_text="Of them, those of unknown cost.")
 
 
 class SpanSerializer(serializers.Serializer[Span]):
@@ -42,6 +61,11 @@ class SpanSerializer(serializers.Serializer[Span]):
     input_tokens = serializers.IntegerField(allow_null=True)
     output_tokens = serializers.IntegerField(allow_null=True)
     error = serializers.CharField(allow_null=True)
+    cost = SpanCostSerializer(
+        allow_null=True,
+        help_text="A model call's cost, or the sum of the calls beneath an agent (or a tool "
+        "that ran an agent); `null` when it has none (or, for a call, while it streams).",
+    )
     attributes = serializers.DictField(help_text="Kind-specific details (agents_core.spans).")
 
     def to_representation(self, instance: Span) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from agents_core import (
@@ -18,10 +20,11 @@ from agents_core import (
     function_tool,
 )
 from agents_core.approvals import ApprovalDecision, ApprovalPolicy
+from agents_core.contracts import Cost
 from agents_core.events import new_id
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.span_upgrade import upgrade
-from agents_core.spans import Span, SpanTree, spans_of
+from agents_core.spans import Span, SpanCost, SpanTree, spans_of
 from agents_core.testing import ScriptedModel, reply, tool_call
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.control import exit_loop_tool
@@ -182,3 +185,104 @@ def test_new_ids_are_distinct_random_uuid4s_as_32_hex_digits() -> None:
         parsed = uuid.UUID(value)
         assert parsed.hex == value
         assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+
+
+def priced(events: list[Event], prices: Mapping[str, Cost | None]) -> list[dict[str, Any]]:
+    """The events' wire form, each model answer costing its agent's price in ``prices``
+    (``None``, or an agent left out: unknown), as a session store stamps them."""
+    wires = []
+    for event in events:
+        answer = event.type is EventType.AGENT_MESSAGE and not event.partial and event.span_id
+        cost = prices.get(event.author) if answer else None
+        wires.append((event.model_copy(update={"cost": cost}) if cost else event).to_wire())
+    return wires
+
+
+def named(spans: list[Span], kind: str, name: str) -> Span:
+    return next(s for s in spans if s.kind == kind and s.name == name)
+
+
+def usd(amount: str) -> Cost:
+    return Cost(amount=Decimal(amount), currency="USD")
+
+
+async def test_a_model_span_carries_its_calls_cost_and_agents_the_exact_sum_beneath(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    events = await run_team(sessions, breakers)
+    names = {"root", "lead", "helper", "left", "right", "pass_", "stop"}
+    prices = {name: usd("0.1000000000") for name in names} | {"helper": usd("0.2")}
+    spans = spans_of(priced(events, prices))
+
+    lead_calls = [s for s in spans if s.kind == "model" and s.author == "lead"]
+    assert len(lead_calls) == 3
+    one = SpanCost(amount=Decimal("0.1"), currency="USD", complete=True, calls=1, unknown=0)
+    assert all(s.cost == one for s in lead_calls)
+    # The helper ran as a tool of the lead: its call counts for the tool call and the lead.
+    helper = SpanCost(amount=Decimal("0.2"), currency="USD", complete=True, calls=1, unknown=0)
+    assert named(spans, "tool", "helper").cost == helper
+    lead = named(spans, "agent", "lead").cost
+    assert lead is not None
+    assert (lead.amount, lead.calls, lead.complete) == (Decimal("0.5"), 4, True)
+    assert named(spans, "agent", "lead").model_dump(mode="json")["cost"]["amount"] == "0.5000000000"
+    root = named(spans, "agent", "root").cost
+    models = sum(1 for s in spans if s.kind == "model")
+    assert root is not None and root.calls == models and root.complete
+    assert root.amount == Decimal("0.1") * (models - 1) + Decimal("0.2")
+    # Spans with no model call beneath them cost nothing known or unknown: no cost.
+    assert named(spans, "tool", "add").cost is None
+    assert named(spans, "human", "approval").cost is None
+
+
+async def test_an_unknown_cost_is_never_zero_and_makes_every_sum_above_it_incomplete(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    events = await run_team(sessions, breakers)
+    prices = {name: usd("0.0000000003") for name in ("lead", "helper", "left", "pass_", "stop")}
+    spans = spans_of(priced(events, prices))  # "right" has no price
+
+    right_call = next(s for s in spans if s.kind == "model" and s.author == "right")
+    unknown = SpanCost(amount=None, currency=None, complete=False, calls=1, unknown=1)
+    assert right_call.cost == unknown
+    assert right_call.model_dump(mode="json")["cost"]["amount"] is None
+    fan = named(spans, "agent", "fan").cost
+    part = SpanCost(amount=Decimal("3E-10"), currency="USD", complete=False, calls=2, unknown=1)
+    assert fan == part
+    assert named(spans, "agent", "fan").model_dump(mode="json")["cost"]["amount"] == "0.0000000003"
+    root = named(spans, "agent", "root").cost
+    assert root is not None and not root.complete and root.unknown == 1 and root.amount
+    assert named(spans, "agent", "lead").cost.complete  # type: ignore[union-attr]
+
+
+async def test_calls_in_more_than_one_currency_have_no_single_total(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    events = await run_team(sessions, breakers)
+    euro = Cost(amount=Decimal("0.25"), currency="EUR")
+    prices = {"pass_": euro, "stop": usd("0.5"), "lead": usd("1"), "helper": usd("1")}
+    spans = spans_of(priced(events, prices))
+
+    loop = named(spans, "agent", "loop").cost
+    assert loop is not None and (loop.amount, loop.currency, loop.complete) == (None, None, False)
+    assert loop.unknown == 0  # every call's cost is known, just not in one currency
+    assert all(s.cost.currency == "EUR" for s in spans if s.author == "pass_" and s.cost)
+    lead = named(spans, "agent", "lead").cost
+    assert lead is not None and (lead.amount, lead.currency) == (Decimal(4), "USD")
+
+
+async def test_a_call_still_streaming_has_no_cost_yet(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    events = await run_team(sessions, breakers)
+    wires = priced(events, {"lead": usd("0.01")})
+    first_answer = next(
+        i for i, w in enumerate(wires) if w["type"] == "agent_message" and w["author"] == "lead"
+    )
+    chunk = {**wires[first_answer], "partial": True, "seq": None, "cost": None}
+    tree = SpanTree().observe_all([*wires[:first_answer], chunk])
+
+    call = next(s for s in tree.spans() if s.kind == "model")
+    assert call.end is None and call.cost is None
+    assert named(tree.spans(), "agent", "lead").cost is None
+    tree.observe(wires[first_answer])
+    assert named(tree.spans(), "agent", "lead").cost.amount == Decimal("0.01")  # type: ignore[union-attr]

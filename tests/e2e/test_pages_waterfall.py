@@ -216,7 +216,12 @@ def test_a_live_multi_agent_run_draws_lanes_arrows_and_open_spans_that_close(
     )
     page.set_viewport_size({"width": 1280, "height": 900})
     screenshot(page, "waterfall-team-1280", full_page=True)
-    assert_page_store_matches_the_api(page, api, session_id)
+    assert_page_store_matches_the_api(page, api, session_id)  # costs summed alike too
+    spans = api.get(f"/api/runs/{last_run(api, session_id)['id']}/spans/")["spans"]
+    root = next(s for s in spans if s["parent_span_id"] is None)
+    assert root["cost"]["complete"] and root["cost"]["calls"] == sum(
+        s["kind"] == "model" for s in spans
+    )
 
 
 def test_keys_filters_and_the_detail_panel_explain_each_span(

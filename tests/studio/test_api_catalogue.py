@@ -71,6 +71,16 @@ def test_the_schema_text_speaks_to_api_users_not_to_studios_developers() -> None
         assert description and "owner" not in description.split()[0].lower()
 
 
+def test_the_schema_documents_a_spans_cost_as_a_decimal_string_that_may_be_unknown() -> None:
+    schemas = yaml.safe_load(APIClient().get("/api/schema/").content)["components"]["schemas"]
+    cost = schemas["Span"]["properties"]["cost"]
+    assert cost["oneOf"] == [{"$ref": "#/components/schemas/SpanCost"}, {"type": "null"}]
+    fields = schemas["SpanCost"]["properties"]
+    assert fields["amount"]["type"] == ["string", "null"]
+    assert fields["amount"]["format"] == "decimal"
+    assert set(fields) == {"amount", "currency", "complete", "calls", "unknown"}
+
+
 def test_the_schema_generates_without_warnings() -> None:
     from django.core.management import call_command
 

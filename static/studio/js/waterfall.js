@@ -6,6 +6,7 @@
 import { api } from "./lib/api.js";
 import { h, readJsonScript } from "./lib/dom.js";
 import { isActiveRun, SessionSocket, showConnection, WAITING_LABELS } from "./lib/live.js";
+import { costText } from "./lib/span_costs.js";
 import { spanDetail } from "./lib/span_detail.js";
 import { wallTime } from "./lib/span_timing.js";
 import { micros, SpanStore } from "./lib/spans.js";
@@ -102,18 +103,19 @@ class RunSection {
     const end = live ? now() : micros(run.ended_at || run.created_at);
     const tokens = live ? modelTokens(spans) : { input: run.input_tokens, output: run.output_tokens };
     const errors = spans.filter((span) => span.status === "error").length;
+    const root = spans.find((span) => !span.parent_span_id);
     this.started ??= formatTime(run.created_at);
     const chips = [
       this.started,
       formatDuration((end - micros(run.created_at)) / 1000),
       `${formatTokens(tokens.input, tokens.output)} tokens`,
+      root?.cost ? `cost ${costText(root.cost)}` : null,
       // A run not opened yet has not had its spans read: no count rather than "0 spans".
       this.loaded ? `${spans.length} span${spans.length === 1 ? "" : "s"}` : null,
       errors ? `${errors} error${errors === 1 ? "" : "s"}` : null,
       waits ? WAITING_LABELS[waits] || `waiting for ${waits}` : null,
     ].filter(Boolean);
     const timing = run.timing || (spans.length ? wallTime(run.created_at, run.started_at, end, spans) : null);
-    const root = spans.find((span) => !span.parent_span_id);
     const sig = JSON.stringify([run.message, status, chips, timing, root?.start_seq]);
     if (sig === this.sig) return;
     this.sig = sig;
@@ -161,7 +163,37 @@ function currentOptions() {
 filters.addEventListener("change", () => {
   const options = currentOptions();
   for (const section of sections.values()) section.chart.setOptions(options);
+  $("wf-cost-legend").hidden = options.colour !== "cost";
+  remember(COLOUR_KEY, options.colour);
 });
+
+// How bars are coloured is kept for the next visit (by kind, duration or cost).
+const COLOUR_KEY = "studio.waterfall.colour";
+
+function remember(key, value) {
+  try {
+    localStorage.setItem(key, value);
+  } catch {
+    // storage refused (private mode, quota): the choice lasts as long as the page
+  }
+}
+
+function recall(key) {
+  try {
+    return localStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+function restoreColour() {
+  const colour = $("wf-colour");
+  const stored = recall(COLOUR_KEY);
+  if ([...colour.options].some((option) => option.value === stored)) colour.value = stored;
+  $("wf-cost-legend").hidden = colour.value !== "cost";
+}
+
+restoreColour();
 
 const agents = new Set();
 

@@ -1,11 +1,12 @@
 // The detail of one span, for the waterfall's side panel: when it ran and for how long,
 // what went in and came out (a model's input is what its agent last gave it: the
 // request, or its previous call's tool results), a tool's arguments and result, tokens,
-// a wait's decision, the error; and links to the events that opened and closed it in
+// a wait's decision, what its model calls cost, the error; and links to the events that opened and closed it in
 // the timeline. Everything is written as text.
 
 import { h, pretty } from "./dom.js";
 import { formatDuration, formatTime, formatTokens } from "./ui.js";
+import { costText } from "./span_costs.js";
 import { isoOf } from "./spans.js";
 import { transferOf } from "./waterfall_layout.js";
 
@@ -22,6 +23,7 @@ export function spanDetail(span, { tree, run, now, timelineUrl, actions }) {
     [span.end === null ? "Running for" : "Took", formatDuration((end - span.start) / 1000)],
     ...kindFacts(span, end),
   ];
+  if (span.cost) facts.push(["Cost", costFact(span)]);
   if (span.error) facts.push(["Error", span.error]);
   return h("div", { class: "wf-detail-body", dataset: { span: span.span_id, kind: span.kind } },
     h("p", { class: "wf-detail-kind" }, KIND_LABELS[span.kind] || span.kind),
@@ -30,6 +32,16 @@ export function spanDetail(span, { tree, run, now, timelineUrl, actions }) {
     h("dl", { class: "wf-facts" }, facts.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
     ...sections(span, tree, run),
     links(span, timelineUrl, actions));
+}
+
+/** "$0.0012", or for the spans above model calls "≥ $0.0031 · 3 model calls, 1 of
+ * unknown cost". */
+function costFact(span) {
+  const cost = span.cost;
+  const unknown = cost.unknown && cost.amount !== null ? `, ${cost.unknown} of unknown cost` : "";
+  const calls = span.kind === "model" ? "" : ` · ${cost.calls} model call${cost.calls === 1 ? "" : "s"}${unknown}`;
+  return h("span", { class: "wf-cost", dataset: { cost: cost.amount ?? "", complete: String(cost.complete) } },
+    `${costText(cost)}${calls}`);
 }
 
 function badgeOf(span) {

@@ -7,7 +7,10 @@
 // gives what GET /api/runs/<id>/spans/ gives.
 //
 // Times are integers of microseconds since the epoch (`start`, `end`), as Python's
-// datetimes hold them; `toWire` writes them as pydantic does.
+// datetimes hold them; `toWire` writes them as pydantic does. Costs (`cost`) are summed
+// up the tree by lib/span_costs.js whenever the spans are read after a change.
+
+import { callCostOf, rollUpCosts } from "./span_costs.js";
 
 const PREVIEW_CHARS = 2000; // agents_core.spans.PREVIEW_CHARS
 const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
@@ -51,6 +54,8 @@ export class SpanStore {
     this.byId = new Map(); // span_id -> span, in the order they began (as SpanTree keeps them)
     this.version = 0; // bumped on every change, so views redraw only when needed
     this.changed = new Set(); // invocation ids changed since the last takeChanged()
+    this.answers = 0; // model calls answered (or spans loaded): what changes a cost
+    this.costed = -1; // the answers the spans' costs were summed at
   }
 
   /** Spans as the API sends them (open ones too): they replace what the store had. */
@@ -59,6 +64,9 @@ export class SpanStore {
       span.start = micros(span.start);
       span.end = span.end === null ? null : micros(span.end);
       span.error ??= undefined;
+      span.cost ??= null; // spans stored before they carried costs have none
+      span.callCost = callCostOf(span);
+      this.answers += 1;
       this.byId.set(span.span_id, span);
       this.touch(span);
     }
@@ -122,12 +130,22 @@ export class SpanStore {
 
   /** The spans of one run (or all), in the order they began. */
   spans(invocationId = null) {
+    this.sumCosts();
     const all = [...this.byId.values()];
     return invocationId === null ? all : all.filter((span) => span.invocation_id === invocationId);
   }
 
   get(spanId) {
+    this.sumCosts();
     return this.byId.get(spanId) || null;
+  }
+
+  /** Each span's cost, summed again once a call was answered since they last were (a
+   * span opened since costs nothing until a call beneath it is answered). */
+  sumCosts() {
+    if (this.costed === this.answers) return;
+    rollUpCosts(this.byId);
+    this.costed = this.answers;
   }
 
   /** The invocations changed since the last call. */
@@ -165,6 +183,7 @@ export class SpanStore {
         input_tokens: null,
         output_tokens: null,
         error: undefined,
+        cost: null,
         attributes: {},
       };
       this.byId.set(spanId, span);
@@ -215,6 +234,8 @@ export class SpanStore {
     const usage = wire.usage || {};
     span.input_tokens = usage.input_tokens ?? null;
     span.output_tokens = usage.output_tokens ?? null;
+    span.callCost = wire.cost ? { amount: wire.cost.amount, currency: wire.cost.currency } : null;
+    this.answers += 1;
     this.close(wire, "ok");
     for (const part of calls) this.toolCall(wire, part);
   }
@@ -300,6 +321,7 @@ export function toWire(span) {
     input_tokens: span.input_tokens,
     output_tokens: span.output_tokens,
     error: span.error ?? null,
+    cost: span.cost ?? null,
     attributes: span.attributes,
   };
 }

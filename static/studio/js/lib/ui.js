@@ -48,13 +48,15 @@ export function formatTokens(input, output, cached = 0) {
 }
 
 /** "$0.0012", "$12.35", "0.50 EUR": a cost (a decimal string) as studio.figures.cost
- * writes it: two significant digits below one, cents above; "" when unknown. */
-export function formatCost(amount, currency = "USD") {
+ * writes it: two significant digits below one, cents above; "≥ $0.0012" when some calls'
+ * costs are unknown (``complete`` false); "" when unknown. */
+export function formatCost(amount, currency = "USD", { complete = true } = {}) {
   const value = Number(amount);
   if (amount === null || amount === undefined || amount === "" || !Number.isFinite(value)) return "";
   const places = value >= 1 || value === 0 ? 2 : Math.min(Math.max(2, 1 - Math.floor(Math.log10(value))), 10);
   const text = value.toFixed(places);
-  return currency === "USD" ? `$${text}` : `${text} ${currency}`;
+  const written = currency === "USD" ? `$${text}` : `${text} ${currency}`;
+  return complete ? written : `≥ ${written}`;
 }
 
 export function formatClock(ms) {

@@ -222,7 +222,21 @@ export function criticalPath(spans, tree, now) {
 
 /** How hot a span is: its share of the run's wall time, in five steps (0 cool .. 4). */
 export function heatOf(span, total, now) {
-  const share = ((span.end ?? now) - span.start) / Math.max(total, 1);
+  return stepOf(((span.end ?? now) - span.start) / Math.max(total, 1));
+}
+
+/** A span's cost heat, as bar classes: ``cost-0`` .. ``cost-4`` by its share of the
+ * ``costliest`` span's cost, ``cost-partial`` too when some calls' costs are unknown;
+ * ``cost-unknown`` when none is known (or there is no single total); ``cost-none`` for
+ * a span with no model call beneath it. */
+export function costHeatOf(cost, costliest) {
+  if (!cost) return "cost-none";
+  if (cost.amount === null) return "cost-unknown";
+  const step = `cost-${stepOf(costliest > 0 ? Number(cost.amount) / costliest : 0)}`;
+  return cost.complete ? step : `${step} cost-partial`;
+}
+
+function stepOf(share) {
   if (share < 0.01) return 0;
   if (share < 0.05) return 1;
   if (share < 0.15) return 2;

@@ -7,9 +7,10 @@
 // spans.
 
 import { h } from "./dom.js";
+import { costText, costValue } from "./span_costs.js";
 import { micros } from "./spans.js";
 import { formatDuration } from "./ui.js";
-import { heatOf, layoutRun, rowOfSpan } from "./waterfall_layout.js";
+import { costHeatOf, heatOf, layoutRun, rowOfSpan } from "./waterfall_layout.js";
 
 export const ROW_H = 26;
 const OVERSCAN = 12;
@@ -84,6 +85,7 @@ export class WaterfallChart {
 
   relayout(now) {
     this.layout = layoutRun(this.spans, { collapsed: this.options.collapsed, show: this.options.show, now });
+    this.costliest = costliest(this.spans);
     this.stale = false;
     this.canvas.style.height = `${this.layout.rows.length * ROW_H}px`;
   }
@@ -234,13 +236,14 @@ export class WaterfallChart {
   placeSpan(el, row, { x, now, total }) {
     const span = row.span;
     const critical = this.options.critical && this.layout.critical.has(span.span_id);
-    const heat = this.options.colour === "heat" ? heatOf(span, total, now) : -1;
+    const heat = this.heatClasses(span, total, now);
     const selected = this.selected === row.key;
     const collapsed = row.head ? this.options.collapsed.has(row.lane.key) : null;
-    const sig = `${span.status}|${span.end === null}|${critical}|${heat}|${selected}|${span.name}|${collapsed}`;
+    const cost = costText(span.cost);
+    const sig = `${span.status}|${span.end === null}|${critical}|${heat}|${selected}|${span.name}|${collapsed}|${span.cost?.amount}|${cost}`;
     if (el.sig !== sig) {
       el.sig = sig;
-      this.fillSpan(el, row, { critical, heat, selected, collapsed });
+      this.fillSpan(el, row, { critical, heat, selected, collapsed, cost });
     }
     const end = span.end ?? now;
     const left = place(el.bar, x(span.start), x(end), this.width);
@@ -248,12 +251,21 @@ export class WaterfallChart {
       const from = micros(span.attributes.ran_from);
       place(el.ran, x(from) - left, x(from + span.attributes.ran_ms * 1000) - left, Infinity);
     }
-    const text = span.end === null ? `${formatDuration((now - span.start) / 1000)}…` : formatDuration((end - span.start) / 1000);
+    const took = span.end === null ? `${formatDuration((now - span.start) / 1000)}…` : formatDuration((end - span.start) / 1000);
+    const text = this.options.colour === "cost" && el.cost ? `${took} · ${el.cost}` : took;
     if (el.dur.textContent !== text) el.dur.textContent = text;
     placeLabel(el.dur, Math.max(x(span.start), 0), Math.min(x(end), this.width), this.width);
   }
 
-  fillSpan(el, row, { critical, heat, selected, collapsed }) {
+  /** The bar's colour classes: by share of the run's wall time ("heat"), or by cost
+   * against the run's costliest span ("cost"); none when coloured by kind. */
+  heatClasses(span, total, now) {
+    if (this.options.colour === "heat") return span.kind === "agent" ? "" : `heat-${heatOf(span, total, now)}`;
+    if (this.options.colour !== "cost") return "";
+    return costHeatOf(span.cost, this.costliest);
+  }
+
+  fillSpan(el, row, { critical, heat, selected, collapsed, cost }) {
     const span = row.span;
     el.dataset.kind = span.kind;
     el.dataset.status = span.status;
@@ -270,14 +282,16 @@ export class WaterfallChart {
       via,
       ...chips(span)].filter(Boolean));
     const classes = ["wf-bar", span.kind, span.status];
-    if (heat >= 0 && span.kind !== "agent") classes.push(`heat-${heat}`);
+    if (heat) classes.push(...heat.split(" "));
     if (critical) classes.push("crit");
     if (span.end === null) classes.push("open");
     el.bar = h("span", { class: classes.join(" ") });
     el.ran = span.kind === "tool" && span.attributes.ran_from ? el.bar.appendChild(h("span", { class: "wf-ran" })) : null;
     el.dur = h("span", { class: "wf-dur" });
     el.track.replaceChildren(el.bar, el.dur);
-    el.title = `${span.kind} ${span.name} (${span.author})`;
+    el.cost = cost;
+    el.dataset.cost = span.cost?.amount ?? "";
+    el.title = `${span.kind} ${span.name} (${span.author})${cost ? ` · cost ${cost}` : ""}`;
   }
 
   drawArrows({ x, first, last, now }) {
@@ -573,6 +587,13 @@ function chips(span) {
   if (span.kind === "human" && a.decision) found.push(h("span", { class: "wf-chip" }, a.decision === "approve" ? "approved" : "denied"));
   if (span.status === "error" && !(a.outcome && a.outcome !== "done")) found.push(h("span", { class: "wf-chip error" }, "error"));
   return found;
+}
+
+/** The cost of the run's costliest span (0 when none is known). */
+function costliest(spans) {
+  let most = 0;
+  for (const span of spans) most = Math.max(most, costValue(span.cost) ?? 0);
+  return most;
 }
 
 function place(el, left, right, width) {
