@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from studio.figures import cost as written_cost
 from studio.overview import DayRange, Figures, Row, overview
 
 DEFAULT_DAYS = 14
@@ -82,10 +83,14 @@ def _row(row: Row, links: dict[str, str]) -> dict[str, Any]:
 
 
 def _cost_text(row: Row) -> str:
-    text = ", ".join(f"{amount:,.6f} {currency}" for currency, amount in sorted(row.cost.items()))
-    if not text:
-        return "unknown" if row.cost_incomplete else "—"
-    return f"≥ {text}" if row.cost_incomplete else text
+    """The row's cost as every page writes one (``figures.cost``): ``$0.0012``, several
+    currencies side by side, ``≥`` when some calls' costs are unknown."""
+    complete = not row.cost_incomplete
+    text = ", ".join(
+        written_cost(amount, currency, complete=complete)
+        for currency, amount in sorted(row.cost.items())
+    )
+    return text or ("unknown" if row.cost_incomplete else "—")
 
 
 def _chart(figures: Figures) -> dict[str, Any]:

@@ -26,7 +26,7 @@ def test_the_overview_counts_todays_run_and_links_to_its_session(page: Page, api
     agents = page.get_by_test_id("overview-agents")
     row = agents.locator("tr", has_text="overviewed")
     expect(row.locator("[data-figure=runs]")).to_have_text("1")
-    expect(row.locator("td").last).to_have_text(re.compile(r"^0\.0000[1-9]\d USD$"))
+    expect(row.locator("td").last).to_have_text(re.compile(r"^\$0\.0000[1-9]\d$"))
     expect(page.get_by_test_id("overview-models")).to_contain_text("scripted")
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "overview-light", full_page=True)
@@ -38,3 +38,10 @@ def test_the_overview_counts_todays_run_and_links_to_its_session(page: Page, api
     expect(page.get_by_test_id("ran-filter")).to_be_visible()
     expect(page.get_by_test_id("session-table")).to_contain_text("Counted")
     expect(page.locator("[data-session]")).to_have_count(1)
+
+    # A model's figure opens the sessions whose runs called that model.
+    page.go_back()
+    models = page.get_by_test_id("overview-models")
+    models.locator("tr", has_text="scripted").get_by_role("link").first.click()
+    expect(page.get_by_test_id("ran-filter")).to_contain_text("calling scripted")
+    expect(page.get_by_test_id("session-table")).to_contain_text("Counted")
