@@ -13,8 +13,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from pydantic import ValidationError
 
-from studio import costs, security
-from studio.agents.llms import parse_options
+from studio import costs
+from studio.agents.llms import config_problems, parse_options
 from studio.agents.prices import price_for
 from studio.mcp import checks as mcp_checks
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
@@ -123,12 +123,10 @@ class ModelConfigForm(ModelConfigFormBase):
                 self.add_error(
                     "options", f"{exc.error_count()} problem(s): {exc.errors()[0]['msg']}"
                 )
-        base_url = cleaned.get("base_url")
-        if provider == ModelConfig.Provider.OPENAI_COMPATIBLE and base_url:
-            try:
-                security.check_outbound_url(base_url)
-            except security.OutboundURLError as exc:
-                self.add_error("base_url", exc.detail)
+        if provider:
+            found = config_problems(provider, cleaned.get("model", ""), cleaned.get("base_url", ""))
+            for field, (message, _) in found.items():
+                self.add_error(field, message)
         return cleaned
 
     def save(self, commit: bool = True) -> ModelConfig:
