@@ -233,7 +233,7 @@ def model_edit(request: HttpRequest, pk: UUID | None = None) -> HttpResponse:
     )
 
 
-_MODEL_PLACEHOLDERS = {
+_MODEL_PLACEHOLDERS: dict[str, str] = {
     ModelConfig.Provider.OPENAI_COMPATIBLE: "gpt-4o-mini",
     ModelConfig.Provider.ANTHROPIC: "claude-sonnet-4-5",
     ModelConfig.Provider.GEMINI: "gemini-2.5-flash",
