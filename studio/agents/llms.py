@@ -12,7 +12,12 @@ from agents_core import exceptions as core_exceptions
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
 from studio import checked_http, security
 from studio.agents.demo_model import demo_model
-from studio.agents.providers import PROVIDERS, ProviderUnavailableError, require_installed
+from studio.agents.providers import (
+    PROVIDERS,
+    MissingApiKeyError,
+    ProviderUnavailableError,
+    require_installed,
+)
 from studio.models import ModelConfig
 
 
@@ -187,6 +192,8 @@ def _integration(config: ModelConfig, timeout_s: float | None) -> BaseLlm:
     _check_base_url(base_url)
     require_installed(config.provider)
     api_key = config.api_key()
+    if provider.needs_key and not api_key:
+        raise MissingApiKeyError(provider)
     try:
         llm = _BUILDERS[config.provider](
             model=config.model,

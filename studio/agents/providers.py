@@ -107,6 +107,16 @@ class ProviderUnavailableError(core_exceptions.ConfigurationError):
         )
 
 
+class MissingApiKeyError(core_exceptions.ConfigurationError):
+    """A config of a provider that needs a key, with none stored: nothing is sent (the
+    provider's client would look for a key in this server's environment instead)."""
+
+    code = "api_key_missing"
+
+    def __init__(self, provider: Provider) -> None:
+        super().__init__(f"the {provider.label} API needs an API key and none is stored: add one")
+
+
 def require_installed(name: str) -> None:
     """Raise ``ProviderUnavailableError`` unless provider ``name``'s integration can be
     imported (it is not imported here: that takes seconds)."""

@@ -19,7 +19,7 @@ import httpcore2
 from agents_core import exceptions as core_exceptions
 from studio import security
 from studio.agents.llms import OutboundRefusedError
-from studio.agents.providers import PROVIDERS, ProviderUnavailableError
+from studio.agents.providers import PROVIDERS, MissingApiKeyError, ProviderUnavailableError
 from studio.checked_http import RefusedConnectError
 from studio.models import ModelConfig
 
@@ -101,7 +101,7 @@ def _first[E: BaseException](chain: list[BaseException], kind: type[E]) -> E | N
 
 
 def _unavailable(chain: list[BaseException], endpoint: Endpoint, _: float) -> Failure | None:
-    missing = _first(chain, ProviderUnavailableError)
+    missing = _first(chain, ProviderUnavailableError) or _first(chain, MissingApiKeyError)
     return None if missing is None else Failure(missing.code, f"No request was sent: {missing}.")
 
 

@@ -186,3 +186,17 @@ def test_the_provider_transports_themselves_connect_only_to_admitted_addresses(
             chain = [raised.value, raised.value.__cause__, raised.value.__context__]
             assert any(isinstance(e, checked_http.RefusedConnectError) for e in chain), chain
         assert server.requests == []
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_a_config_without_the_key_its_provider_needs_sends_nothing_and_says_so(
+    api: APIClient, provider: str
+) -> None:
+    with SERVERS[provider]() as server:
+        config = create(api, provider, server.base_url, api_key="")
+
+        body = connection_test(api, config["id"])
+
+        assert body["code"] == "api_key_missing"
+        assert "needs an API key and none is stored" in body["detail"]
+        assert server.requests == []
