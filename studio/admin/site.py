@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from pydantic import ValidationError
 
 from studio import costs
-from studio.agents.llms import config_problems, parse_options
+from studio.agents.llms import config_problem, parse_options
 from studio.agents.prices import price_for
 from studio.mcp import checks as mcp_checks
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
@@ -123,10 +123,9 @@ class ModelConfigForm(ModelConfigFormBase):
                 self.add_error(
                     "options", f"{exc.error_count()} problem(s): {exc.errors()[0]['msg']}"
                 )
-        if provider:
-            found = config_problems(provider, cleaned.get("model", ""), cleaned.get("base_url", ""))
-            for field, (message, _) in found.items():
-                self.add_error(field, message)
+        model, base_url = cleaned.get("model", ""), cleaned.get("base_url", "")
+        if provider and (problem := config_problem(provider, model, base_url)) is not None:
+            self.add_error(problem.field, problem.message)
         return cleaned
 
     def save(self, commit: bool = True) -> ModelConfig:

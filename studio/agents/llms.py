@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
@@ -63,24 +63,30 @@ def parse_options(provider: str, options: dict[str, Any]) -> BaseModel:
     return OPTIONS_MODELS[provider].model_validate(options)
 
 
-def config_problems(provider: str, model: str, base_url: str) -> dict[str, tuple[str, str]]:
-    """What is wrong with a config's provider, model and base URL, by field: a message
-    and a code. Checked when a config is saved, through the API or the admin."""
+class ConfigProblem(NamedTuple):
+    field: str
+    message: str
+    code: str
+
+
+def config_problem(provider: str, model: str, base_url: str) -> ConfigProblem | None:
+    """What is wrong with a config's provider, model or base URL, if anything. Checked
+    when a config is saved, through the API or the admin."""
     if provider == ModelConfig.Provider.SCRIPTED:
-        return {}
+        return None
     try:
         require_installed(provider)
     except ProviderUnavailableError as exc:
-        return {"provider": (exc.message, exc.code)}
+        return ConfigProblem("provider", exc.message, exc.code)
     if not model:
         label = ModelConfig.Provider(provider).label
-        return {"model": (f"a {label} config needs a model name", "required")}
+        return ConfigProblem("model", f"the {label} provider needs a model name", "required")
     if base_url:
         try:
             security.check_outbound_url(base_url)
         except security.OutboundURLError as exc:
-            return {"base_url": (exc.detail, exc.code)}
-    return {}
+            return ConfigProblem("base_url", exc.detail, exc.code)
+    return None
 
 
 class OutboundRefusedError(core_exceptions.ConfigurationError):

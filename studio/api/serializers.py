@@ -16,7 +16,7 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from agents_core import specs as core_specs
 from studio import services, wire
 from studio.agents import specs as agent_specs
-from studio.agents.llms import config_problems, parse_options
+from studio.agents.llms import config_problem, parse_options
 from studio.api.exceptions import problems_detail
 from studio.api.fields import NameField, PriceField
 from studio.api.permissions import request_owner
@@ -141,8 +141,8 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
         options = attrs.get("options", getattr(self.instance, "options", {}))
         model = attrs.get("model", getattr(self.instance, "model", ""))
         base_url = attrs.get("base_url", getattr(self.instance, "base_url", ""))
-        for field, (message, code) in config_problems(str(provider), model, base_url).items():
-            raise serializers.ValidationError({field: [message]}, code=code)
+        if (problem := config_problem(str(provider), model, base_url)) is not None:
+            raise serializers.ValidationError({problem.field: [problem.message]}, problem.code)
         if not isinstance(options, dict):
             raise serializers.ValidationError({"options": ["must be a JSON object"]})
         try:
