@@ -10,6 +10,7 @@ attribute; the runner's retry / fail / continue decisions read nothing else::
     │   └── SessionNotFoundError      terminal
     ├── ModelError                    terminal   the model call failed for good
     │   ├── ModelRequestError         terminal   4xx other than 408/429: retrying cannot help
+    │   │   └── ContextOverflowError  terminal   the request is longer than the model's context
     │   ├── ModelTimeoutError         retryable
     │   ├── ModelRateLimitError       retryable
     │   ├── ModelServerError          retryable  5xx
@@ -99,6 +100,13 @@ class ModelError(AgentsCoreError):
 
 class ModelRequestError(ModelError):
     code = "model_request_error"
+
+
+class ContextOverflowError(ModelRequestError):
+    """The provider refused the request as longer than the model's context window:
+    the same request can never succeed; a shorter history (compaction) might."""
+
+    code = "model_context_overflow"
 
 
 class ModelTimeoutError(ModelError):

@@ -8,6 +8,9 @@ connect only to those; TLS still verifies the certificate against the host name.
 - ``checked_transport()``: for the MCP SDK's client.
 - ``model_clients()``: for langchain-openai's (the openai SDK's) clients, which also
   follow no redirect.
+- ``model_transport()``: for the Anthropic and Gemini clients (``httpx2`` too).
+- ``httpx_transports()``: for the Ollama client, built on ``httpx`` (the original,
+  over ``httpcore``), whose pools take the same backends.
 
 Both libraries use ``httpx2``, which takes no network backend, so each transport's
 connection pool is replaced by one built with ours. Proxies from the environment are
@@ -20,12 +23,14 @@ import asyncio
 import functools
 import ssl
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
+import httpcore
 import httpcore2
+import httpx
 import httpx2
 
-from agents_core.llm.http import PerLoopTransport
+from agents_core.llm.http import DualTransport, PerLoopTransport
 from studio import security
 
 
@@ -49,8 +54,8 @@ class _CheckedBackend(httpcore2.AsyncNetworkBackend):
     connection (DNS rebinding) cannot slip past the check made when the URL was used.
     TLS still verifies the certificate against the host name."""
 
-    def __init__(self) -> None:
-        self._inner = httpcore2.AnyIOBackend()
+    def __init__(self, inner: Any = None) -> None:
+        self._inner = inner or httpcore2.AnyIOBackend()
 
     async def connect_tcp(
         self,
@@ -61,13 +66,13 @@ class _CheckedBackend(httpcore2.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
         addresses = await asyncio.to_thread(admitted_addresses, host, port)
-        failure: httpcore2.ConnectError | None = None
+        failure: Exception | None = None
         for address in addresses:  # as a resolver's caller would: each in turn
             try:
                 return await self._inner.connect_tcp(
                     address, port, timeout, local_address, socket_options
                 )
-            except httpcore2.ConnectError as exc:
+            except _CONNECT_ERRORS as exc:
                 failure = exc
         raise failure or httpcore2.ConnectError(f"no address for {host}")
 
@@ -81,6 +86,10 @@ class _CheckedBackend(httpcore2.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+_CONNECT_ERRORS = (httpcore2.ConnectError, httpcore.ConnectError)
+"""What the inner backend raises, for ``httpx2`` pools and ``httpx`` ones."""
 
 
 class RefusedConnectError(httpcore2.ConnectError):
@@ -122,15 +131,12 @@ def model_clients(base_url: str | None) -> dict[str, Any]:
     and a run's model calls share its loop's connections."""
     from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
 
-    ssl_context = httpx2.create_ssl_context(trust_env=False)
-    sync_transport = httpx2.HTTPTransport(verify=ssl_context, trust_env=False)
-    sync_transport._pool = httpcore2.ConnectionPool(
-        ssl_context=ssl_context,
-        network_backend=_CheckedSyncBackend(),
-    )
+    ssl_context = _ssl_context()
     return {
         "http_client": DefaultHttpxClient(
-            transport=sync_transport, follow_redirects=False, trust_env=False
+            transport=_checked_sync_transport(ssl_context),
+            follow_redirects=False,
+            trust_env=False,
         ),
         "http_async_client": DefaultAsyncHttpxClient(
             transport=PerLoopTransport(functools.partial(checked_transport, ssl_context)),
@@ -143,8 +149,8 @@ def model_clients(base_url: str | None) -> dict[str, Any]:
 class _CheckedSyncBackend(httpcore2.NetworkBackend):
     """``_CheckedBackend`` for blocking clients."""
 
-    def __init__(self) -> None:
-        self._inner = httpcore2.SyncBackend()
+    def __init__(self, inner: Any = None) -> None:
+        self._inner = inner or httpcore2.SyncBackend()
 
     def connect_tcp(
         self,
@@ -154,13 +160,13 @@ class _CheckedSyncBackend(httpcore2.NetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.NetworkStream:
-        failure: httpcore2.ConnectError | None = None
+        failure: Exception | None = None
         for address in admitted_addresses(host, port):
             try:
                 return self._inner.connect_tcp(
                     address, port, timeout, local_address, socket_options
                 )
-            except httpcore2.ConnectError as exc:
+            except _CONNECT_ERRORS as exc:
                 failure = exc
         raise failure or httpcore2.ConnectError(f"no address for {host}")
 
@@ -174,3 +180,45 @@ class _CheckedSyncBackend(httpcore2.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    return httpx2.create_ssl_context(trust_env=False)
+
+
+def _checked_sync_transport(ssl_context: ssl.SSLContext) -> httpx2.HTTPTransport:
+    transport = httpx2.HTTPTransport(verify=ssl_context, trust_env=False)
+    transport._pool = httpcore2.ConnectionPool(
+        ssl_context=ssl_context, network_backend=_CheckedSyncBackend()
+    )
+    return transport
+
+
+@functools.cache
+def model_transport() -> DualTransport:
+    """One transport for the Anthropic and Gemini clients (blocking and async), which
+    connects only to admitted addresses; the async side has a pool per event loop."""
+    ssl_context = _ssl_context()
+    return DualTransport(
+        _checked_sync_transport(ssl_context),
+        PerLoopTransport(functools.partial(checked_transport, ssl_context)),
+    )
+
+
+def httpx_transports() -> tuple[httpx.HTTPTransport, httpx.AsyncHTTPTransport]:
+    """A blocking and an async ``httpx`` transport that connect only to admitted
+    addresses, for the Ollama client. New ones each time: the async pool belongs to
+    the event loop of its first connection, and a model is built per run."""
+    ssl_context = _ssl_context()
+    sync = httpx.HTTPTransport(verify=ssl_context, trust_env=False)
+    sync._pool = httpcore.ConnectionPool(
+        ssl_context=ssl_context,
+        network_backend=cast(Any, _CheckedSyncBackend(httpcore.SyncBackend())),
+    )
+    async_ = httpx.AsyncHTTPTransport(verify=ssl_context, trust_env=False)
+    async_._pool = httpcore.AsyncConnectionPool(
+        ssl_context=ssl_context,
+        network_backend=cast(Any, _CheckedBackend(httpcore.AnyIOBackend())),
+    )
+    return sync, async_

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable
 
@@ -49,3 +50,35 @@ class PerLoopTransport(httpx2.AsyncBaseTransport):
             if loop not in self._transports:
                 self._transports[loop] = self._factory()
             return self._transports[loop]
+
+
+class DualTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
+    """One object that is both a blocking and an async transport, for a client library
+    that hands the same ``transport`` option to its blocking and its async client."""
+
+    def __init__(self, sync: httpx2.BaseTransport, async_: httpx2.AsyncBaseTransport) -> None:
+        self._sync = sync
+        self._async = async_
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        return self._sync.handle_request(request)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return await self._async.handle_async_request(request)
+
+    def close(self) -> None:
+        self._sync.close()
+
+    async def aclose(self) -> None:
+        await self._async.aclose()
+
+
+@functools.lru_cache(maxsize=1)
+def default_transports() -> DualTransport:
+    """Plain transports for clients given none: no proxy from the environment, a pool
+    per event loop (``PerLoopTransport``), one CA bundle loaded once."""
+    ssl_context = httpx2.create_ssl_context(trust_env=False)
+    return DualTransport(
+        httpx2.HTTPTransport(verify=ssl_context, trust_env=False),
+        PerLoopTransport(lambda: httpx2.AsyncHTTPTransport(verify=ssl_context, trust_env=False)),
+    )

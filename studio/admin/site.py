@@ -13,8 +13,8 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from pydantic import ValidationError
 
-from studio import costs, security
-from studio.agents.llms import parse_options
+from studio import costs
+from studio.agents.llms import config_problem, parse_options
 from studio.agents.prices import price_for
 from studio.mcp import checks as mcp_checks
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
@@ -123,12 +123,9 @@ class ModelConfigForm(ModelConfigFormBase):
                 self.add_error(
                     "options", f"{exc.error_count()} problem(s): {exc.errors()[0]['msg']}"
                 )
-        base_url = cleaned.get("base_url")
-        if provider == ModelConfig.Provider.OPENAI_COMPATIBLE and base_url:
-            try:
-                security.check_outbound_url(base_url)
-            except security.OutboundURLError as exc:
-                self.add_error("base_url", exc.detail)
+        model, base_url = cleaned.get("model", ""), cleaned.get("base_url", "")
+        if provider and (problem := config_problem(provider, model, base_url)) is not None:
+            self.add_error(problem.field, problem.message)
         return cleaned
 
     def save(self, commit: bool = True) -> ModelConfig:

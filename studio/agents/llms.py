@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
-from typing import Any
+from collections.abc import AsyncGenerator, Callable
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
@@ -12,6 +12,12 @@ from agents_core import exceptions as core_exceptions
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
 from studio import checked_http, security
 from studio.agents.demo_model import demo_model
+from studio.agents.providers import (
+    PROVIDERS,
+    MissingApiKeyError,
+    ProviderUnavailableError,
+    require_installed,
+)
 from studio.models import ModelConfig
 
 
@@ -48,12 +54,39 @@ class ScriptedOptions(BaseModel):
 OPTIONS_MODELS: dict[str, type[BaseModel]] = {
     ModelConfig.Provider.OPENAI_COMPATIBLE: OpenAIOptions,
     ModelConfig.Provider.SCRIPTED: ScriptedOptions,
+    **{name: provider.options for name, provider in PROVIDERS.items()},
 }
 
 
 def parse_options(provider: str, options: dict[str, Any]) -> BaseModel:
     """Validate a config's options for its provider; pydantic's ``ValidationError`` if bad."""
     return OPTIONS_MODELS[provider].model_validate(options)
+
+
+class ConfigProblem(NamedTuple):
+    field: str
+    message: str
+    code: str
+
+
+def config_problem(provider: str, model: str, base_url: str) -> ConfigProblem | None:
+    """What is wrong with a config's provider, model or base URL, if anything. Checked
+    when a config is saved, through the API or the admin."""
+    if provider == ModelConfig.Provider.SCRIPTED:
+        return None
+    try:
+        require_installed(provider)
+    except ProviderUnavailableError as exc:
+        return ConfigProblem("provider", exc.message, exc.code)
+    if not model:
+        label = ModelConfig.Provider(provider).label
+        return ConfigProblem("model", f"the {label} provider needs a model name", "required")
+    if base_url:
+        try:
+            security.check_outbound_url(base_url)
+        except security.OutboundURLError as exc:
+            return ConfigProblem("base_url", exc.detail, exc.code)
+    return None
 
 
 class OutboundRefusedError(core_exceptions.ConfigurationError):
@@ -73,6 +106,8 @@ def build_llm(config: ModelConfig, *, timeout_s: float | None = None) -> BaseLlm
     than the client that sends it."""
     if config.provider == ModelConfig.Provider.SCRIPTED:
         return _scripted(config, ScriptedOptions.model_validate(config.options))
+    if config.provider in PROVIDERS:
+        return _integration(config, timeout_s)
     return _openai(config, OpenAIOptions.model_validate(config.options), timeout_s)
 
 
@@ -123,13 +158,17 @@ class PacedLlm(WrappedLlm):
             await stream.aclose()
 
 
+def _check_base_url(base_url: str) -> None:
+    # Again at each use: the name may resolve elsewhere now, or the allowlist changed.
+    try:
+        security.check_outbound_url(base_url)
+    except security.OutboundURLError as exc:
+        raise OutboundRefusedError(exc) from None
+
+
 def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None) -> BaseLlm:
     if config.base_url:
-        # Again at each use: the name may resolve elsewhere now, or the allowlist changed.
-        try:
-            security.check_outbound_url(config.base_url)
-        except security.OutboundURLError as exc:
-            raise OutboundRefusedError(exc) from None
+        _check_base_url(config.base_url)
     extra = options.model_dump(exclude_none=True, exclude={"timeout_s", "streaming"})
     # langchain-openai takes ~2 s to import: pay it only when a config needs it, so
     # servers, workers and commands that run scripted models start fast.
@@ -148,6 +187,58 @@ def _openai(config: ModelConfig, options: OpenAIOptions, timeout_s: float | None
         **extra,
     )
     return RedactingLlm(llm, [api_key]) if api_key else llm
+
+
+def _integration(config: ModelConfig, timeout_s: float | None) -> BaseLlm:
+    """An Anthropic, Gemini or Ollama model. Its integration is imported only now
+    (each takes a second or two); a server without it says so instead."""
+    provider = PROVIDERS[config.provider]
+    options = provider.options.model_validate(config.options)
+    base_url = config.base_url or provider.default_base_url
+    _check_base_url(base_url)
+    require_installed(config.provider)
+    api_key = config.api_key()
+    if provider.needs_key and not api_key:
+        raise MissingApiKeyError(provider)
+    try:
+        llm = _BUILDERS[config.provider](
+            model=config.model,
+            base_url=base_url,
+            api_key=api_key,
+            streaming=options.streaming,
+            timeout_s=timeout_s or options.timeout_s,
+            **options.model_dump(exclude_none=True, exclude={"timeout_s", "streaming"}),
+        )
+    except ImportError as exc:  # installed, but broken (a dependency missing)
+        raise ProviderUnavailableError(provider) from exc
+    return RedactingLlm(llm, [api_key]) if api_key else llm
+
+
+def _anthropic(*, api_key: str, **settings: Any) -> BaseLlm:
+    from agents_core.llm.anthropic import anthropic_chat
+
+    return anthropic_chat(api_key=api_key, transport=checked_http.model_transport(), **settings)
+
+
+def _gemini(*, api_key: str, **settings: Any) -> BaseLlm:
+    from agents_core.llm.gemini import gemini_chat
+
+    return gemini_chat(api_key=api_key, transport=checked_http.model_transport(), **settings)
+
+
+def _ollama(*, api_key: str, **settings: Any) -> BaseLlm:
+    from agents_core.llm.ollama import ollama_chat
+
+    del api_key  # Ollama takes none
+    sync, async_ = checked_http.httpx_transports()
+    return ollama_chat(transport=sync, async_transport=async_, **settings)
+
+
+_BUILDERS: dict[str, Callable[..., BaseLlm]] = {
+    ModelConfig.Provider.ANTHROPIC: _anthropic,
+    ModelConfig.Provider.GEMINI: _gemini,
+    ModelConfig.Provider.OLLAMA: _ollama,
+}
 
 
 class RedactingLlm(WrappedLlm):

@@ -56,8 +56,9 @@ PRESETS = (
 
 
 CUSTOM_NOTE = (
-    "Any OpenAI-compatible endpoint, or a scripted model that runs offline. A preset fills "
-    "in the provider, base URL and model; you can change any of them."
+    "Any OpenAI-compatible endpoint, Anthropic, Google Gemini or Ollama through its own "
+    "API, or a scripted model that runs offline. A preset fills in the provider, base URL "
+    "and model; you can change any of them."
 )
 """What the form says while no preset is chosen."""
 

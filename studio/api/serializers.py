@@ -14,9 +14,9 @@ from rest_framework import serializers
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 
 from agents_core import specs as core_specs
-from studio import security, services, wire
+from studio import services, wire
 from studio.agents import specs as agent_specs
-from studio.agents.llms import parse_options
+from studio.agents.llms import config_problem, parse_options
 from studio.api.exceptions import problems_detail
 from studio.api.fields import NameField, PriceField
 from studio.api.permissions import request_owner
@@ -140,20 +140,11 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
         provider = attrs.get("provider", getattr(self.instance, "provider", None))
         options = attrs.get("options", getattr(self.instance, "options", {}))
         model = attrs.get("model", getattr(self.instance, "model", ""))
-        if provider == ModelConfig.Provider.OPENAI_COMPATIBLE and not model:
-            raise serializers.ValidationError(
-                {"model": ["an openai-compatible config needs a model name"]}, code="required"
-            )
+        base_url = attrs.get("base_url", getattr(self.instance, "base_url", ""))
+        if (problem := config_problem(str(provider), model, base_url)) is not None:
+            raise serializers.ValidationError({problem.field: [problem.message]}, problem.code)
         if not isinstance(options, dict):
             raise serializers.ValidationError({"options": ["must be a JSON object"]})
-        base_url = attrs.get("base_url", getattr(self.instance, "base_url", ""))
-        if provider == ModelConfig.Provider.OPENAI_COMPATIBLE and base_url:
-            try:
-                security.check_outbound_url(base_url)
-            except security.OutboundURLError as exc:
-                raise serializers.ValidationError(
-                    {"base_url": [exc.detail]}, code=exc.code
-                ) from None
         try:
             parse_options(str(provider), options)
         except PydanticValidationError as exc:

@@ -118,6 +118,9 @@ class ModelConfig(models.Model):
 
     class Provider(models.TextChoices):
         OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible"
+        ANTHROPIC = "anthropic", "Anthropic"
+        GEMINI = "gemini", "Google Gemini"
+        OLLAMA = "ollama", "Ollama"
         SCRIPTED = "scripted", "Scripted (offline)"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)

@@ -5,6 +5,7 @@ with every form of the key removed (a 401 body may quote the key it was sent).""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import ssl
 from collections.abc import Callable, Iterator
@@ -18,6 +19,7 @@ import httpcore2
 from agents_core import exceptions as core_exceptions
 from studio import security
 from studio.agents.llms import OutboundRefusedError
+from studio.agents.providers import PROVIDERS, MissingApiKeyError, ProviderUnavailableError
 from studio.checked_http import RefusedConnectError
 from studio.models import ModelConfig
 
@@ -37,10 +39,15 @@ class Endpoint:
     address: str
     model: str
     has_key: bool
+    kind: str = "OpenAI-compatible"
+    """What the base URL must speak, as the sentences name it."""
+    chat_path: str = "/chat/completions"
 
     @classmethod
     def of(cls, config: ModelConfig) -> Endpoint:
-        base_url = (config.base_url or OPENAI_BASE_URL).rstrip("/")
+        provider = PROVIDERS.get(config.provider)
+        default = provider.default_base_url if provider else OPENAI_BASE_URL
+        base_url = (config.base_url or default).rstrip("/")
         try:
             parts = urlsplit(base_url)
             host = parts.hostname or base_url
@@ -48,7 +55,11 @@ class Endpoint:
         except ValueError:
             host, port = base_url, 0
         shown = f"[{host}]" if ":" in host else host
-        return cls(base_url, host, f"{shown}:{port}", config.model, config.has_api_key)
+        found = cls(base_url, host, f"{shown}:{port}", config.model, config.has_api_key)
+        if provider is None:
+            return found
+        path = provider.chat_path.format(model=config.model)
+        return dataclasses.replace(found, kind=provider.label, chat_path=path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +100,11 @@ def _first[E: BaseException](chain: list[BaseException], kind: type[E]) -> E | N
 # The rules, in the order they are tried
 
 
+def _unavailable(chain: list[BaseException], endpoint: Endpoint, _: float) -> Failure | None:
+    missing = _first(chain, ProviderUnavailableError) or _first(chain, MissingApiKeyError)
+    return None if missing is None else Failure(missing.code, f"No request was sent: {missing}.")
+
+
 def _refused(chain: list[BaseException], endpoint: Endpoint, _: float) -> Failure | None:
     refused = _first(chain, OutboundRefusedError) or _first(chain, RefusedConnectError)
     if refused is None:
@@ -111,7 +127,8 @@ def _http_status(chain: list[BaseException], endpoint: Endpoint, _: float) -> Fa
     said = _provider_message(chain)
     quoted = f" The server said: “{said}”" if said else ""
     return Failure(
-        code, f"{endpoint.base_url}/chat/completions answered {status}{phrase}: {advice}.{quoted}"
+        code,
+        f"{endpoint.base_url}{endpoint.chat_path} answered {status}{phrase}: {advice}.{quoted}",
     )
 
 
@@ -170,7 +187,7 @@ def _disconnected(chain: list[BaseException], endpoint: Endpoint, _: float) -> F
     return Failure(
         "disconnected",
         f"{endpoint.address} closed the connection without an answer: check that the base "
-        "URL is an OpenAI-compatible endpoint, with the right scheme (http or https).",
+        f"URL speaks the {endpoint.kind} API, with the right scheme (http or https).",
     )
 
 
@@ -186,6 +203,7 @@ def _unreachable(chain: list[BaseException], endpoint: Endpoint, _: float) -> Fa
 
 
 _RULES: list[Rule] = [
+    _unavailable,
     _refused,
     _http_status,
     _timeout,
@@ -209,8 +227,9 @@ def _advice(status: int, endpoint: Endpoint) -> tuple[str, str]:
         return "forbidden", f"check that the API key may use the model {model}"
     if status == 404:
         return "not_found", (
-            f"check the base URL (an OpenAI-compatible one usually ends in /v1) and the "
-            f"model name {model}"
+            f"check the base URL (the {endpoint.kind} API answers {endpoint.chat_path} "
+            "below it; an OpenAI-compatible one usually ends in /v1) and the model name "
+            f"{model}"
         )
     if status == 429:
         return "rate_limited", (
@@ -241,7 +260,9 @@ def _phrase(status: int) -> str:
 def _provider_message(chain: list[BaseException]) -> str:
     """The error message of a provider's JSON error body, if one came back."""
     for error in chain:
-        body: Any = getattr(error, "body", None)
+        if isinstance(said := getattr(error, "error", None), str) and said.strip():
+            return _quotable(said, [])  # Ollama's client: the body's "error"
+        body: Any = getattr(error, "body", None) or getattr(error, "details", None)
         if isinstance(body, dict):
             inner = body.get("error", body)
             message = inner.get("message") if isinstance(inner, dict) else inner

@@ -21,6 +21,7 @@ from agents_core import specs as core_specs
 from studio import security, services
 from studio.agents.hooks import hook_registry
 from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, preset_for
+from studio.agents.providers import PROVIDERS
 from studio.agents.tools import tool_registry
 from studio.api import serializers as s
 from studio.api.exceptions import error_body
@@ -220,7 +221,7 @@ def model_edit(request: HttpRequest, pk: UUID | None = None) -> HttpResponse:
         {
             "section": "models",
             "config": config,
-            "providers": ModelConfig.Provider.choices,
+            "providers": _provider_choices(),
             "presets": PRESETS,
             "preset": preset,
             "custom_note": CUSTOM_NOTE,
@@ -230,6 +231,30 @@ def model_edit(request: HttpRequest, pk: UUID | None = None) -> HttpResponse:
             "model_data": data,
         },
     )
+
+
+_MODEL_PLACEHOLDERS: dict[str, str] = {
+    ModelConfig.Provider.OPENAI_COMPATIBLE: "gpt-4o-mini",
+    ModelConfig.Provider.ANTHROPIC: "claude-sonnet-4-5",
+    ModelConfig.Provider.GEMINI: "gemini-2.5-flash",
+    ModelConfig.Provider.OLLAMA: "llama3.2",
+}
+
+
+def _provider_choices() -> list[dict[str, str]]:
+    """Each provider with the base URL it uses when none is given and a model name to
+    show as an example (the form's placeholders follow the provider picked)."""
+    return [
+        {
+            "value": value,
+            "label": label,
+            "base_url": PROVIDERS[value].default_base_url
+            if value in PROVIDERS
+            else "https://api.openai.com/v1",
+            "model": _MODEL_PLACEHOLDERS.get(value, ""),
+        }
+        for value, label in ModelConfig.Provider.choices
+    ]
 
 
 def _price_fields(config: ModelConfig | None) -> list[tuple[str, str, str]]:

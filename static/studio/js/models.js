@@ -35,10 +35,17 @@ const form = document.getElementById("model-form");
 if (form) {
   const data = readJsonScript("model-data");
   const provider = form.elements.provider;
+  // data-provider-only lists the providers a field belongs to; the placeholders show
+  // the picked provider's own service and an example model.
   const showProviderFields = () => {
     for (const el of form.querySelectorAll("[data-provider-only]")) {
-      el.hidden = el.dataset.providerOnly !== provider.value;
+      el.hidden = !el.dataset.providerOnly.split(" ").includes(provider.value);
     }
+    const picked = provider.selectedOptions[0];
+    if (!picked) return;
+    form.elements.base_url.placeholder = picked.dataset.baseUrl;
+    form.elements.model.placeholder = picked.dataset.model;
+    form.querySelector("[data-default-base-url]").textContent = picked.dataset.baseUrl;
   };
   provider.addEventListener("change", showProviderFields);
   showProviderFields();
@@ -94,13 +101,13 @@ async function save(form, data) {
     return;
   }
   const body = { name: f.name.value.trim(), provider: f.provider.value, options };
-  if (f.provider.value === "openai_compatible") {
+  if (f.provider.value !== "scripted") {
     body.base_url = f.base_url.value.trim();
     body.model = f.model.value.trim();
   }
   Object.assign(body, prices(f, { isNew: !data.config }));
   if (f.remove_key?.checked) body.api_key = "";
-  else if (f.api_key.value) body.api_key = f.api_key.value;
+  else if (f.api_key.value && !f.api_key.closest("[data-field]").hidden) body.api_key = f.api_key.value;
   const existing = data.config;
   try {
     await api(existing ? `${data.urls.models}${existing.id}/` : data.urls.models, {
