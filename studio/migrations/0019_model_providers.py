@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('studio', '0016_day_holds'),
+        ('studio', '0018_search_trigram_indexes'),
     ]
 
     operations = [
