@@ -44,7 +44,7 @@ def add_up_ended_runs(apps: Any, schema_editor: Any) -> None:
                 output_tokens=group["output_tokens"],
                 cost=group["amount"] or Decimal(0),
             )
-            for group in groups.iterator()
+            for group in list(groups)  # no cursor: PostgreSQL plans those for first rows
         ],
         batch_size=1_000,
     )

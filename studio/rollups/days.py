@@ -42,10 +42,11 @@ def rebuild(owner_ids: Iterable[Any]) -> None:
     calls = Event.objects.filter(MODEL_CALL, run__isnull=False, session__owner_id__in=owners)
     with transaction.atomic():
         ModelDay.objects.filter(owner_id__in=owners).delete()
-        rows = grouped(calls, "session__owner_id")
+        # No server-side cursor (``iterator``): PostgreSQL plans a cursor for its first
+        # rows and picks a plan that took minutes here; the groups are few in any case.
+        rows = list(grouped(calls, "session__owner_id"))
         ModelDay.objects.bulk_create(
-            (_row(group["session__owner_id"], group) for group in rows.iterator()),
-            batch_size=1_000,
+            [_row(group["session__owner_id"], group) for group in rows], batch_size=1_000
         )
 
 
