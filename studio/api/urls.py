@@ -16,6 +16,11 @@ router.register("mcp-servers", mcp.McpServerViewSet, basename="mcpserver")
 urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("budget/", budgets.UserBudgetView.as_view(), name="api-budget"),
+    path(
+        "users/<int:user_id>/budget/",
+        budgets.StaffUserBudgetView.as_view(),
+        name="api-user-budget",
+    ),
     path("tools/", catalogue.ToolListView.as_view(), name="api-tools"),
     path("hooks/", catalogue.HookListView.as_view(), name="api-hooks"),
     path(

@@ -12,7 +12,7 @@ from studio.services.agents import (
     update_agent,
 )
 from studio.services.approvals import answer_question, decide_approval
-from studio.services.budgets import user_budget
+from studio.services.budgets import set_user_budget, user_budget
 from studio.services.model_configs import (
     PRICE_FIELDS,
     ConnectionCheck,
@@ -63,6 +63,7 @@ __all__ = [
     "resume_run",
     "save_agent_spec",
     "session_status",
+    "set_user_budget",
     "start_run",
     "start_session",
     "update_agent",

@@ -190,6 +190,26 @@ def test_users_read_their_own_budget_and_todays_spend(ada: User, bob: User) -> N
     assert client_for(ada).put("/api/budget/", {"day_cost": "100"}).status_code == 405
 
 
+def test_staff_read_and_set_any_users_budget_through_the_api(
+    ada: User, bob: User, staff: User
+) -> None:
+    url = f"/api/users/{ada.pk}/budget/"
+    answer = client_for(staff).put(url, {"day_cost": "1.5", "day_tokens": 5_000}, format="json")
+    assert answer.status_code == 200, answer.content
+    assert (answer.json()["day_cost"], answer.json()["day_tokens"]) == ("1.500000", 5_000)
+    mine = client_for(ada).get("/api/budget/").json()
+    assert (mine["day_cost"], mine["day_tokens"]) == ("1.500000", 5_000)
+    lifted = client_for(staff).put(url, {"day_cost": None}, format="json").json()
+    assert (lifted["day_cost"], lifted["day_tokens"]) == (None, None)
+    assert UserBudget.objects.get(user=ada).day_cost is None
+    # Users cannot set theirs or read another's; bad values name their field.
+    assert client_for(ada).put(url, {"day_cost": "100"}, format="json").status_code == 403
+    assert client_for(bob).get(url).status_code == 403
+    bad = client_for(staff).put(url, {"day_cost": "-1", "day_tokens": 0}, format="json")
+    assert bad.status_code == 400 and set(error_paths(bad)) == {"day_cost", "day_tokens"}
+    assert client_for(staff).get("/api/users/999999/budget/").status_code == 404
+
+
 def test_staff_set_a_users_budget_in_the_admin(admin_client: Any, ada: User) -> None:
     response = admin_client.post(
         "/admin/studio/userbudget/add/", {"user": ada.pk, "day_cost": "1.25", "day_tokens": ""}
