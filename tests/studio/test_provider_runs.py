@@ -51,7 +51,8 @@ async def test_a_run_streams_the_providers_answer_and_stores_its_usage_not_its_k
 
     assert finished.status == RunStatus.SUCCEEDED, finished.error_message
     payloads = [e.payload async for e in Event.objects.filter(session_id=run.session_id)]
-    assert any(e.get("usage") == {"input_tokens": 3, "output_tokens": 4} for e in payloads)
+    reported = {"input_tokens": 3, "output_tokens": 4, "cached_input_tokens": 0}
+    assert any(e.get("usage") == reported for e in payloads)
     assert "Hello from the provider" in repr(payloads)
     assert KEY not in repr(payloads)
 
