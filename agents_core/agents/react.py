@@ -230,6 +230,8 @@ def _as_turn(turn: ModelTurn, **fields: Any) -> ModelTurn:
         span_id=turn.span_id,
         started_at=turn.started_at,
         hooks=turn.hooks,
+        model=turn.model,
+        cached=turn.cached,
     )
 
 
