@@ -121,7 +121,9 @@ async def _call_model(
     routed = len(model.links) > 1 or cache is not None
     first = model.links[0].name
     if cache is not None and (kept := await cache.get(first, request)) is not None:
-        turn.response, turn.cached, turn.model = kept, True, kept.model_name or first
+        # No usage: nothing was spent, so no limit, budget or roll-up counts it.
+        turn.response = kept.model_copy(update={"usage": None})
+        turn.cached, turn.model = True, kept.model_name or first
         return
     async with aclosing(_along_chain(ctx, model, request, turn, stream=stream)) as partials:
         async for partial in partials:

@@ -3,15 +3,17 @@ through specs, the builder and whole runs of ``Runner``."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
-from agents_core import InMemorySessionService, RetryPolicy, RunConfig
+from agents_core import BaseAgent, InMemorySessionService, RetryPolicy, RunConfig
 from agents_core.builder import build_agent, check_spec
-from agents_core.events import EventType
+from agents_core.events import Event, EventType
 from agents_core.exceptions import ModelRateLimitError, ModelRequestError, ModelServerError
-from agents_core.llm import LlmRequest, LlmResponse, ScriptedModel
+from agents_core.llm import ChatMessage, LlmRequest, LlmResponse, ScriptedModel
 from agents_core.llm.chain import request_key
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.specs import AgentSpec
@@ -22,13 +24,15 @@ from tests.core.run_helpers import complete, make_runner, run_turn, stored_event
 NO_WAIT = RunConfig(retry=RetryPolicy(max_attempts=2, initial_backoff_s=0, max_backoff_s=0))
 
 
-def agent_of(spec: dict[str, object], **models: ScriptedModel) -> object:
-    return build_agent(AgentSpec.model_validate(spec), models=models, tools=default_registry())
+def agent_of(spec: Mapping[str, object], **models: ScriptedModel) -> BaseAgent:
+    return build_agent(
+        AgentSpec.model_validate(dict(spec)), models=models, tools=default_registry()
+    )
 
 
-async def run(agent: object, **options: object) -> tuple[list[object], InMemorySessionService]:
+async def run(agent: BaseAgent, **options: Any) -> tuple[list[Event], InMemorySessionService]:
     sessions = InMemorySessionService()
-    runner = make_runner(agent, sessions, BreakerRegistry(), run_config=NO_WAIT, **options)  # type: ignore[arg-type]
+    runner = make_runner(agent, sessions, BreakerRegistry(), run_config=NO_WAIT, **options)
     await run_turn(runner)
     return await stored_events(sessions), sessions
 
@@ -105,13 +109,13 @@ async def test_the_same_request_twice_is_answered_from_the_cache_the_second_time
     ]
     assert [a.cached for a in answers] == [False, True]
     assert [a.text for a in answers] == ["fresh", "fresh"]
-    assert answers[1].model == "a"
+    assert answers[1].model == "a" and answers[1].usage is None
     assert len(model.requests) == 1 and cache.ttls == [60]
 
 
 def test_request_keys_differ_with_the_model_and_the_messages() -> None:
-    one = LlmRequest(messages=[{"role": "user", "text": "hi"}])  # type: ignore[list-item]
-    other = LlmRequest(messages=[{"role": "user", "text": "hello"}])  # type: ignore[list-item]
+    one = LlmRequest(messages=[ChatMessage(role="user", text="hi")])
+    other = LlmRequest(messages=[ChatMessage(role="user", text="hello")])
     assert request_key("a", one) == request_key("a", LlmRequest.model_validate(one.model_dump()))
     assert len({request_key("a", one), request_key("b", one), request_key("a", other)}) == 3
 
