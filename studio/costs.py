@@ -146,13 +146,8 @@ def priced(
     if event.cost is not None or event.partial:
         return event
     if is_model_call(event) and event.cached:
-        return event.model_copy(
-            update={
-                "cost": Cost(
-                    amount=rounded(Decimal(0)), currency=_currency(event, prices, model_prices)
-                )
-            }
-        )
+        free = Cost(amount=Decimal(0), currency=_currency(event, prices, model_prices))
+        return event.model_copy(update={"cost": free})
     if is_model_call(event):
         price = _price_of(event, prices, model_prices)
     elif event.type is core_events.EventType.COMPACTION:
