@@ -14,7 +14,7 @@ from agents_core.builder import build_agent, check_spec
 from agents_core.events import Event, EventType
 from agents_core.exceptions import ModelRateLimitError, ModelRequestError, ModelServerError
 from agents_core.llm import ChatMessage, LlmRequest, LlmResponse, ScriptedModel
-from agents_core.llm.chain import request_key
+from agents_core.llm.chain import ModelChain, ModelLink, request_key
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.specs import AgentSpec
 from agents_core.testing import reply
@@ -198,3 +198,22 @@ def test_workflow_agents_take_no_fallbacks() -> None:
 def test_cache_ttl_is_bounded(ttl: int) -> None:
     with pytest.raises(ValueError, match="ttl_s"):
         AgentSpec.model_validate({"name": "bot", "model": "a", "cache": {"ttl_s": ttl}})
+
+
+async def test_a_chain_on_its_own_walks_to_the_next_model_without_a_run() -> None:
+    down = ScriptedModel([ModelServerError("503")], name="a")
+    backup = ScriptedModel([reply("from b")], name="b")
+    chain = ModelChain([ModelLink("a", down), ModelLink("b", backup)])
+
+    answers = [r async for r in chain.astream(LlmRequest()) if not r.partial]
+
+    assert [a.text for a in answers] == ["from b"]
+    assert chain.provider_key == down.provider_key
+
+
+def test_a_chain_reserves_the_longest_answer_any_of_its_models_may_give() -> None:
+    short = ScriptedModel([], name="a", max_answer_tokens=10)
+    long = ScriptedModel([], name="b", max_answer_tokens=500)
+    assert ModelChain([ModelLink("a", short), ModelLink("b", long)]).max_output_tokens == 500
+    unknown = ScriptedModel([], name="c")
+    assert ModelChain([ModelLink("a", short), ModelLink("c", unknown)]).max_output_tokens is None

@@ -15,7 +15,8 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from studio import runs
-from studio.models import Event, Run
+from studio.gates import rate_limits
+from studio.models import Event, ModelConfig, RateWindow, Run
 from studio.runs.execute import execute_run
 from studio.runs.inline import InlineExecutor
 from tests.studio.conftest import error_paths
@@ -233,3 +234,27 @@ def test_rate_limits_are_stored_returned_and_cleared(
     assert (config["requests_per_minute"], config["tokens_per_minute"]) == (30, 9000)
     patched = api.patch(f"/api/models/{config['id']}/", {"tokens_per_minute": None}, format="json")
     assert patched.json()["tokens_per_minute"] is None
+
+
+def test_a_window_counts_tokens_and_refuses_what_would_pass_the_limit(ada: User) -> None:
+    config = ModelConfig.objects.create(owner=ada, name="m", provider="scripted")
+    limits = rate_limits.Limits(config.pk, requests=None, tokens=100)
+    now = 960.0  # the start of window 16 of 60 s
+
+    assert rate_limits.take(limits, 60, now, 60.0) is None
+    assert rate_limits.take(limits, 60, now + 15, 60.0) == 45.0  # until the next window
+    assert rate_limits.take(limits, 40, now + 15, 60.0) is None  # exactly fills it
+    assert rate_limits.take(limits, 500, now + 60, 60.0) is None  # larger than all: alone
+    assert rate_limits.take(limits, 1, now + 61, 60.0) == 59.0
+    assert list(RateWindow.objects.values_list("start", "requests", "tokens")) == [(17, 1, 500)]
+
+
+def test_configs_count_apart(ada: User) -> None:
+    one, two = (
+        ModelConfig.objects.create(owner=ada, name=name, provider="scripted")
+        for name in ("one", "two")
+    )
+    for config in (one, two):
+        limits = rate_limits.Limits(config.pk, requests=1, tokens=None)
+        assert rate_limits.take(limits, 5, 0.0, 60.0) is None
+        assert rate_limits.take(limits, 5, 1.0, 60.0) == 59.0
