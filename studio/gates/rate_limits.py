@@ -38,8 +38,8 @@ def take(limits: Limits, tokens: int, now: float, window_s: float) -> float | No
     start = int(now // window_s)
     with transaction.atomic():
         _, created = RateWindow.objects.get_or_create(config_id=limits.config_id, start=start)
-        if created:  # older windows count for nothing any more
-            RateWindow.objects.filter(config_id=limits.config_id, start__lt=start).delete()
+        if created:  # windows before the last one count for nothing any more
+            RateWindow.objects.filter(config_id=limits.config_id, start__lt=start - 1).delete()
         rows = RateWindow.objects.filter(config_id=limits.config_id, start=start)
         if limits.requests is not None:
             rows = rows.filter(requests__lt=limits.requests)

@@ -4,7 +4,6 @@ against the in-repo OpenAI-compatible server, events and runs read back with it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -154,10 +153,14 @@ def test_a_call_over_the_limit_waits_for_the_next_window_and_the_wait_is_stored(
     server.reply("second", usage=USAGE)
     create_model(api, "limited", server, requests_per_minute=1)
     agent = create_agent(api, model="limited")
-    # Both calls must fall in one window for the second to wait: start near its start.
-    time.sleep(window - time.time() % window)
 
     first, _ = run_turn(api, agent)
+    # A run elsewhere took the next window's one request too: wherever the second run's
+    # call falls (the first run's window or the next), it must wait for the one after.
+    config = ModelConfig.objects.get(name="limited")
+    taken = RateWindow.objects.get(config=config).start
+    limits = rate_limits.Limits(config.pk, requests=1, tokens=None)
+    assert rate_limits.take(limits, 1, (taken + 1) * window, window) is None
     second, events = run_turn(api, agent)
 
     assert (first["status"], second["status"]) == ("succeeded", "succeeded")
@@ -167,6 +170,7 @@ def test_a_call_over_the_limit_waits_for_the_next_window_and_the_wait_is_stored(
     types = [e["type"] for e in events]
     assert types.index("rate_limit_wait") < types.index("agent_message")
     assert len(server.requests) == 2
+    assert RateWindow.objects.filter(config=config, start__gte=taken + 2).exists()
 
 
 def test_the_same_request_twice_is_answered_from_the_cache_flagged_and_free(
@@ -246,7 +250,8 @@ def test_a_window_counts_tokens_and_refuses_what_would_pass_the_limit(ada: User)
     assert rate_limits.take(limits, 40, now + 15, 60.0) is None  # exactly fills it
     assert rate_limits.take(limits, 500, now + 60, 60.0) is None  # larger than all: alone
     assert rate_limits.take(limits, 1, now + 61, 60.0) == 59.0
-    assert list(RateWindow.objects.values_list("start", "requests", "tokens")) == [(17, 1, 500)]
+    windows = RateWindow.objects.order_by("start").values_list("start", "requests", "tokens")
+    assert list(windows) == [(16, 2, 100), (17, 1, 500)]  # the last one is kept a while
 
 
 def test_configs_count_apart(ada: User) -> None:
