@@ -18,6 +18,7 @@ from agents_core.context import Context
 from agents_core.events import (
     Event,
     EventType,
+    FallbackInfo,
     HookNote,
     StructuredPart,
     TextPart,
@@ -26,8 +27,9 @@ from agents_core.events import (
     new_id,
     utc_now,
 )
-from agents_core.exceptions import ModelError, PolicyDeniedError
+from agents_core.exceptions import ModelError, ModelRateLimitError, PolicyDeniedError
 from agents_core.hooks import NO_HOOKS, HookStack
+from agents_core.llm.chain import ModelChain, falls_back
 from agents_core.llm.contracts import BaseLlm, LlmRequest, LlmResponse, estimate_prompt_tokens
 from agents_core.llm.resilience import ResilientCall
 from agents_core.policies import NO_POLICY, PolicyAction, PolicyEngine
@@ -45,6 +47,10 @@ class ModelTurn:
     started_at: datetime | None = None
     hooks: list[HookNote] = field(default_factory=list)
     """The hooks that changed this call."""
+    model: str | None = None
+    """The model of the agent's chain that answered, when the event should say so."""
+    cached: bool = False
+    """The answer came from the response cache."""
 
     @property
     def complete(self) -> LlmResponse:
@@ -86,7 +92,8 @@ async def stream_model_call(
             turn.response = await hooks.on_model_error(ctx.readonly(), exc, turn.hooks)
             if turn.response is None:
                 raise
-        ctx.budget.charge_usage(turn.complete.usage)
+        if not turn.cached:
+            ctx.budget.charge_usage(turn.complete.usage)
     turn.latency_ms = (time.perf_counter() - started) * 1000
     turn.response = await hooks.after_model(ctx.readonly(), turn.complete, turn.hooks)
 
@@ -104,7 +111,71 @@ def _model_call_args(ctx: Context, request: LlmRequest) -> dict[str, Any]:
 async def _call_model(
     ctx: Context, model: BaseLlm, request: LlmRequest, turn: ModelTurn, *, stream: bool
 ) -> AsyncGenerator[Event]:
+    """Call ``model``, or for a chain: read the response cache, walk the chain, fill it."""
+    if not isinstance(model, ModelChain):
+        async with aclosing(_guarded(ctx, model, None, request, turn, stream=stream)) as partials:
+            async for partial in partials:
+                yield partial
+        return
+    cache = ctx.invocation.response_cache if model.cache_ttl_s else None
+    routed = len(model.links) > 1 or cache is not None
+    first = model.links[0].name
+    if cache is not None and (kept := await cache.get(first, request)) is not None:
+        # No usage: nothing was spent, so no limit, budget or roll-up counts it.
+        turn.response = kept.model_copy(update={"usage": None})
+        turn.cached, turn.model = True, kept.model_name or first
+        return
+    async with aclosing(_along_chain(ctx, model, request, turn, stream=stream)) as partials:
+        async for partial in partials:
+            yield partial
+    if cache is not None and model.cache_ttl_s and turn.response is not None:
+        answered = turn.response.model_copy(update={"model_name": turn.model})
+        await cache.put(first, request, answered, model.cache_ttl_s)
+    if not routed:
+        turn.model = None
+
+
+async def _along_chain(
+    ctx: Context, chain: ModelChain, request: LlmRequest, turn: ModelTurn, *, stream: bool
+) -> AsyncGenerator[Event]:
+    """Each model of ``chain`` in turn, until one answers or a failure does not fall back."""
+    for index, link in enumerate(chain.links):
+        turn.model = link.name
+        try:
+            calling = _guarded(ctx, link.model, link.name, request, turn, stream=stream)
+            async with aclosing(calling) as partials:
+                async for partial in partials:
+                    yield partial
+            return
+        except ModelError as exc:
+            if index == len(chain.links) - 1 or not falls_back(exc):
+                raise
+            switch = FallbackInfo(
+                from_model=link.name,
+                to_model=chain.links[index + 1].name,
+                code=exc.code,
+                reason=exc.message,
+            )
+            text = f"{link.name} failed ({exc.code}); trying {switch.to_model}"
+            await ctx.event_callback(
+                ctx.event(EventType.MODEL_FALLBACK, parts=[TextPart(text=text)], fallback=switch)
+            )
+
+
+async def _guarded(
+    ctx: Context,
+    model: BaseLlm,
+    name: str | None,
+    request: LlmRequest,
+    turn: ModelTurn,
+    *,
+    stream: bool,
+) -> AsyncGenerator[Event]:
+    """One model's call, after its rate limit (for a named model) and the run's limits
+    and spend guard admit it."""
     prompt = estimate_prompt_tokens(request)
+    if name is not None:
+        await wait_for_rate_limit(ctx, name, prompt + (model.max_output_tokens or 0))
     ctx.budget.reserve_tokens(prompt, model.max_output_tokens or 0)
     guard = ctx.invocation.spend_guard
     hold = None
@@ -118,6 +189,33 @@ async def _call_model(
     finally:  # failed or cancelled too: what was held and not spent is released
         if hold is not None:
             await asyncio.shield(hold.settle(turn.response.usage if turn.response else None))
+
+
+async def wait_for_rate_limit(ctx: Context, model: str, tokens: int) -> None:
+    """Wait until ``model``'s shared rate limit admits a call of about ``tokens`` tokens;
+    a wait is stored as a closed span. ``ModelRateLimitError`` once waiting longer
+    would pass the limiter's bound."""
+    limiter = ctx.invocation.rate_limiter
+    if limiter is None:
+        return
+    started_at, began = None, time.monotonic()
+    while (delay := await limiter.try_acquire(model, tokens)) is not None:
+        waited = time.monotonic() - began
+        if waited + delay > limiter.max_wait_s:
+            raise ModelRateLimitError(
+                f"rate limit of model {model!r}: no room within {limiter.max_wait_s:g}s"
+            )
+        started_at = started_at or utc_now()
+        await asyncio.sleep(delay)
+    if started_at is not None:
+        text = f"waited {time.monotonic() - began:.1f}s for the rate limit of {model}"
+        wait = ctx.event(
+            EventType.RATE_LIMIT_WAIT,
+            parts=[TextPart(text=text)],
+            span_id=new_id(),
+            started_at=started_at,
+        )
+        await ctx.event_callback(wait)
 
 
 async def _attempts(
@@ -169,5 +267,7 @@ def message_event(
         span_id=turn.span_id,
         started_at=turn.started_at,
         hooks=list(turn.hooks),
+        model=turn.model,
+        cached=turn.cached,
         **fields,  # type: ignore[arg-type]
     )

@@ -26,6 +26,7 @@ from agents_core.approvals import ApprovalPolicy
 from agents_core.compaction import CompactionConfig
 from agents_core.exceptions import SpecError
 from agents_core.hooks import Hook, HookRegistry
+from agents_core.llm.chain import ModelChain, ModelLink
 from agents_core.llm.contracts import BaseLlm
 from agents_core.planners.base import BasePlanner
 from agents_core.planners.plan_react import PlanReActPlanner
@@ -181,7 +182,7 @@ class _Builder:
         """What LlmAgent and ReActAgent are both built from."""
         tools, gated, failures = self._tools(spec)
         return {
-            "model": self.models[spec.model or ""],
+            "model": self._chain(spec),
             "instruction": spec.instruction,
             "description": spec.description,
             "tools": tools,
@@ -193,6 +194,12 @@ class _Builder:
             "policies": spec.policies,
             "approval": _approval_policy(spec, gated),
         }
+
+    def _chain(self, spec: AgentSpec) -> ModelChain:
+        """The agent's model, its fallbacks after it, and its response cache."""
+        names = [spec.model or "", *spec.fallback_models]
+        links = [ModelLink(name, self.models[name]) for name in names]
+        return ModelChain(links, cache_ttl_s=spec.cache.ttl_s if spec.cache else None)
 
     def _hook(self, name: str, settings: dict[str, Any]) -> Hook:
         entry = self.hooks.get(name)

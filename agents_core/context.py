@@ -18,6 +18,7 @@ from agents_core.exceptions import LimitExceededError
 if TYPE_CHECKING:
     from agents_core.approvals import ApprovalBroker
     from agents_core.llm.resilience import BreakerRegistry
+    from agents_core.model_gates import RateLimiter, ResponseCache
     from agents_core.resume import ResumePoint
     from agents_core.sessions.base import Session
     from agents_core.spend import SpendGuard
@@ -194,6 +195,10 @@ class Invocation:
     """Set when the invocation resumes an interrupted turn: where it picks up."""
     spend_guard: SpendGuard | None = None
     """Asked before each model call whether it may spend its worst case."""
+    rate_limiter: RateLimiter | None = None
+    """Waited on before each call of a named model (``agents_core.model_gates``)."""
+    response_cache: ResponseCache | None = None
+    """Read and filled by agents that cache their answers."""
 
 
 @dataclass(slots=True)

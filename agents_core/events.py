@@ -21,6 +21,13 @@ run go past (on an ``error`` event, or on the failed call's ``tool_response``).
 Cached tokens (a field with a default, no new version): ``usage.cached_input_tokens``
 is the part of a model call's input served from the provider's prompt cache; events
 stored before it read as ``0``.
+
+Model routing (fields with defaults, no new version): a ``model_fallback`` event says
+an agent's call moved to the next model of its chain (``fallback``); an agent with a
+chain or a cache names on each ``agent_message`` the model that answered (``model``),
+and ``cached`` marks an answer served from the response cache (no model was called,
+and it costs nothing). A ``rate_limit_wait`` event closes the wait (a span, with
+``started_at``) a call spent on its model's shared rate limit.
 """
 
 from __future__ import annotations
@@ -63,6 +70,11 @@ class EventType(StrEnum):
     says why; it opens a wait span (``span_id``) that ``run_resumed`` closes."""
     RUN_RESUMED = "run_resumed"
     """A paused run goes on; ``started_at`` is when it paused."""
+    MODEL_FALLBACK = "model_fallback"
+    """A model call failed (retryably, or its breaker is open) and moves to the next
+    model of the agent's chain; ``fallback`` says from which to which, and why."""
+    RATE_LIMIT_WAIT = "rate_limit_wait"
+    """A model call waited for its model's shared rate limit; closes that wait span."""
     TOOL_STARTED = "tool_started"
     """The effect journal: a tool with side effects is about to run the call its one
     ``tool_call`` part names. Stored before the tool runs, so a run that dies before
@@ -211,6 +223,16 @@ class PolicyInfo(Contract):
     """With ``rewrite``: the arguments the call went ahead with."""
 
 
+class FallbackInfo(Contract):
+    """An agent's call moved from one model of its chain to the next."""
+
+    from_model: str
+    to_model: str
+    code: str
+    """The failure's code (``server_error``, ``circuit_open`` ...)."""
+    reason: str = ""
+
+
 def new_id() -> str:
     """A random UUID4, as 32 hex digits: ``uuid.uuid4().hex`` without building a
     ``UUID`` (a turn makes some fifteen ids, and the object cost 4x the randomness)."""
@@ -251,6 +273,11 @@ class Event(Contract):
     policy: PolicyInfo | None = None
     hooks: list[HookNote] = Field(default_factory=list)
     """Hooks that changed this model or tool call, in the order they ran."""
+    fallback: FallbackInfo | None = None
+    model: str | None = None
+    """The model (its registry name) that answered, for agents with a chain or cache."""
+    cached: bool = False
+    """The answer came from the response cache: no model was called; it costs nothing."""
     span_id: str | None = None
     """The span this event opens, closes or streams (see the module docstring)."""
     parent_span_id: str | None = None

@@ -24,6 +24,7 @@ from agents_core.events import ErrorInfo, Event, EventType, new_id, user_message
 from agents_core.exceptions import AgentsCoreError, LimitExceededError, SessionError
 from agents_core.ledger import CallLedger
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
+from agents_core.model_gates import RateLimiter, ResponseCache
 from agents_core.resume import ResumePoint
 from agents_core.sessions.base import BaseSessionService, Session
 from agents_core.spend import SpendGuard
@@ -59,6 +60,8 @@ class Runner:
         approvals: ApprovalBroker | None = None,
         compaction: CompactionConfig | None = None,
         spend_guard: SpendGuard | None = None,
+        rate_limiter: RateLimiter | None = None,
+        response_cache: ResponseCache | None = None,
     ) -> None:
         self.agent = agent
         self.session_service = session_service
@@ -71,6 +74,9 @@ class Runner:
         self.compaction = compaction
         self.spend_guard = spend_guard
         """Asked before each model call whether it may be made (``agents_core.spend``)."""
+        self.rate_limiter = rate_limiter
+        self.response_cache = response_cache
+        """Shared limits and kept answers of named models (``agents_core.model_gates``)."""
 
     async def astream(
         self,
@@ -145,6 +151,8 @@ class Runner:
                 pause_gate=controls.pause_gate,
                 resume=ResumePoint.of(session.events) if message is None else None,
                 spend_guard=self.spend_guard,
+                rate_limiter=self.rate_limiter,
+                response_cache=self.response_cache,
             ),
             user_input=text,
         )

@@ -25,7 +25,7 @@ MAX_DEPTH = 12
 MAX_AGENTS = 200
 _WORKFLOW_LACKS = (
     "model", "instruction", "tools", "mcp", "agent_tools", "planner", "output_key",
-    "output_schema", "hooks", "policies",
+    "output_schema", "hooks", "policies", "fallback_models", "cache",
 )  # fmt: skip
 
 
@@ -135,6 +135,7 @@ class _Checker:
         elif spec.model not in self.models:
             known = ", ".join(sorted(self.models)) or "none configured"
             self.fail((*path, "model"), f"unknown model {spec.model!r} (known: {known})")
+        self.check_fallbacks(spec, path)
         if spec.type == "react":
             for key in ("sub_agents", "planner", "output_schema"):
                 if getattr(spec, key):
@@ -142,6 +143,17 @@ class _Checker:
         elif spec.output_schema is not None:
             self.check_output_schema(spec, path)
         self.check_hooks(spec, path)
+
+    def check_fallbacks(self, spec: AgentSpec, path: Path) -> None:
+        chain = [spec.model] if spec.model else []
+        for index, name in enumerate(spec.fallback_models):
+            where = (*path, "fallback_models", index)
+            if name not in self.models:
+                known = ", ".join(sorted(self.models)) or "none configured"
+                self.fail(where, f"unknown model {name!r} (known: {known})")
+            elif name in chain:
+                self.fail(where, f"model {name!r} is already in this agent's chain")
+            chain.append(name)
 
     def check_output_schema(self, spec: AgentSpec, path: Path) -> None:
         for where, message in schema_problems(spec.output_schema):

@@ -149,6 +149,18 @@ class CompactionSpec(Contract):
         return self
 
 
+MAX_FALLBACK_MODELS = 4
+MAX_CACHE_TTL_S = 30 * 24 * 3600
+
+
+class CacheSpec(Contract):
+    """Answers of this agent's model calls are kept for ``ttl_s`` seconds and a call
+    with the very same request (model, messages, tools) gets the kept answer, at no
+    cost, instead of calling the model. Off unless an agent sets it."""
+
+    ttl_s: PositiveInt = Field(default=3600, le=MAX_CACHE_TTL_S)
+
+
 class AgentRef(Contract):
     """Another stored agent, by name, used as a sub-agent."""
 
@@ -172,6 +184,14 @@ class AgentSpec(Contract):
     instruction: str = Field(default="", max_length=MAX_INSTRUCTION_CHARS)
     model: str | None = Field(default=None, min_length=1, max_length=128)
     """The name of a model in the builder's model registry."""
+    fallback_models: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
+        default_factory=list, max_length=MAX_FALLBACK_MODELS
+    )
+    """``llm`` and ``react`` agents: models tried in order, after ``model``, when a call
+    fails with a retryable failure (retries spent) or its provider's breaker is open."""
+    cache: CacheSpec | None = None
+    """``llm`` and ``react`` agents: keep model answers and reuse them for the same
+    request (``CacheSpec``); ``None``: no cache."""
     tools: list[ToolRef] = Field(default_factory=list, max_length=64)
     mcp: list[McpRef] = Field(default_factory=list, max_length=16)
     """MCP servers whose tools this agent may call."""

@@ -104,6 +104,25 @@ def total_of(totals: Iterable[Total]) -> Total:
     return Total(added.amount, added.currency, added.complete and all(t.complete for t in listed))
 
 
+def _price_of(
+    event: core_events.Event,
+    prices: Mapping[str, Price],
+    model_prices: Mapping[str, Price] | None,
+) -> Price | None:
+    if event.model is not None and model_prices is not None:
+        return model_prices.get(event.model)
+    return prices.get(event.author)
+
+
+def _currency(
+    event: core_events.Event,
+    prices: Mapping[str, Price],
+    model_prices: Mapping[str, Price] | None,
+) -> str:
+    price = _price_of(event, prices, model_prices)
+    return price.currency if price else DEFAULT_CURRENCY
+
+
 def is_model_call(event: core_events.Event) -> bool:
     """Whether ``event`` is a complete model answer (what a cost belongs to)."""
     return (
@@ -114,15 +133,23 @@ def is_model_call(event: core_events.Event) -> bool:
 
 
 def priced(
-    event: core_events.Event, prices: Mapping[str, Price], summary_price: Price | None = None
+    event: core_events.Event,
+    prices: Mapping[str, Price],
+    summary_price: Price | None = None,
+    model_prices: Mapping[str, Price] | None = None,
 ) -> core_events.Event:
     """``event`` with its cost, when it reports its usage and is a model call of an
-    agent in ``prices`` (by agent name) or a compaction summary (at ``summary_price``,
-    its summariser's); otherwise unchanged (cost unknown)."""
+    agent in ``prices`` (by agent name; by model config name in ``model_prices`` when
+    the event names the model that answered: a fallback's) or a compaction summary (at
+    ``summary_price``, its summariser's); otherwise unchanged (cost unknown). An answer
+    from the response cache costs exactly nothing."""
     if event.cost is not None or event.partial:
         return event
+    if is_model_call(event) and event.cached:
+        free = Cost(amount=Decimal(0), currency=_currency(event, prices, model_prices))
+        return event.model_copy(update={"cost": free})
     if is_model_call(event):
-        price = prices.get(event.author)
+        price = _price_of(event, prices, model_prices)
     elif event.type is core_events.EventType.COMPACTION:
         price = summary_price
     else:

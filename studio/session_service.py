@@ -52,15 +52,19 @@ RETRY_DELAYS_S = (0.05, 0.25, 1.0)
 
 class DjangoSessionService(core_sessions.BaseSessionService):
     """``prices`` (by agent name) price each model call as it is stored (``costs``);
-    ``summary_price`` prices compaction summaries (their summariser's model)."""
+    ``summary_price`` prices compaction summaries (their summariser's model);
+    ``model_prices`` (by model config name) price answers that name their model (a
+    fallback chain's)."""
 
     def __init__(
         self,
         prices: Mapping[str, costs.Price] | None = None,
         summary_price: costs.Price | None = None,
+        model_prices: Mapping[str, costs.Price] | None = None,
     ) -> None:
         self._prices: Mapping[str, costs.Price] = prices or {}
         self._summary_price = summary_price
+        self._model_prices = model_prices
 
     async def create_session(
         self,
@@ -94,7 +98,7 @@ class DjangoSessionService(core_sessions.BaseSessionService):
         if event.partial:
             raise core_exceptions.SessionError("partial events are never stored")
         stored = await _append_retrying(
-            session.id, costs.priced(event, self._prices, self._summary_price)
+            session.id, costs.priced(event, self._prices, self._summary_price, self._model_prices)
         )
         if session.events and session.events[-1].id == stored.id:
             return stored  # appended again: this session mirrors it already

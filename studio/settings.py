@@ -286,6 +286,11 @@ STUDIO_MAX_CONCURRENT_RUNS_PER_USER = env_int("STUDIO_MAX_CONCURRENT_RUNS_PER_US
 # lease expired (its server died) is marked interrupted by the next recovery sweep,
 # which every server runs at start-up and every half of this.
 STUDIO_RUN_LEASE_S = env_float("STUDIO_RUN_LEASE_S", 30.0, minimum=0.5)
+# Model config rate limits (studio.gates): counted in windows this long (a minute, as the
+# limits say; shorter only for tests), and a call waits at most this long for room before
+# it fails with a rate-limit error.
+STUDIO_RATE_WINDOW_S = env_float("STUDIO_RATE_WINDOW_S", 60.0, minimum=0.1)
+STUDIO_RATE_MAX_WAIT_S = env_float("STUDIO_RATE_MAX_WAIT_S", 120.0, minimum=0.0)
 # A websocket viewer re-reads the session's last seq and status this often, so a
 # group message the channel layer dropped is made good from the database.
 STUDIO_LIVE_RESYNC_S = env_float("STUDIO_LIVE_RESYNC_S", 2.0, minimum=0.05)

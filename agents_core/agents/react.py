@@ -230,6 +230,8 @@ def _as_turn(turn: ModelTurn, **fields: Any) -> ModelTurn:
         span_id=turn.span_id,
         started_at=turn.started_at,
         hooks=turn.hooks,
+        model=turn.model,
+        cached=turn.cached,
     )
 
 
@@ -244,6 +246,9 @@ def _combine(first: ModelTurn, second: ModelTurn) -> ModelTurn:
         span_id=first.span_id,
         started_at=first.started_at,
         hooks=[*first.hooks, *second.hooks],
+        # One event names one model: the retry's (a chain may have moved on by then).
+        model=second.model,
+        cached=first.cached and second.cached,
     )
 
 

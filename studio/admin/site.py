@@ -158,6 +158,8 @@ class ModelConfigAdmin(ModelConfigAdminBase):
         "model",
         "options",
         *PRICE_FIELDS,
+        "requests_per_minute",
+        "tokens_per_minute",
         "api_key_hint",
         "new_api_key",
         "remove_api_key",

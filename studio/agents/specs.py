@@ -231,7 +231,7 @@ def _refs(spec: core_specs.AgentSpec) -> set[str]:
 
 
 def _model_names(spec: core_specs.AgentSpec) -> set[str]:
-    names = {spec.model} if spec.model else set()
+    names = {spec.model, *spec.fallback_models} if spec.model else set(spec.fallback_models)
     for child in [*spec.agent_tools, *spec.sub_agents]:
         if isinstance(child, core_specs.AgentSpec):
             names |= _model_names(child)

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from agents_core import specs as core_specs
 from studio.costs import PRICE_MAX_DIGITS, PRICE_PLACES
+from studio.models import MAX_PER_MINUTE
 
 
 class NameField(serializers.RegexField):
@@ -38,6 +39,25 @@ class NameField(serializers.RegexField):
 
 PRICE_PATTERN = rf"^\d{{1,{PRICE_MAX_DIGITS - PRICE_PLACES}}}(?:\.\d{{1,{PRICE_PLACES}}})?$"
 """What the schema says a price is: the rules ``PriceField`` checks, nothing looser."""
+
+
+class RateLimitField(serializers.IntegerField):
+    """A model config's limit per minute (``unit``: calls or tokens): a whole number from
+    1 to ``MAX_PER_MINUTE``, or null for no limit."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__(
+            required=False,
+            allow_null=True,
+            min_value=1,
+            max_value=MAX_PER_MINUTE,
+            help_text=f"Most {unit} per minute, shared by all runs of this config; null: no limit.",
+            error_messages={
+                "min_value": f"a limit of {unit} per minute is at least 1 (null: no limit)",
+                "max_value": f"a limit of {unit} per minute is at most {MAX_PER_MINUTE:,}",
+                "invalid": f"a limit of {unit} per minute is a whole number (null: no limit)",
+            },
+        )
 
 
 @extend_schema_field({"type": "string", "format": "decimal", "pattern": PRICE_PATTERN})

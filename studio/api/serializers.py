@@ -18,7 +18,7 @@ from studio import services, wire
 from studio.agents import specs as agent_specs
 from studio.agents.llms import config_problem, parse_options
 from studio.api.exceptions import problems_detail
-from studio.api.fields import NameField, PriceField
+from studio.api.fields import NameField, PriceField, RateLimitField
 from studio.api.permissions import request_owner
 from studio.errors import InvalidInputError, Problem
 from studio.models import Agent, AgentVersion, ModelConfig, Run
@@ -97,6 +97,8 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
     price_input = PriceField("input")
     price_cached_input = PriceField("cached input (null: charged as input)")
     price_output = PriceField("output")
+    requests_per_minute = RateLimitField("calls")
+    tokens_per_minute = RateLimitField("tokens")
 
     class Meta:
         model = ModelConfig
@@ -108,6 +110,8 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
             "model",
             "options",
             *services.PRICE_FIELDS,
+            "requests_per_minute",
+            "tokens_per_minute",
             "api_key",
             "api_key_hint",
             "has_api_key",

@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -112,6 +112,9 @@ def _price_field(what: str) -> models.DecimalField[Any, Any]:
     )
 
 
+MAX_PER_MINUTE = 100_000_000
+
+
 class ModelConfig(models.Model):
     """A model endpoint an agent spec can name. The API key is only ever stored
     encrypted (``api_key_ciphertext``); its plaintext exists only while in use."""
@@ -143,6 +146,19 @@ class ModelConfig(models.Model):
         default=costs.DEFAULT_CURRENCY,
         validators=[RegexValidator("^[A-Z]{3}$", "An ISO 4217 code: three capital letters.")],
         help_text="The currency of its prices (ISO 4217), e.g. USD.",
+    )
+    # Shared by every run of this config, in every process (``studio.gates.rate_limits``).
+    requests_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_PER_MINUTE)],
+        help_text="Most calls per minute, all runs together; empty: no limit.",
+    )
+    tokens_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_PER_MINUTE)],
+        help_text="Most tokens (prompt estimate plus longest answer) per minute; empty: no limit.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -373,6 +389,8 @@ class Event(models.Model):
 from studio.models.budgets import DayHold as DayHold  # noqa: E402  (rows of their own)
 from studio.models.budgets import DaySpend as DaySpend  # noqa: E402
 from studio.models.budgets import UserBudget as UserBudget  # noqa: E402
+from studio.models.gates import CachedResponse as CachedResponse  # noqa: E402
+from studio.models.gates import RateWindow as RateWindow  # noqa: E402
 from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of its own)
 from studio.models.runs import Run as Run  # noqa: E402
 from studio.models.traces import RunSpans as RunSpans  # noqa: E402

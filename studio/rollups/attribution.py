@@ -21,11 +21,16 @@ from studio.rollups.queries import MODEL_CALL_TYPES
 
 
 def attribute_calls(
-    run: Run, spans: Sequence[Span], models: Mapping[str, str], summary_model: str = ""
+    run: Run,
+    spans: Sequence[Span],
+    models: Mapping[str, str],
+    summary_model: str = "",
+    answered_by: Mapping[str, str] | None = None,
 ) -> int:
     """Stamp ``run``, the model (``models``, by agent name; ``summary_model`` for a
-    compaction summary) and the leading tool call on each of ``run``'s model-call
-    events; the number of rows updated."""
+    compaction summary; for an answer that names the model config that gave it, a
+    fallback's, that config's model in ``answered_by``, by config name) and the leading
+    tool call on each of ``run``'s model-call events; the number of rows updated."""
     if not run.invocation_id or run.start_seq is None:
         return 0
     tools = leading_tools(spans)
@@ -36,9 +41,12 @@ def attribute_calls(
         type__in=MODEL_CALL_TYPES,
     )
     summaries = When(type=EventType.COMPACTION, then=Value(summary_model))
+    answers = [
+        When(payload__model=name, then=Value(model)) for name, model in (answered_by or {}).items()
+    ]
     return rows.update(
         run=run,
-        model=_case("author", models, summaries),
+        model=_case("author", models, summaries, *answers),
         tool=Case(
             *[When(seq__in=seqs, then=Value(name)) for name, seqs in _by_value(tools).items()],
             default=Value(""),

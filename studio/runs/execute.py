@@ -38,6 +38,7 @@ from studio import budgets, wire
 from studio.agents import specs
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
+from studio.gates import rate_limits, response_cache
 from studio.ledger import CallLedger, waiting_for
 from studio.live import Publisher, Status, snapshot
 from studio.mcp import client as mcp
@@ -255,15 +256,19 @@ def _prepare(
         records.end_run(run.pk, Ending(RunStatus.FAILED, exc.code, str(exc)))
         return None
     prices = specs.agent_prices(version)
+    configs = specs.model_configs(session.owner)
+    model_prices = {name: price for name, config in configs.items() if (price := config.price())}
     runner = Runner(
         built.agent,
         # Prices as they are when the run starts: each call's cost is kept as stored.
-        session_service=DjangoSessionService(prices, specs.summary_price(version)),
+        session_service=DjangoSessionService(prices, specs.summary_price(version), model_prices),
         app_name=DEFAULT_APP_NAME,
         run_config=built.run_config,
         approvals=approvals,
         compaction=built.compaction,
         spend_guard=budgets.guard_for(version, session.owner, prices, run.pk),
+        rate_limiter=rate_limits.limiter_for(configs),
+        response_cache=response_cache.DatabaseResponseCache(configs),
     )
     user_id = session.owner.get_username()
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record

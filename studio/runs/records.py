@@ -300,12 +300,15 @@ def _add_up_cost(run: Run) -> None:
     run.cost, run.cost_currency, run.cost_complete = added.amount, added.currency, added.complete
 
 
-def _models(run: Run) -> tuple[dict[str, str], str]:
-    """The model of each agent of ``run``'s version, and of its compaction summaries."""
+def _models(run: Run) -> tuple[dict[str, str], str, dict[str, str]]:
+    """The model of each agent of ``run``'s version, of its compaction summaries, and of
+    each model config by name (for answers that name the config that gave them)."""
     version = run.session.agent_version
     if version is None:
-        return {}, ""
-    return specs.agent_models(version), specs.summary_model(version)
+        return {}, "", {}
+    configs = specs.model_configs(run.session.owner)
+    named = {name: config.model or config.name for name, config in configs.items()}
+    return specs.agent_models(version), specs.summary_model(version), named
 
 
 def _save(run: Run) -> None:

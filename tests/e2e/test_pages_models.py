@@ -202,3 +202,58 @@ def test_the_timeline_shows_the_cached_part_of_a_model_calls_input(
     # 204 * 2.50 + 1000 * 1.25 + 88 * 10 = 2640 per million tokens
     expect(page.locator(".chip[data-cost]")).to_have_attribute("data-cost", "0.0026400000")
     screenshot(page, "timeline-cached-tokens")
+
+
+def test_rate_limits_are_set_on_the_model_page_and_a_bad_one_is_refused_in_words(
+    page: Page, api: Api, model_server: OpenAIServer
+) -> None:
+    open_form(page)
+    page.select_option("#m-provider", "openai_compatible")
+    page.fill("#m-name", "limited")
+    page.fill("#m-base-url", local_url(model_server))
+    page.fill("#m-model", "test-model")
+    page.fill("#m-requests-per-minute", "30")
+    page.fill("#m-tokens-per-minute", "0")
+    page.click("button[type=submit] >> text=Save")
+    error = page.locator("[data-field=tokens_per_minute] .field-error")
+    expect(error).to_contain_text("a limit of tokens per minute is at least 1")
+    shoot(page, "model-rate-limit-refused")
+
+    page.fill("#m-tokens-per-minute", "12000")
+    page.click("button[type=submit] >> text=Save")
+    expect(page).to_have_url(re.compile(r"/models/$"))
+    saved = next(m for m in api.get("/api/models/")["results"] if m["name"] == "limited")
+    assert (saved["requests_per_minute"], saved["tokens_per_minute"]) == (30, 12000)
+
+
+def test_the_timeline_shows_a_fallback_and_a_cached_answer_in_words(
+    page: Page, api: Api, model_server: OpenAIServer
+) -> None:
+    for name in ("flaky", "steady"):
+        body = {"provider": "openai_compatible", "model": f"{name}-model", "name": name}
+        api.post("/api/models/", body | {"base_url": local_url(model_server)})
+    spec = {
+        "name": "sturdy",
+        "model": "flaky",
+        "fallback_models": ["steady"],
+        "cache": {"ttl_s": 600},
+        "instruction": "Answer briefly.",
+    }
+    agent = api.agent(spec)["id"]
+    model_server.fail(503, times=4)  # each attempt at flaky, then steady answers
+    model_server.reply("<b>Steady</b> answer.", usage=TokenUsage(10, 5))
+
+    first = api.post("/api/sessions/", {"agent": agent})
+    assert wait_for_run_end(api, send(api, first["id"], "hi")["id"])["status"] == "succeeded"
+    second = api.post("/api/sessions/", {"agent": agent})
+    assert wait_for_run_end(api, send(api, second["id"], "hi")["id"])["status"] == "succeeded"
+
+    open_timeline(page, first["id"])
+    expect(page.locator(".ev.model_fallback")).to_contain_text("flaky failed (model_server_error")
+    expect(page.locator(".ev.model_fallback")).to_contain_text("the call moves to steady")
+    expect(page.locator(".ev.agent_message .chip.model")).to_have_text("model: steady")
+    screenshot(page, "timeline-fallback")
+    open_timeline(page, second["id"])
+    expect(page.locator(".ev.agent_message .chip.cached")).to_have_text("cached")
+    expect(page.locator(".ev.agent_message .text")).to_contain_text("<b>Steady</b> answer.")
+    screenshot(page, "timeline-cached-answer")

@@ -105,7 +105,7 @@ async function save(form, data) {
     body.base_url = f.base_url.value.trim();
     body.model = f.model.value.trim();
   }
-  Object.assign(body, prices(f, { isNew: !data.config }));
+  Object.assign(body, prices(f, { isNew: !data.config }), limits(f));
   if (f.remove_key?.checked) body.api_key = "";
   else if (f.api_key.value && !f.api_key.closest("[data-field]").hidden) body.api_key = f.api_key.value;
   const existing = data.config;
@@ -129,6 +129,13 @@ function prices(f, { isNew }) {
   const values = Object.fromEntries(names.map((name) => [name, f[name].value.trim() || null]));
   if (isNew && names.every((name) => values[name] === null)) return {};
   return { ...values, price_currency: f.price_currency.value.trim().toUpperCase() || "USD" };
+}
+
+// Rate limits: empty is "no limit" (null); anything else goes as typed, so the server's
+// error says what is wrong with it.
+function limits(f) {
+  const names = ["requests_per_minute", "tokens_per_minute"];
+  return Object.fromEntries(names.map((name) => [name, f[name].value.trim() || null]));
 }
 
 document.body.dataset.ready = "models";

@@ -6,7 +6,7 @@ import { ApprovalCard } from "./approval.js";
 import { QuestionCard } from "./question.js";
 import { OUTCOMES, outcomeOf, unansweredOutcome } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { clip, partsOf, policyLine, provisionalKey, textOf } from "./events.js";
+import { clip, fallbackText, partsOf, policyLine, provisionalKey, textOf } from "./events.js";
 
 const ARGS_PREVIEW_CHARS = 80;
 
@@ -67,6 +67,12 @@ export class ChatView {
         break;
       case "policy_decision":
         this.bubble(`policy ${event.policy?.action || ""}`, "Policy", policyLine(event), event);
+        break;
+      case "model_fallback":
+        this.bubble("policy fallback", "Fallback", fallbackText(event), event);
+        break;
+      case "rate_limit_wait":
+        this.bubble("policy waited", "Rate limit", textOf(event), event);
         break;
       case "error":
         this.dropProvisional(event);

@@ -62,6 +62,23 @@ export function hookMarks(event) {
   }, `⚓ ${note.hook}: ${HOOK_EFFECTS[note.effect] || note.effect}`)));
 }
 
+/** Which model of its agent's chain answered, and whether from the response cache,
+ * as chips (null when the event says neither). Text only: names come from users. */
+export function routeMarks(event) {
+  const chips = [];
+  if (event.model) chips.push(h("span", { class: "chip model", title: "the model that answered" }, `model: ${event.model}`));
+  if (event.cached) chips.push(h("span", { class: "chip cached", title: "answered from the response cache: no model was called, it cost nothing" }, "cached"));
+  return chips.length ? h("span", { class: "route" }, chips) : null;
+}
+
+/** A switch to the next model of an agent's chain, in words. */
+export function fallbackText(event) {
+  const fallback = event.fallback;
+  if (!fallback) return textOf(event);
+  const why = fallback.reason ? `: ${fallback.reason}` : "";
+  return `${fallback.from_model} failed (${fallback.code}${why}); the call moves to ${fallback.to_model}`;
+}
+
 /** The failure a degrade policy let the run go past, as a chip (null when none). */
 export function degradedMark(event) {
   if (!event.error?.degraded) return null;

@@ -85,6 +85,7 @@ function modelFields(ctx, node, path, set) {
         (v) => set("output_key", v), { placeholder: "state key" }), { help: "Keeps the answer in session state." }),
       field(at("max_iterations"), "Max model calls / turn",
         numberInput(controlId(at("max_iterations")), node.max_iterations, (v) => set("max_iterations", v)))),
+    renderResilience(node, path, set),
     (node.type || "llm") === "llm" ? renderOutput(ctx, node, path) : null,
     renderTools(ctx, node, path),
     renderMcp(ctx, node, path),
@@ -94,13 +95,27 @@ function modelFields(ctx, node, path, set) {
   ].filter(Boolean);
 }
 
+// Fallbacks (tried in order when a call fails retryably or its provider's breaker is
+// open) as comma-separated model names; the response cache as its time-to-live.
+function renderResilience(node, path, set) {
+  const at = (key) => [...path, key];
+  const names = (text) => text.split(",").map((name) => name.trim()).filter(Boolean);
+  return h("div", { class: "grid-2" },
+    field(at("fallback_models"), "Fallback models", textInput(controlId(at("fallback_models")),
+      (node.fallback_models || []).join(", "), (v) => set("fallback_models", names(v).length ? names(v) : ""),
+      { placeholder: "none" }), { help: "Model names, comma-separated, tried in order when a call fails and cannot be retried." }),
+    field(at("cache"), "Cache answers for (s)", numberInput(controlId(at("cache")), node.cache?.ttl_s,
+      (v) => set("cache", v === "" ? "" : { ttl_s: v }), { min: "1", step: "1", placeholder: "off" }),
+    { help: "The same request within this time gets the kept answer, at no cost. Empty: off." }));
+}
+
 function changeType(node, type, ctx) {
   node.type = type;
   if (type !== "llm") for (const key of ["output_schema", "output_retries"]) delete node[key];
   if (MODEL_TYPES.has(type)) {
     if (!node.model && ctx.models.length) node.model = ctx.models[0];
   } else {
-    for (const key of ["model", "instruction", "tools", "mcp", "planner", "agent_tools", "output_key", "approval", "hooks", "policies"]) delete node[key];
+    for (const key of ["model", "fallback_models", "cache", "instruction", "tools", "mcp", "planner", "agent_tools", "output_key", "approval", "hooks", "policies"]) delete node[key];
     if (type !== "loop") delete node.max_iterations;
     node.sub_agents ||= [];
   }

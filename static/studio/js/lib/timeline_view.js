@@ -12,7 +12,7 @@ import { ApprovalCard } from "./approval.js";
 import { answerText, QuestionCard } from "./question.js";
 import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { degradedMark, figures, hookMarks, partsOf, policyBlock, provisionalKey, stateDelta, structuredBlock, textOf } from "./events.js";
+import { degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { ToolCallView } from "./tool_call.js";
 import { formatClock, formatDuration, formatTime, formatTokens } from "./ui.js";
@@ -182,6 +182,12 @@ export class TimelineView {
       case "policy_decision":
         this.place(inv, event, this.row(event, `Policy · ${event.policy?.action || "decision"}`, policyBlock(event)));
         break;
+      case "model_fallback":
+        this.place(inv, event, this.row(event, "Fallback", h("div", { class: "text" }, fallbackText(event))));
+        break;
+      case "rate_limit_wait":
+        this.place(inv, event, this.row(event, "Waited for the rate limit", this.textBlock(event)));
+        break;
       default:
         this.place(inv, event, this.row(event, event.type, h("pre", {}, pretty(event.parts))));
     }
@@ -325,7 +331,7 @@ export class TimelineView {
   row(event, label, ...body) {
     return h("div", { class: `ev ${event.type}`, dataset: { seq: event.seq, type: event.type } },
       h("span", { class: "seq", dataset: { time: event.created_at } }, `#${event.seq}`),
-      h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), figures(event), hookMarks(event), degradedMark(event)), ...body));
+      h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), figures(event), routeMarks(event), hookMarks(event), degradedMark(event)), ...body));
   }
 
   textBlock(event) {
