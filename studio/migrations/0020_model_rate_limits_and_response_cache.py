@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('studio', '0018_search_trigram_indexes'),
+        ('studio', '0019_model_providers'),
     ]
 
     operations = [
