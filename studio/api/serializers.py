@@ -75,10 +75,15 @@ class OwnedPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField[Any]):
 # Model configs
 
 
+NAME_TEXT = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+"""A model config's name: at least one visible character, no control characters."""
+
+
 class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
     # Surrounding whitespace is trimmed (Python's whitespace, U+0085 included): the
-    # schema says a name needs one other character, as what is refused as blank.
-    name = serializers.RegexField(r"\S", max_length=100)
+    # schema says a name needs one other character, as what is refused as blank, and no
+    # control character (DRF refuses NUL; a name is shown in pages and lists).
+    name = serializers.RegexField(NAME_TEXT, max_length=100)
     api_key = serializers.CharField(
         write_only=True,
         required=False,
