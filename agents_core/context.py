@@ -17,6 +17,7 @@ from agents_core.exceptions import LimitExceededError
 
 if TYPE_CHECKING:
     from agents_core.approvals import ApprovalBroker
+    from agents_core.blobs import BlobStore
     from agents_core.llm.resilience import BreakerRegistry
     from agents_core.resume import ResumePoint
     from agents_core.sessions.base import Session
@@ -194,6 +195,8 @@ class Invocation:
     """Set when the invocation resumes an interrupted turn: where it picks up."""
     spend_guard: SpendGuard | None = None
     """Asked before each model call whether it may spend its worst case."""
+    blobs: BlobStore | None = None
+    """Where the bytes of files attached to user messages are read from."""
 
 
 @dataclass(slots=True)

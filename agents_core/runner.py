@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from agents_core import ledger
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalBroker
+from agents_core.blobs import BlobStore
 from agents_core.compaction import CompactionConfig, compact
 from agents_core.config import RunConfig
 from agents_core.context import (
@@ -59,6 +60,7 @@ class Runner:
         approvals: ApprovalBroker | None = None,
         compaction: CompactionConfig | None = None,
         spend_guard: SpendGuard | None = None,
+        blobs: BlobStore | None = None,
     ) -> None:
         self.agent = agent
         self.session_service = session_service
@@ -71,6 +73,8 @@ class Runner:
         self.compaction = compaction
         self.spend_guard = spend_guard
         """Asked before each model call whether it may be made (``agents_core.spend``)."""
+        self.blobs = blobs
+        """Where files attached to user messages are read from (``agents_core.blobs``)."""
 
     async def astream(
         self,
@@ -145,6 +149,7 @@ class Runner:
                 pause_gate=controls.pause_gate,
                 resume=ResumePoint.of(session.events) if message is None else None,
                 spend_guard=self.spend_guard,
+                blobs=self.blobs,
             ),
             user_input=text,
         )

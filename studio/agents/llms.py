@@ -139,6 +139,10 @@ class WrappedLlm(BaseLlm):
     def max_output_tokens(self) -> int | None:
         return self._inner.max_output_tokens
 
+    @property
+    def accepts_attachments(self) -> bool:
+        return self._inner.accepts_attachments
+
 
 class PacedLlm(WrappedLlm):
     """Waits ``latency_s`` before each answer starts, as a hosted model takes a while
