@@ -38,6 +38,7 @@ from studio import budgets, wire
 from studio.agents import specs
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
+from studio.files import StorageBlobStore
 from studio.ledger import CallLedger, waiting_for
 from studio.live import Publisher, Status, snapshot
 from studio.mcp import client as mcp
@@ -264,6 +265,7 @@ def _prepare(
         approvals=approvals,
         compaction=built.compaction,
         spend_guard=budgets.guard_for(version, session.owner, prices, run.pk),
+        blobs=StorageBlobStore(),
     )
     user_id = session.owner.get_username()
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record
