@@ -96,3 +96,29 @@ export function policyBlock(event) {
     : null;
   return h("div", { class: "text" }, policyLine(event), rewritten);
 }
+
+const BLOB_ID = /^[0-9a-f]{64}$/;
+const FILES_URL = "/files/";
+
+/** The files attached to a (user) message: images shown from Studio's owner-only file
+ * view, other files as download links. Names are text; ids are checked to be SHA-256s. */
+export function attachments(event) {
+  const files = partsOf(event, "file").filter((part) => BLOB_ID.test(part.blob_id || ""));
+  if (!files.length) return null;
+  return h("div", { class: "attachments" }, files.map((file) => {
+    const url = `${FILES_URL}${file.blob_id}/`;
+    const label = `${file.name || "file"} · ${formatBytes(file.size)}`;
+    if (String(file.content_type).startsWith("image/")) {
+      return h("figure", { class: "attachment", dataset: { blob: file.blob_id } },
+        h("img", { src: url, alt: file.name || "attached image", loading: "lazy" }),
+        h("figcaption", {}, label));
+    }
+    return h("a", { class: "attachment", href: url, download: file.name || "", dataset: { blob: file.blob_id } }, label);
+  }));
+}
+
+function formatBytes(size) {
+  if (!Number.isFinite(size)) return "";
+  if (size < 1024) return `${size} B`;
+  return size < 1024 * 1024 ? `${(size / 1024).toFixed(1)} KB` : `${(size / 1024 / 1024).toFixed(1)} MB`;
+}
