@@ -27,6 +27,10 @@ export function figures(event) {
   if (event.usage) {
     const { input_tokens: input, output_tokens: output, cached_input_tokens: cached } = event.usage;
     chips.push(h("span", { class: "chip", title: "tokens in / out" }, `${formatTokens(input, output, cached)} tokens`));
+    const thought = event.usage.reasoning_tokens;
+    if (thought > 0) {
+      chips.push(h("span", { class: "chip", title: "of the output tokens, spent thinking", dataset: { reasoning: thought } }, `${thought} thinking`));
+    }
   }
   if (event.cost) {
     const title = "what this model call cost, at its model's price when it was stored";
