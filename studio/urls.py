@@ -2,7 +2,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.templatetags.static import static
-from django.urls import include, path, re_path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from studio.auth import RateLimitedLoginView
@@ -40,7 +40,7 @@ urlpatterns = [
     path("sessions/<uuid:pk>/", sessions.session_timeline, name="session-timeline"),
     path("sessions/<uuid:pk>/waterfall/", traces.session_waterfall, name="session-waterfall"),
     path("sessions/<uuid:pk>/delete/", sessions.session_delete, name="session-delete"),
-    re_path(r"^files/(?P<blob_id>[0-9a-f]{64})/$", files.attached_file, name="attached-file"),
+    path("files/<str:blob_id>/", files.attached_file, name="attached-file"),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", metrics.metrics_view, name="metrics"),
     # Browsers ask for /favicon.ico where a page names no icon (a JSON error, a download).
