@@ -209,10 +209,14 @@ def _to_langchain(message: ChatMessage, *, blobs: Mapping[str, bytes]) -> BaseMe
 def _file_block(attachment: Attachment, blobs: Mapping[str, bytes]) -> dict[str, Any]:
     """LangChain's standard content block for an attached file: an image or a file
     (PDF) as base64, which each integration turns into its provider's form; plain text
-    as a text block, which every model reads."""
+    as a text block, which every model reads. Without its bytes in the request, a note
+    that the file was there."""
     data = blobs.get(attachment.blob_id)
-    if data is None:
-        raise ConfigurationError(f"the bytes of attached file {attachment.blob_id} were not read")
+    if data is None:  # a request made without them (a compaction summary): say what was there
+        return {
+            "type": "text",
+            "text": f"[attached {attachment.content_type} file {attachment.name!r}]",
+        }
     if attachment.content_type == "text/plain":
         body = data.decode("utf-8", errors="replace")
         return {"type": "text", "text": f"[attached file {attachment.name!r}]\n{body}"}

@@ -122,3 +122,18 @@ async def test_thinking_streams_as_partial_thinking_and_is_stored_with_the_answe
     assert first.parts == [ThinkingPart(text="2 and 2 make 4")]
     answer = complete(events)[-2]
     assert [p.kind for p in answer.parts] == ["thinking", "text"]
+
+
+def test_a_request_without_the_bytes_of_its_files_names_them_instead() -> None:
+    from agents_core.llm.contracts import Attachment, ChatMessage, LlmRequest
+    from agents_core.llm.langchain import to_langchain_messages
+
+    picture = Attachment(blob_id="b" * 64, content_type="image/png", name="red.png")
+    request = LlmRequest(messages=[ChatMessage(role="user", text="hi", attachments=[picture])])
+
+    (message,) = to_langchain_messages(request)
+
+    assert message.content == [
+        {"type": "text", "text": "hi"},
+        {"type": "text", "text": "[attached image/png file 'red.png']"},
+    ]
