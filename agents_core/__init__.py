@@ -14,6 +14,7 @@ from agents_core.agents import (
     SequentialAgent,
 )
 from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalPolicy
+from agents_core.blobs import BlobStore, InMemoryBlobStore
 from agents_core.builder import build_agent, check_spec
 from agents_core.compaction import CompactionConfig
 from agents_core.config import BreakerPolicy, RetryPolicy, RunConfig
@@ -24,6 +25,7 @@ from agents_core.events import (
     Event,
     EventActions,
     EventType,
+    FilePart,
     HookNote,
     StructuredPart,
     TextPart,
@@ -63,6 +65,7 @@ __all__ = [
     "BasePlanner",
     "BaseSessionService",
     "BaseTool",
+    "BlobStore",
     "BreakerPolicy",
     "CancellationToken",
     "CompactionConfig",
@@ -73,11 +76,13 @@ __all__ = [
     "EventType",
     "Failure",
     "FailurePolicy",
+    "FilePart",
     "FunctionTool",
     "Hook",
     "HookEntry",
     "HookNote",
     "HookRegistry",
+    "InMemoryBlobStore",
     "InMemorySessionService",
     "LlmAgent",
     "LlmRequest",

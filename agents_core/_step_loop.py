@@ -20,6 +20,7 @@ from agents_core.events import (
     EventType,
     FallbackInfo,
     HookNote,
+    Part,
     StructuredPart,
     TextPart,
     ThinkingPart,
@@ -233,13 +234,23 @@ async def _attempts(
         async for chunk in chunks:
             if not chunk.partial:
                 turn.response = chunk
-            elif chunk.text and stream:
+            elif stream and (chunk.text or chunk.thinking):
                 yield ctx.event(
                     EventType.AGENT_MESSAGE,
-                    parts=[TextPart(text=chunk.text)],
+                    parts=list[Part](_delta_parts(chunk)),
                     partial=True,
                     span_id=turn.span_id,
                 )
+
+
+def _delta_parts(chunk: LlmResponse) -> list[ThinkingPart | TextPart]:
+    """A streamed chunk's thinking and text deltas, as the parts of a partial event."""
+    parts: list[ThinkingPart | TextPart] = []
+    if chunk.thinking:
+        parts.append(ThinkingPart(text=chunk.thinking))
+    if chunk.text:
+        parts.append(TextPart(text=chunk.text))
+    return parts
 
 
 def message_event(

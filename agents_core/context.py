@@ -17,6 +17,7 @@ from agents_core.exceptions import LimitExceededError
 
 if TYPE_CHECKING:
     from agents_core.approvals import ApprovalBroker
+    from agents_core.blobs import BlobStore
     from agents_core.llm.resilience import BreakerRegistry
     from agents_core.model_gates import RateLimiter, ResponseCache
     from agents_core.resume import ResumePoint
@@ -199,6 +200,8 @@ class Invocation:
     """Waited on before each call of a named model (``agents_core.model_gates``)."""
     response_cache: ResponseCache | None = None
     """Read and filled by agents that cache their answers."""
+    blobs: BlobStore | None = None
+    """Where the bytes of files attached to user messages are read from."""
 
 
 @dataclass(slots=True)

@@ -26,6 +26,9 @@ class Usage(Contract):
     cached_input_tokens: NonNegativeInt = 0
     """The part of ``input_tokens`` the provider served from its prompt cache (charged
     at a cached-input price, where the model has one)."""
+    reasoning_tokens: NonNegativeInt = 0
+    """The part of ``output_tokens`` the model spent thinking (reported by providers
+    that count it apart, e.g. OpenAI's reasoning models)."""
 
     @model_validator(mode="after")
     def _cached_within_input(self) -> Usage:
@@ -45,6 +48,7 @@ class Usage(Contract):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
         )
 
 

@@ -20,7 +20,8 @@ run go past (on an ``error`` event, or on the failed call's ``tool_response``).
 
 Cached tokens (a field with a default, no new version): ``usage.cached_input_tokens``
 is the part of a model call's input served from the provider's prompt cache; events
-stored before it read as ``0``.
+stored before it read as ``0``. Likewise ``usage.reasoning_tokens``: the part of the
+output the model spent thinking.
 
 Model routing (fields with defaults, no new version): a ``model_fallback`` event says
 an agent's call moved to the next model of its chain (``fallback``); an agent with a
@@ -28,16 +29,22 @@ chain or a cache names on each ``agent_message`` the model that answered (``mode
 and ``cached`` marks an answer served from the response cache (no model was called,
 and it costs nothing). A ``rate_limit_wait`` event closes the wait (a span, with
 ``started_at``) a call spent on its model's shared rate limit.
+
+Files (a part kind, no new version: older events simply have none): a user message may
+carry ``FilePart`` references to files stored once, outside the event, by content
+(``blob_id`` is the SHA-256 of the bytes); the event holds only the reference, never
+the bytes. Thinking streams as partial ``ThinkingPart`` chunks, like text.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, PositiveInt
+from pydantic import AwareDatetime, Field, NonNegativeInt, PositiveInt
 
 from agents_core.contracts import Contract, Cost, ToolCall, ToolResult, Usage
 
@@ -92,6 +99,21 @@ class ThinkingPart(Contract):
     text: str
 
 
+class FilePart(Contract):
+    """A file attached to a user message: a reference to bytes stored apart (by their
+    SHA-256, ``blob_id``), checked and typed when they were stored."""
+
+    kind: Literal["file"] = "file"
+    blob_id: str = Field(pattern=r"^[0-9a-f]{64}$")
+    content_type: str = Field(min_length=1, max_length=100)
+    size: NonNegativeInt
+    name: str = Field(default="", max_length=255)
+
+    @property
+    def is_image(self) -> bool:
+        return self.content_type.startswith("image/")
+
+
 class ToolCallPart(Contract):
     kind: Literal["tool_call"] = "tool_call"
     call_id: str = Field(min_length=1)
@@ -129,7 +151,7 @@ class StructuredPart(Contract):
 
 
 Part = Annotated[
-    TextPart | ThinkingPart | ToolCallPart | ToolResponsePart | StructuredPart,
+    TextPart | ThinkingPart | FilePart | ToolCallPart | ToolResponsePart | StructuredPart,
     Field(discriminator="kind"),
 ]
 
@@ -293,6 +315,11 @@ class Event(Contract):
         return "".join(p.text for p in self.parts if isinstance(p, TextPart))
 
     @property
+    def files(self) -> list[FilePart]:
+        """The files attached to this (user) message."""
+        return [p for p in self.parts if isinstance(p, FilePart)]
+
+    @property
     def tool_calls(self) -> list[ToolCall]:
         return [p.to_call() for p in self.parts if isinstance(p, ToolCallPart)]
 
@@ -323,12 +350,19 @@ class Event(Contract):
         return self.model_dump(mode="json")
 
 
-def user_message(session_id: str, text: str, *, invocation_id: str | None = None) -> Event:
-    """The event that opens a turn: the user's message (unsaved)."""
+def user_message(
+    session_id: str,
+    text: str,
+    *,
+    invocation_id: str | None = None,
+    files: Sequence[FilePart] = (),
+) -> Event:
+    """The event that opens a turn: the user's message (unsaved), with the references
+    of any files attached to it."""
     return Event(
         type=EventType.USER_MESSAGE,
         invocation_id=invocation_id or new_id(),
         session_id=session_id,
         author="user",
-        parts=[TextPart(text=text)],
+        parts=[TextPart(text=text), *files],
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import Event, EventType
-from agents_core.llm.contracts import ChatMessage, Conversation, MessageLog
+from agents_core.llm.contracts import Attachment, ChatMessage, Conversation, MessageLog
 
 __all__ = ["Conversation", "HistoryBuilder", "build_history", "truncate"]
 
@@ -123,7 +123,7 @@ class HistoryBuilder:
             return
         self._close_pending()
         if event.type is EventType.USER_MESSAGE:
-            self._messages.append(ChatMessage(role="user", text=text))
+            self._messages.append(ChatMessage(role="user", text=text, attachments=_files(event)))
             return
         self._first_own.setdefault(event.invocation_id, len(self._messages))
         calls = event.tool_calls
@@ -148,6 +148,12 @@ class HistoryBuilder:
         self._pending.clear()
         self._messages.extend(self._held)
         self._held.clear()
+
+
+def _files(event: Event) -> list[Attachment]:
+    return [
+        Attachment(blob_id=f.blob_id, content_type=f.content_type, name=f.name) for f in event.files
+    ]
 
 
 def _marker(call_id: str, name: str) -> ChatMessage:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from agents_core import ledger
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalBroker
+from agents_core.blobs import BlobStore
 from agents_core.compaction import CompactionConfig, compact
 from agents_core.config import RunConfig
 from agents_core.context import (
@@ -62,6 +63,7 @@ class Runner:
         spend_guard: SpendGuard | None = None,
         rate_limiter: RateLimiter | None = None,
         response_cache: ResponseCache | None = None,
+        blobs: BlobStore | None = None,
     ) -> None:
         self.agent = agent
         self.session_service = session_service
@@ -77,6 +79,8 @@ class Runner:
         self.rate_limiter = rate_limiter
         self.response_cache = response_cache
         """Shared limits and kept answers of named models (``agents_core.model_gates``)."""
+        self.blobs = blobs
+        """Where files attached to user messages are read from (``agents_core.blobs``)."""
 
     async def astream(
         self,
@@ -153,6 +157,7 @@ class Runner:
                 spend_guard=self.spend_guard,
                 rate_limiter=self.rate_limiter,
                 response_cache=self.response_cache,
+                blobs=self.blobs,
             ),
             user_input=text,
         )

@@ -188,6 +188,13 @@ STATIC_ROOT = DATA_DIR / "static"
 # the pages' ES modules import one another by plain relative URLs.
 WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
+# Files attached to messages (studio.files) are stored here, once per content, through
+# the default storage; they are served only by an owner-scoped view, never from here.
+MEDIA_ROOT = Path(env_str("STUDIO_MEDIA_DIR", str(DATA_DIR / "media")))
+STUDIO_UPLOAD_MAX_BYTES = env_int("STUDIO_UPLOAD_MAX_BYTES", 5 * 1024 * 1024, minimum=1)
+STUDIO_UPLOAD_MAX_FILES = env_int("STUDIO_UPLOAD_MAX_FILES", 4, minimum=1)
+# Django refuses a multipart body larger than this outright (the files ride on it).
+DATA_UPLOAD_MAX_MEMORY_SIZE = STUDIO_UPLOAD_MAX_BYTES * STUDIO_UPLOAD_MAX_FILES + 1024 * 1024
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},

@@ -6,8 +6,8 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from studio.auth import RateLimitedLoginView
+from studio.web import files, metrics, overview, sessions, traces, views
 from studio.web import mcp as views_mcp
-from studio.web import metrics, overview, sessions, traces, views
 
 login_view = RateLimitedLoginView.as_view(
     # The documented local demo account gets a one-click sign-in in development.
@@ -40,6 +40,7 @@ urlpatterns = [
     path("sessions/<uuid:pk>/", sessions.session_timeline, name="session-timeline"),
     path("sessions/<uuid:pk>/waterfall/", traces.session_waterfall, name="session-waterfall"),
     path("sessions/<uuid:pk>/delete/", sessions.session_delete, name="session-delete"),
+    path("files/<str:blob_id>/", files.attached_file, name="attached-file"),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", metrics.metrics_view, name="metrics"),
     # Browsers ask for /favicon.ico where a page names no icon (a JSON error, a download).

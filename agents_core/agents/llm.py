@@ -18,6 +18,7 @@ from agents_core._tool_round import (
 )
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalPolicy
+from agents_core.blobs import with_blobs
 from agents_core.context import Context, ReadonlyContext, fill_instruction, pause_point
 from agents_core.events import ErrorInfo, Event, EventActions, EventType, StructuredPart, TextPart
 from agents_core.exceptions import ConfigurationError, LimitExceededError, OutputSchemaError
@@ -179,7 +180,7 @@ class LlmAgent(BaseAgent):
     async def _answer(self, ctx: Context, answer: _Answer) -> AsyncGenerator[Event]:
         """One model call (through the hooks, then the planner) into ``answer``; with an
         output schema, a final answer that does not match is recorded and asked again."""
-        request = self.build_request(ctx)
+        request = await with_blobs(self.build_request(ctx), self.model, ctx.invocation.blobs)
         for attempt in range(1, self.output_retries + 2):
             answer.turn = turn = ModelTurn()
             calling = stream_model_call(ctx, self.model, request, turn, self.hooks, self.policy)

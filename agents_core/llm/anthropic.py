@@ -21,6 +21,8 @@ def anthropic_chat(
     streaming: bool = True,
     timeout_s: float = 120.0,
     transport: DualTransport | None = None,
+    thinking_budget: int | None = None,
+    vision: bool = True,
     **options: Any,
 ) -> LangChainModel:
     """A Claude model, at Anthropic or at any server speaking its Messages API.
@@ -30,7 +32,11 @@ def anthropic_chat(
     elsewhere. ``transport`` carries every request (``agents_core.llm.http``); Studio
     passes one that connects only to addresses it admits. ``options`` go to
     ``ChatAnthropic`` (``max_tokens``, ``temperature``, ``top_k`` ...).
+    ``thinking_budget`` turns on extended thinking with that many tokens to think in
+    (streamed as thinking); ``vision`` says the model takes images and PDFs.
     """
+    if thinking_budget is not None:
+        options["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
     chat = _ChatAnthropic(
         model=model,
         base_url=base_url,
@@ -43,7 +49,10 @@ def anthropic_chat(
     )
     chat._transport = transport or default_transports()
     return LangChainModel(
-        chat, provider=f"anthropic:{base_url or 'default'}:{model}", streaming=streaming
+        chat,
+        provider=f"anthropic:{base_url or 'default'}:{model}",
+        streaming=streaming,
+        vision=vision,
     )
 
 

@@ -12,6 +12,7 @@ from pydantic import Field, field_serializer
 from agents_core.contracts import Contract, ToolCall, ToolSchema, Usage
 
 __all__ = [
+    "Attachment",
     "BaseLlm",
     "ChatMessage",
     "Conversation",
@@ -22,6 +23,15 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+class Attachment(Contract):
+    """A file a user message carries to the model, by reference: the bytes travel in
+    ``LlmRequest.blobs`` under ``blob_id``."""
+
+    blob_id: str = Field(min_length=1)
+    content_type: str
+    name: str = ""
 
 
 class ChatMessage(Contract):
@@ -35,6 +45,8 @@ class ChatMessage(Contract):
     """Tool turns: the id of the call this message answers."""
     name: str | None = None
     """Tool turns: the tool's name."""
+    attachments: list[Attachment] = Field(default_factory=list)
+    """User turns: files attached to the message (images, PDFs, text)."""
 
 
 class MessageLog(list[ChatMessage]):
@@ -132,9 +144,16 @@ class LlmRequest(Contract):
     messages: Sequence[ChatMessage] = Field(default_factory=list)
     """A list, or the history builder's read-only view (``Conversation``)."""
     tools: list[ToolSchema] = Field(default_factory=list)
+    blobs: dict[str, bytes] = Field(default_factory=dict, repr=False)
+    """The bytes of the messages' attachments, by ``blob_id`` (``agents_core.blobs``)."""
     purpose: Literal["turn", "summary"] = "turn"
     """``summary``: compaction asks for a summary of the conversation, not an agent's
     next turn (test doubles answer it without playing their script)."""
+
+    @property
+    def attachments(self) -> list[Attachment]:
+        """Every attachment of the request's messages, in order."""
+        return [a for m in self.messages for a in m.attachments]
 
     @field_serializer("messages")
     def _messages_as_list(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -177,6 +196,12 @@ class BaseLlm(ABC):
         (``None``: unknown). Token limits reserve it before each call."""
         return None
 
+    @property
+    def accepts_attachments(self) -> bool:
+        """Whether the model takes images and files in user messages; a request with
+        attachments to one that does not is refused before it is sent."""
+        return False
+
 
 CHARS_PER_TOKEN = 4
 """The usual English average; estimates need only be close, not exact."""
@@ -212,5 +237,12 @@ def _running_total(totals: list[int], message: ChatMessage) -> int:
     return (totals[-1] if totals else 0) + _message_chars(message)
 
 
+ATTACHMENT_TOKENS = 1_600
+"""A rough price of one attached image or file (an image of about 1.2 megapixels
+costs this much at Anthropic and OpenAI)."""
+
+
 def _message_chars(message: ChatMessage) -> int:
-    return len(message.text) + sum(len(str(c.args)) + len(c.name) for c in message.tool_calls)
+    calls = sum(len(str(c.args)) + len(c.name) for c in message.tool_calls)
+    files = len(message.attachments) * ATTACHMENT_TOKENS * CHARS_PER_TOKEN
+    return len(message.text) + calls + files

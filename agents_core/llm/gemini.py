@@ -19,6 +19,7 @@ def gemini_chat(
     streaming: bool = True,
     timeout_s: float = 120.0,
     transport: DualTransport | None = None,
+    vision: bool = True,
     **options: Any,
 ) -> LangChainModel:
     """A Gemini model through the Gemini Developer API (``generateContent`` and
@@ -38,5 +39,5 @@ def gemini_chat(
         **options,
     )
     return LangChainModel(
-        chat, provider=f"gemini:{base_url or 'default'}:{model}", streaming=streaming
+        chat, provider=f"gemini:{base_url or 'default'}:{model}", streaming=streaming, vision=vision
     )

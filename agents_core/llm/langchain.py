@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from agents_core.exceptions import (
     ModelTimeoutError,
 )
 from agents_core.llm.contracts import (
+    Attachment,
     BaseLlm,
     ChatMessage,
     Conversation,
@@ -60,6 +62,8 @@ class LangChainModel(BaseLlm):
     provider: str
     streaming: bool = True
     classify: Classifier | None = None
+    vision: bool = False
+    """Whether the chat model takes images and files (``accepts_attachments``)."""
     _bound: dict[
         tuple[int, ...], tuple[list[ToolSchema], Runnable[LanguageModelInput, BaseMessage]]
     ] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -69,6 +73,10 @@ class LangChainModel(BaseLlm):
     @property
     def provider_key(self) -> str:
         return self.provider
+
+    @property
+    def accepts_attachments(self) -> bool:
+        return self.vision
 
     @property
     def max_output_tokens(self) -> int | None:
@@ -92,8 +100,9 @@ class LangChainModel(BaseLlm):
                 if (chunk := _as_chunk(piece)) is None:
                     continue
                 total = chunk if total is None else total + chunk
-                if delta := _text_of(chunk.content):
-                    yield LlmResponse(text=delta, partial=True)
+                text, thinking = _text_of(chunk.content), _thinking_of(chunk)
+                if text or thinking:
+                    yield LlmResponse(text=text, thinking=thinking, partial=True)
         except ModelError:
             raise
         except Exception as exc:
@@ -145,14 +154,18 @@ def to_langchain_messages(request: LlmRequest) -> list[BaseMessage]:
     if request.system_instruction:
         out.append(_system_message(request.system_instruction))
     messages = request.messages
+    convert = functools.partial(_to_langchain, blobs=request.blobs)
     if not isinstance(messages, Conversation):
-        out.extend(map(_to_langchain, messages))
+        out.extend(map(convert, messages))
         return out
+    # Blobs are addressed by their content, so a message derived with its files' bytes
+    # stays right for every later call.
+    derive = functools.partial(_derive, blobs=request.blobs)
     for source, start, stop in messages.stretches:
         if isinstance(source, MessageLog):
-            out.extend(source.derive(_DERIVED_KEY, _derive, stop)[start:stop])
+            out.extend(source.derive(_DERIVED_KEY, derive, stop)[start:stop])
         else:
-            out.extend(map(_to_langchain, source[start:stop]))
+            out.extend(map(convert, source[start:stop]))
     return out
 
 
@@ -165,14 +178,20 @@ def _system_message(text: str) -> SystemMessage:
     return SystemMessage(text)
 
 
-def _derive(_: list[BaseMessage], message: ChatMessage) -> BaseMessage:
-    return _to_langchain(message)
+def _derive(
+    _: list[BaseMessage], message: ChatMessage, *, blobs: Mapping[str, bytes]
+) -> BaseMessage:
+    return _to_langchain(message, blobs=blobs)
 
 
-def _to_langchain(message: ChatMessage) -> BaseMessage:
+def _to_langchain(message: ChatMessage, *, blobs: Mapping[str, bytes]) -> BaseMessage:
     match message.role:
         case "system":
             return SystemMessage(message.text)
+        case "user" if message.attachments:
+            blocks = [{"type": "text", "text": message.text}] if message.text else []
+            blocks += [_file_block(a, blobs) for a in message.attachments]
+            return HumanMessage(content=blocks)  # type: ignore[arg-type]
         case "user":
             return HumanMessage(message.text)
         case "assistant":
@@ -185,6 +204,31 @@ def _to_langchain(message: ChatMessage) -> BaseMessage:
             return ToolMessage(
                 content=message.text, tool_call_id=message.tool_call_id or "", name=message.name
             )
+
+
+def _file_block(attachment: Attachment, blobs: Mapping[str, bytes]) -> dict[str, Any]:
+    """LangChain's standard content block for an attached file: an image or a file
+    (PDF) as base64, which each integration turns into its provider's form; plain text
+    as a text block, which every model reads. Without its bytes in the request, a note
+    that the file was there."""
+    data = blobs.get(attachment.blob_id)
+    if data is None:  # a request made without them (a compaction summary): say what was there
+        return {
+            "type": "text",
+            "text": f"[attached {attachment.content_type} file {attachment.name!r}]",
+        }
+    if attachment.content_type == "text/plain":
+        body = data.decode("utf-8", errors="replace")
+        return {"type": "text", "text": f"[attached file {attachment.name!r}]\n{body}"}
+    kind = "image" if attachment.content_type.startswith("image/") else "file"
+    block: dict[str, Any] = {
+        "type": kind,
+        "base64": base64.b64encode(data).decode("ascii"),
+        "mime_type": attachment.content_type,
+    }
+    if kind == "file" and attachment.name:
+        block["filename"] = attachment.name
+    return block
 
 
 def from_langchain_message(message: BaseMessage) -> LlmResponse:
@@ -211,12 +255,15 @@ def from_langchain_message(message: BaseMessage) -> LlmResponse:
 def _usage_of(metadata: UsageMetadata) -> Usage:
     """LangChain's standard usage fields; ``input_token_details.cache_read`` is the part
     of the input served from the prompt cache (langchain-openai fills it from OpenAI's
-    ``prompt_tokens_details.cached_tokens``)."""
+    ``prompt_tokens_details.cached_tokens``), ``output_token_details.reasoning`` the
+    part of the output spent thinking."""
     details = metadata.get("input_token_details") or {}
+    output_details = metadata.get("output_token_details") or {}
     return Usage(
         input_tokens=metadata.get("input_tokens", 0),
         output_tokens=metadata.get("output_tokens", 0),
         cached_input_tokens=details.get("cache_read") or 0,
+        reasoning_tokens=output_details.get("reasoning") or 0,
     )
 
 

@@ -20,6 +20,7 @@ def ollama_chat(
     timeout_s: float = 120.0,
     transport: httpx.BaseTransport | None = None,
     async_transport: httpx.AsyncBaseTransport | None = None,
+    vision: bool = False,
     **options: Any,
 ) -> LangChainModel:
     """A model served by Ollama, which needs no key.
@@ -39,4 +40,6 @@ def ollama_chat(
         async_client_kwargs={"transport": async_transport} if async_transport else {},
         **options,
     )
-    return LangChainModel(chat, provider=f"ollama:{base_url}:{model}", streaming=streaming)
+    return LangChainModel(
+        chat, provider=f"ollama:{base_url}:{model}", streaming=streaming, vision=vision
+    )

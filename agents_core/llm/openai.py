@@ -24,6 +24,7 @@ def openai_compatible(
     api_key: str | None = None,
     streaming: bool = True,
     timeout_s: float = 120.0,
+    vision: bool = False,
     **options: Any,
 ) -> LangChainModel:
     """A model served by any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, ...).
@@ -36,7 +37,9 @@ def openai_compatible(
     reuses them within it. It takes no proxy from the environment; for one, pass your
     own ``http_client`` and ``http_async_client`` (which must serve one event loop only,
     or be built on ``agents_core.llm.http.PerLoopTransport``).
-    ``options`` go to ``ChatOpenAI`` (``temperature``, ``max_tokens``, ...).
+    ``options`` go to ``ChatOpenAI`` (``temperature``, ``max_tokens``,
+    ``reasoning_effort`` ...). ``vision``: the model takes images (not every model an
+    OpenAI-compatible endpoint serves does).
     """
     chat = ChatOpenAI(
         model=model,
@@ -49,7 +52,7 @@ def openai_compatible(
         **{**_no_redirect_clients(base_url), **options},
     )
     return LangChainModel(
-        chat, provider=f"openai:{base_url or 'default'}:{model}", streaming=streaming
+        chat, provider=f"openai:{base_url or 'default'}:{model}", streaming=streaming, vision=vision
     )
 
 

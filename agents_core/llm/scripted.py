@@ -63,6 +63,8 @@ class ScriptedModel(BaseLlm):
     """What it answers to summary requests (compaction), in turn; without any, a digest
     of the transcript (``digest``). Summaries never play ``script``, which is the
     agent's."""
+    takes_attachments: bool = True
+    """Whether it says it accepts images and files (it reads none of them)."""
     _summaries_played: int = 0
     requests: list[LlmRequest] = field(default_factory=list)
     _position: int = 0
@@ -77,6 +79,10 @@ class ScriptedModel(BaseLlm):
     def max_output_tokens(self) -> int | None:
         return self.max_answer_tokens
 
+    @property
+    def accepts_attachments(self) -> bool:
+        return self.takes_attachments
+
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
         self.requests.append(request)
         if len(self.requests) > REQUESTS_KEPT:
@@ -89,6 +95,8 @@ class ScriptedModel(BaseLlm):
             raise step
         scripted = step(request) if callable(step) else step
         text = _fill(scripted.text, request)
+        if scripted.thinking:
+            yield LlmResponse(thinking=scripted.thinking, partial=True, model_name=self.name)
         for token in _TOKEN.findall(text):
             if self.token_delay_s:
                 await asyncio.sleep(self.token_delay_s)

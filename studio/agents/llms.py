@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
@@ -34,6 +34,10 @@ class OpenAIOptions(BaseModel):
     stop: list[str] | None = Field(default=None, max_length=4)
     frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
     presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """For reasoning models: how hard to think before answering."""
+    vision: bool = False
+    """The model takes images (not every model behind such an endpoint does)."""
     timeout_s: PositiveFloat = 120.0
     streaming: bool = True
 
@@ -56,6 +60,14 @@ OPTIONS_MODELS: dict[str, type[BaseModel]] = {
     ModelConfig.Provider.SCRIPTED: ScriptedOptions,
     **{name: provider.options for name, provider in PROVIDERS.items()},
 }
+
+
+def accepts_attachments(config: ModelConfig) -> bool:
+    """Whether ``config``'s model takes images and files: its ``vision`` option (the
+    scripted model takes them, and ignores them)."""
+    if config.provider == ModelConfig.Provider.SCRIPTED:
+        return True
+    return bool(getattr(parse_options(config.provider, config.options), "vision", False))
 
 
 def parse_options(provider: str, options: dict[str, Any]) -> BaseModel:
@@ -138,6 +150,10 @@ class WrappedLlm(BaseLlm):
     @property
     def max_output_tokens(self) -> int | None:
         return self._inner.max_output_tokens
+
+    @property
+    def accepts_attachments(self) -> bool:
+        return self._inner.accepts_attachments
 
 
 class PacedLlm(WrappedLlm):

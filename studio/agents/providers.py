@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
 from agents_core import exceptions as core_exceptions
 
@@ -28,6 +29,20 @@ class AnthropicOptions(_ClientOptions):
     top_p: float | None = Field(default=None, gt=0, le=1)
     top_k: PositiveInt | None = None
     stop_sequences: list[str] | None = Field(default=None, max_length=8)
+    thinking_budget: int | None = Field(default=None, ge=1024)
+    """Extended thinking: tokens the model may think in before it answers (part of
+    ``max_tokens``, which must be larger)."""
+    vision: bool = True
+    """The model takes images and PDFs (every current Claude model does)."""
+
+    @model_validator(mode="after")
+    def _budget_within_max_tokens(self) -> Self:
+        if self.thinking_budget is not None:
+            if self.thinking_budget >= self.max_tokens:
+                raise ValueError("thinking_budget must be less than max_tokens")
+            if self.temperature is not None or self.top_k is not None:
+                raise ValueError("with thinking_budget, temperature and top_k must be unset")
+        return self
 
 
 class GeminiOptions(_ClientOptions):
@@ -36,6 +51,9 @@ class GeminiOptions(_ClientOptions):
     top_p: float | None = Field(default=None, gt=0, le=1)
     top_k: PositiveInt | None = None
     stop: list[str] | None = Field(default=None, max_length=5)
+    thinking_budget: int | None = Field(default=None, ge=0)
+    """Tokens the model may think in (0 turns thinking off, where the model allows)."""
+    vision: bool = True
 
 
 class OllamaOptions(_ClientOptions):
@@ -47,6 +65,8 @@ class OllamaOptions(_ClientOptions):
     seed: int | None = None
     stop: list[str] | None = Field(default=None, max_length=8)
     keep_alive: str | int | None = None
+    vision: bool = False
+    """The model takes images (a multimodal model, such as llava or gemma3)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -297,6 +297,12 @@ class AgentDocumentSerializer(serializers.Serializer[dict[str, Any]]):
 
 class MessageSerializer(serializers.Serializer[dict[str, Any]]):
     text = serializers.CharField(max_length=50_000)
+    files = serializers.ListField(
+        child=serializers.FileField(),
+        required=False,
+        help_text="Multipart only: images (PNG, JPEG, GIF, WebP), PDFs or plain text, "
+        "checked by their bytes; for models that take them.",
+    )
 
 
 class RunTimingSerializer(serializers.Serializer[Any]):

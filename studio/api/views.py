@@ -17,6 +17,7 @@ from rest_framework import filters, mixins, status, viewsets
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination, PageNumberPagination
+from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer, ValidationError
@@ -265,15 +266,26 @@ class SessionViewSet(
         return paginator.get_paginated_response([event.payload for event in page])
 
     @extend_schema(
-        request=s.MessageSerializer,
+        request={
+            "application/json": s.MessageSerializer,
+            "multipart/form-data": s.MessageSerializer,
+        },
         responses={202: s.RunSerializer, **error_responses(409, 429)},
     )
-    @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
+    @action(
+        detail=True,
+        methods=["post"],
+        filter_backends=[],
+        pagination_class=None,
+        parser_classes=[JSONParser, MultiPartParser],
+    )
     def messages(self, request: Request, pk: str | None = None) -> Response:
-        """Send a message: queues a run of the pinned agent version and answers with it."""
+        """Send a message: queues a run of the pinned agent version and answers with it.
+        Images and files ride along as ``files`` parts of a multipart body."""
         message = s.MessageSerializer(data=request.data)
         message.is_valid(raise_exception=True)
-        run = services.start_run(self.get_object(), message.validated_data["text"])
+        data = message.validated_data
+        run = services.start_run(self.get_object(), data["text"], data.get("files", []))
         return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=live.ApprovalBody, responses={204: None, **error_responses(409)})

@@ -38,6 +38,7 @@ from studio import budgets, wire
 from studio.agents import specs
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
+from studio.files import StorageBlobStore
 from studio.gates import rate_limits, response_cache
 from studio.ledger import CallLedger, waiting_for
 from studio.live import Publisher, Status, snapshot
@@ -269,6 +270,7 @@ def _prepare(
         spend_guard=budgets.guard_for(version, session.owner, prices, run.pk),
         rate_limiter=rate_limits.limiter_for(configs),
         response_cache=response_cache.DatabaseResponseCache(configs),
+        blobs=StorageBlobStore(),
     )
     user_id = session.owner.get_username()
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record

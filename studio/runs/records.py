@@ -102,11 +102,11 @@ class Ended:
     events: list[core_events.Event]
 
 
-def queue_run(session: Session, text: str) -> Run:
+def queue_run(session: Session, text: str, *, files: Sequence[core_events.FilePart] = ()) -> Run:
     """A queued run of ``session`` (locked by the caller's transaction) for ``text``,
-    whose user message is stored with it."""
+    whose user message is stored with it, with the references of attached ``files``."""
     run = Run.objects.create(session=session, message=text, start_seq=session.last_seq)
-    said = core_events.user_message(session.key, text)
+    said = core_events.user_message(session.key, text, files=files)
     stored = session_service.append_event_sync(session.key, said)
     run.invocation_id = stored.invocation_id
     run.save(update_fields=["invocation_id"])

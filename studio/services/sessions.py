@@ -6,16 +6,20 @@ the API, the admin, websockets and commands."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
+from studio import files as stored_files
 from studio import runs, wire
-from studio.errors import ConflictError, LimitError
+from studio.agents import llms, specs
+from studio.errors import ConflictError, InvalidInputError, LimitError, Problem
 from studio.live import Status
 from studio.models import ACTIVE_RUN_STATUSES, Agent, Run, RunStatus, Session, SessionStatus
 from studio.runs import records
@@ -34,13 +38,19 @@ def start_session(owner: AbstractBaseUser, agent: Agent, *, title: str = "") -> 
     )
 
 
-def start_run(session: Session, text: str) -> Run:
-    """Queue a run for ``text`` (stored as the turn's first event) and hand it to the
-    executor once committed: one active run per session at a time (``ConflictError``),
-    at most ``STUDIO_MAX_CONCURRENT_RUNS_PER_USER`` per owner (``LimitError``)."""
+def start_run(session: Session, text: str, files: Sequence[UploadedFile[bytes]] = ()) -> Run:
+    """Queue a run for ``text`` and any attached ``files`` (stored as the turn's first
+    event) and hand it to the executor once committed: one active run per session at a
+    time (``ConflictError``), at most ``STUDIO_MAX_CONCURRENT_RUNS_PER_USER`` per owner
+    (``LimitError``). Files are checked (``studio.files``) and the session's models
+    must take them (``InvalidInputError`` on ``files``) before anything is stored."""
+    checked = stored_files.check_files(files)
+    if checked:
+        _check_models_take_files(session)
     with transaction.atomic():
         locked = _lock_for_a_new_run(session)
-        run = records.queue_run(locked, text)
+        parts = stored_files.store(locked.owner, checked)
+        run = records.queue_run(locked, text, files=parts)
         locked.title = locked.title or _title_from(text)
         _submit(locked, run)
     session.refresh_from_db(fields=["status", "title", "updated_at", "last_seq"])
@@ -112,6 +122,21 @@ def _check_run_cap(owner_id: int) -> None:
             "wait for one to finish or cancel one",
             code="too_many_runs",
         )
+
+
+def _check_models_take_files(session: Session) -> None:
+    """Every model of the session's agent tree must take images and files: each sees
+    the user's message."""
+    version = session.agent_version
+    if version is None:
+        return
+    for agent, config in specs.agent_model_configs(version).items():
+        if not llms.accepts_attachments(config):
+            message = (
+                f"model {config.name!r} (agent {agent!r}) does not accept images or files; "
+                "pick a model that does (turn on its vision option) or send text only"
+            )
+            raise InvalidInputError("files", [Problem((), "model_takes_no_files", message)])
 
 
 def _title_from(text: str) -> str:

@@ -6,6 +6,8 @@ format (OpenAI chat completions, Anthropic Messages, Gemini generateContent, Oll
 from __future__ import annotations
 
 import asyncio
+import base64
+import gc
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,9 +25,11 @@ from agents_core.exceptions import (
     failure_of,
 )
 from agents_core.llm import ChatMessage, LlmRequest, LlmResponse, ToolSchema
+from agents_core.llm.contracts import Attachment
 from agents_core.llm.langchain import LangChainModel
 from tests.support.anthropic_server import AnthropicServer
 from tests.support.gemini_server import GeminiServer
+from tests.support.images import png
 from tests.support.ollama_server import OllamaServer
 from tests.support.openai_server import OpenAIServer, TokenUsage, ToolCallReply
 from tests.support.wire_server import WireServer
@@ -265,3 +269,79 @@ async def test_a_provider_that_does_not_answer_in_time_is_a_retryable_timeout(
         await asyncio.wait_for(_call(model), timeout=20)
 
     assert failure_of(raised.value) is Failure.RETRYABLE
+
+
+async def test_an_attached_image_reaches_the_provider_as_an_image(backend: Backend) -> None:
+    image = png()
+    backend.reply("A red square.")
+    model = backend.model(streaming=True, timeout_s=10)
+    model.vision = True  # the OpenAI-compatible and Ollama defaults say no
+    picture = Attachment(blob_id="b1", content_type="image/png", name="red.png")
+    request = LlmRequest(
+        messages=[ChatMessage(role="user", text="What is this?", attachments=[picture])],
+        blobs={"b1": image},
+    )
+
+    responses = [r async for r in model.astream(request)]
+
+    assert responses[-1].text == "A red square."
+    sent = repr(backend.sent()[-1])
+    assert base64.b64encode(image).decode() in sent
+    assert "What is this?" in sent
+
+
+async def test_anthropic_thinking_streams_apart_from_the_answer() -> None:
+    # Finalise the clients earlier tests left for the collector first: one finalised
+    # mid-stream closes its socket's file descriptor, which this stream may reuse.
+    gc.collect()
+    with AnthropicServer() as server:
+        server.reply("Four.", thinking="Two plus two makes four.")
+        from agents_core.llm.anthropic import anthropic_chat
+
+        model = anthropic_chat(
+            model="claude-test",
+            api_key=API_KEY,
+            base_url=server.base_url,
+            max_tokens=2048,
+            thinking_budget=1024,
+        )
+        request = LlmRequest(messages=[ChatMessage(role="user", text="2+2?")])
+
+        responses = [r async for r in model.astream(request)]
+
+        sent = server.requests[-1].body
+    assert sent["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    thought = [r.thinking for r in responses if r.partial and r.thinking]
+    assert len(thought) > 1  # streamed in pieces, as it came
+    assert "".join(thought) == "Two plus two makes four."
+    assert all(not r.text for r in responses if r.partial and r.thinking)
+    final = responses[-1]
+    assert (final.text, final.thinking) == ("Four.", "Two plus two makes four.")
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "whole"])
+async def test_openai_reasoning_effort_is_sent_and_thinking_tokens_counted_apart(
+    streaming: bool,
+) -> None:
+    from agents_core.llm.openai import openai_compatible
+
+    with OpenAIServer() as server:
+        server.reply("Four.", usage=TokenUsage(12, 40, reasoning_tokens=33))
+        model = openai_compatible(
+            model="o-test",
+            base_url=server.base_url,
+            api_key=API_KEY,
+            streaming=streaming,
+            reasoning_effort="high",
+        )
+
+        responses = [r async for r in model.astream(LlmRequest(messages=[_ASK]))]
+
+        sent = server.requests[-1]
+    assert sent.body["reasoning_effort"] == "high"
+    usage = responses[-1].usage
+    assert usage is not None
+    assert (usage.output_tokens, usage.reasoning_tokens) == (40, 33)
+
+
+_ASK = ChatMessage(role="user", text="2+2?")

@@ -114,7 +114,12 @@ async def test_cached_prompt_tokens_a_provider_reports_are_charged_at_the_cached
         finished = await execute_run(await setup())
     assert finished.status == "succeeded", finished.error_message
     [call] = await model_calls(finished)
-    assert call.usage == {"input_tokens": 1_204, "output_tokens": 88, "cached_input_tokens": 1_000}
+    assert call.usage == {
+        "input_tokens": 1_204,
+        "output_tokens": 88,
+        "cached_input_tokens": 1_000,
+        "reasoning_tokens": 0,
+    }
     # 204 * 2.50 + 1000 * 1.25 + 88 * 10 = 2640 per million (3890 at the input price)
     assert (call.cost, call.cost_currency) == (Decimal("0.0026400000"), "USD")
     assert call.to_core().cost == costs.cost_of(call.to_core().usage, CACHING_PRICE)

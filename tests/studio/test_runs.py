@@ -123,7 +123,13 @@ async def test_a_run_on_an_openai_compatible_model_never_stores_the_key(ada: Use
     assert server.authorizations == [f"Bearer {KEY}"]
     payloads = [e.payload async for e in Event.objects.filter(session_id=run.session_id)]
     assert any(
-        e.get("usage") == {"input_tokens": 3, "output_tokens": 1, "cached_input_tokens": 0}
+        e.get("usage")
+        == {
+            "input_tokens": 3,
+            "output_tokens": 1,
+            "cached_input_tokens": 0,
+            "reasoning_tokens": 0,
+        }
         for e in payloads
     )
     assert KEY not in repr(payloads)

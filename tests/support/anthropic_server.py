@@ -1,6 +1,6 @@
 """A small server speaking Anthropic's Messages API (``POST /v1/messages``), for tests:
-whole answers, and Server-Sent Events streams with text and ``tool_use`` blocks the way
-Anthropic sends them. The script and its use: ``tests.support.wire_server``."""
+whole answers, and Server-Sent Events streams with thinking, text and ``tool_use`` blocks the
+way Anthropic sends them. The script and its use: ``tests.support.wire_server``."""
 
 from __future__ import annotations
 
@@ -59,16 +59,17 @@ def _stream(body: Mapping[str, Any], reply: Reply) -> Iterator[bytes]:
     start = _message(body, reply) | {"stop_reason": None}
     yield _event("message_start", {"message": start})
     index = 0
+    if reply.thinking:
+        yield from _thinking_events(index, reply.thinking)
+        index += 1
     if reply.text:
-        yield _event(
-            "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}
-        )
+        block = {"type": "text", "text": ""}
+        yield _event("content_block_start", {"index": index, "content_block": block})
         for token in reply.tokens():
-            yield _event(
-                "content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": token}}
-            )
-        yield _event("content_block_stop", {"index": 0})
-        index = 1
+            delta = {"type": "text_delta", "text": token}
+            yield _event("content_block_delta", {"index": index, "delta": delta})
+        yield _event("content_block_stop", {"index": index})
+        index += 1
     for i, (name, args) in enumerate(reply.tool_calls, start=index):
         yield from _tool_use_events(i, name, args)
     stop = {"stop_reason": _message(body, reply)["stop_reason"], "stop_sequence": None}
@@ -76,6 +77,17 @@ def _stream(body: Mapping[str, Any], reply: Reply) -> Iterator[bytes]:
     usage = {"input_tokens": reply.usage[0], "output_tokens": reply.usage[1]}
     yield _event("message_delta", {"delta": stop, "usage": usage})
     yield _event("message_stop", {})
+
+
+def _thinking_events(index: int, thinking: str) -> Iterator[bytes]:
+    block = {"type": "thinking", "thinking": "", "signature": ""}
+    yield _event("content_block_start", {"index": index, "content_block": block})
+    for at in range(0, len(thinking), PIECE_CHARS):
+        delta = {"type": "thinking_delta", "thinking": thinking[at : at + PIECE_CHARS]}
+        yield _event("content_block_delta", {"index": index, "delta": delta})
+    signature = {"type": "signature_delta", "signature": "sig-test"}
+    yield _event("content_block_delta", {"index": index, "delta": signature})
+    yield _event("content_block_stop", {"index": index})
 
 
 def _tool_use_events(index: int, name: str, args: Mapping[str, Any]) -> Iterator[bytes]:

@@ -97,6 +97,9 @@ class TokenUsage:
     cached_prompt_tokens: int | None = None
     """Sent as ``prompt_tokens_details.cached_tokens`` (the part of ``prompt_tokens``
     served from the prompt cache); left out when ``None``."""
+    reasoning_tokens: int | None = None
+    """Sent as ``completion_tokens_details.reasoning_tokens`` (the part of
+    ``completion_tokens`` a reasoning model thought in); left out when ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -541,6 +544,8 @@ def _usage_json(reply: Reply, body: Mapping[str, Any]) -> dict[str, Any]:
     }
     if usage.cached_prompt_tokens is not None:
         wire["prompt_tokens_details"] = {"cached_tokens": usage.cached_prompt_tokens}
+    if usage.reasoning_tokens is not None:
+        wire["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning_tokens}
     return wire
 
 

@@ -32,6 +32,8 @@ class Reply:
     tool_calls: Sequence[tuple[str, Mapping[str, Any]]] = ()
     usage: tuple[int, int] = (11, 5)
     """Input and output tokens."""
+    thinking: str = ""
+    """What the model thinks before it answers (servers that stream thinking send it)."""
 
     def tokens(self) -> list[str]:
         """The text in the pieces a stream sends: word by word."""
@@ -83,8 +85,9 @@ class WireServer:
         *,
         tool_calls: Sequence[tuple[str, Mapping[str, Any]]] = (),
         usage: tuple[int, int] = (11, 5),
+        thinking: str = "",
     ) -> None:
-        self._script.append(Reply(text, tool_calls, usage))
+        self._script.append(Reply(text, tool_calls, usage, thinking))
 
     def fail(self, status: int, message: str = "injected failure") -> None:
         self._script.append(Fault(status, message))

@@ -146,6 +146,25 @@ input.addEventListener("keydown", (event) => {
 });
 input.addEventListener("input", autosize);
 
+// Attached files go with the next message, as a multipart body.
+const attach = $("attach");
+attach.addEventListener("change", () => {
+  $("attached").textContent = [...attach.files].map((file) => file.name).join(", ");
+});
+
+function messageBody(text) {
+  if (!attach.files.length) return { text };
+  const form = new FormData();
+  form.append("text", text);
+  for (const file of attach.files) form.append("files", file);
+  return form;
+}
+
+function clearAttached() {
+  attach.value = "";
+  $("attached").textContent = "";
+}
+
 async function send(raw) {
   const text = raw.trim();
   if (!text || !agent || sending || isActiveRun(run)) return;
@@ -161,7 +180,8 @@ async function send(raw) {
     chat.addPending(text);
     input.value = "";
     autosize();
-    const queued = await api(`${data.urls.sessions}${session.id}/messages/`, { method: "POST", body: { text } });
+    const queued = await api(`${data.urls.sessions}${session.id}/messages/`, { method: "POST", body: messageBody(text) });
+    clearAttached();
     // The socket may already have reported this run (even its end): keep the newer news.
     if (run?.id !== queued.id) run = queued;
     if (!session.title) {

@@ -6,7 +6,7 @@ import { ApprovalCard } from "./approval.js";
 import { QuestionCard } from "./question.js";
 import { OUTCOMES, outcomeOf, unansweredOutcome } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { clip, fallbackText, partsOf, policyLine, provisionalKey, textOf } from "./events.js";
+import { attachments, clip, fallbackText, partsOf, policyLine, provisionalKey, textOf } from "./events.js";
 
 const ARGS_PREVIEW_CHARS = 80;
 
@@ -38,7 +38,7 @@ export class ChatView {
     switch (event.type) {
       case "user_message":
         this.pending.shift()?.remove();
-        this.bubble("user", "You", textOf(event), event);
+        this.bubble("user", "You", textOf(event), event).querySelector(".bubble").append(attachments(event) || "");
         break;
       case "agent_message":
         this.dropProvisional(event);
@@ -93,8 +93,20 @@ export class ChatView {
       el = this.bubble("agent provisional", event.author, "");
       this.provisional.set(key, el);
     }
+    const thinking = textOf(event, "thinking");
+    if (thinking) this.liveThinking(el, event).append(thinking);
     el.querySelector(".bubble").append(textOf(event));
     this.onChange();
+  }
+
+  /** The folded thinking of a streaming answer, grown as it streams. */
+  liveThinking(el, event) {
+    let box = el.querySelector(".thinking .text");
+    if (!box) {
+      box = h("div", { class: "text" });
+      el.querySelector(".bubble").before(h("details", { class: "thinking live" }, h("summary", {}, `${event.author} is thinking…`), box));
+    }
+    return box;
   }
 
   dropProvisional(event) {

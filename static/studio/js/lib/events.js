@@ -27,6 +27,10 @@ export function figures(event) {
   if (event.usage) {
     const { input_tokens: input, output_tokens: output, cached_input_tokens: cached } = event.usage;
     chips.push(h("span", { class: "chip", title: "tokens in / out" }, `${formatTokens(input, output, cached)} tokens`));
+    const thought = event.usage.reasoning_tokens;
+    if (thought > 0) {
+      chips.push(h("span", { class: "chip", title: "of the output tokens, spent thinking", dataset: { reasoning: thought } }, `${thought} thinking`));
+    }
   }
   if (event.cost) {
     const title = "what this model call cost, at its model's price when it was stored";
@@ -112,4 +116,30 @@ export function policyBlock(event) {
       h("pre", {}, `proposed: ${pretty(policy.args)}\nran with: ${pretty(policy.rewritten_args)}`))
     : null;
   return h("div", { class: "text" }, policyLine(event), rewritten);
+}
+
+const BLOB_ID = /^[0-9a-f]{64}$/;
+const FILES_URL = "/files/";
+
+/** The files attached to a (user) message: images shown from Studio's owner-only file
+ * view, other files as download links. Names are text; ids are checked to be SHA-256s. */
+export function attachments(event) {
+  const files = partsOf(event, "file").filter((part) => BLOB_ID.test(part.blob_id || ""));
+  if (!files.length) return null;
+  return h("div", { class: "attachments" }, files.map((file) => {
+    const url = `${FILES_URL}${file.blob_id}/`;
+    const label = `${file.name || "file"} · ${formatBytes(file.size)}`;
+    if (String(file.content_type).startsWith("image/")) {
+      return h("figure", { class: "attachment", dataset: { blob: file.blob_id } },
+        h("img", { src: url, alt: file.name || "attached image", loading: "lazy" }),
+        h("figcaption", {}, label));
+    }
+    return h("a", { class: "attachment", href: url, download: file.name || "", dataset: { blob: file.blob_id } }, label);
+  }));
+}
+
+function formatBytes(size) {
+  if (!Number.isFinite(size)) return "";
+  if (size < 1024) return `${size} B`;
+  return size < 1024 * 1024 ? `${(size / 1024).toFixed(1)} KB` : `${(size / 1024 / 1024).toFixed(1)} MB`;
 }

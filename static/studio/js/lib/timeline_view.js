@@ -12,7 +12,7 @@ import { ApprovalCard } from "./approval.js";
 import { answerText, QuestionCard } from "./question.js";
 import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
+import { attachments, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { ToolCallView } from "./tool_call.js";
 import { formatClock, formatDuration, formatTime, formatTokens } from "./ui.js";
@@ -139,7 +139,7 @@ export class TimelineView {
     switch (event.type) {
       case "user_message":
         inv.title ||= event.parts.map((p) => p.text || "").join("").split("\n")[0];
-        this.place(inv, event, this.row(event, "You", this.textBlock(event)));
+        this.place(inv, event, this.row(event, "You", this.textBlock(event), attachments(event)));
         break;
       case "agent_start":
         this.startStep(inv, event);
@@ -204,11 +204,17 @@ export class TimelineView {
         h("span", { class: "seq" }, "…"),
         h("div", { class: "body" },
           h("div", { class: "line" }, h("span", { class: "kind" }, `${event.author} · streaming`)),
-          h("div", { class: "text" })));
+          h("details", { class: "thinking live", hidden: true }, h("summary", {}, "Thinking…"), h("div", { class: "text thought" })),
+          h("div", { class: "text answer" })));
       this.provisional.set(key, row);
       this.containerFor(inv, event).append(row);
     }
-    row.querySelector(".text").append(textOf(event));
+    const thinking = textOf(event, "thinking");
+    if (thinking) {
+      row.querySelector(".thinking").hidden = false;
+      row.querySelector(".thought").append(thinking);
+    }
+    row.querySelector(".answer").append(textOf(event));
   }
 
   dropProvisional(event) {
