@@ -49,6 +49,11 @@ class ModelChain(BaseLlm):
         known = [link.model.max_output_tokens for link in self.links]
         return None if None in known else max(n for n in known if n is not None)
 
+    @property
+    def accepts_attachments(self) -> bool:
+        """Whether every model of the chain takes images and files: any may answer."""
+        return all(link.model.accepts_attachments for link in self.links)
+
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
         for index, link in enumerate(self.links):
             stream = link.model.astream(request)

@@ -109,10 +109,11 @@ class Turn:
         self.clock += timedelta(milliseconds=latency)
         usage = {"input_tokens": self.rng.randint(200, 4_000), "output_tokens": 0}
         usage["output_tokens"] = self.rng.randint(5, 600)
-        usage["cached_input_tokens"] = 0
+        usage["cached_input_tokens"] = usage["reasoning_tokens"] = 0
         self.input_tokens += usage["input_tokens"]
         self.output_tokens += usage["output_tokens"]
-        cost = None if self.price is None else costs.call_cost(self.price, **usage)
+        counted = {k: usage[k] for k in ("input_tokens", "output_tokens", "cached_input_tokens")}
+        cost = None if self.price is None else costs.call_cost(self.price, **counted)
         self.add(
             "agent_message",
             self.agent,
