@@ -136,7 +136,7 @@ async def _attempts(
             if not chunk.partial:
                 turn.response = chunk
             elif chunk.text and stream:
-                yield ctx.event(
+                yield ctx.built_event(
                     EventType.AGENT_MESSAGE,
                     parts=[TextPart(text=chunk.text)],
                     partial=True,
@@ -161,7 +161,7 @@ def message_event(
         ToolCallPart(call_id=c.id, name=c.name, args=c.args, span_id=new_id())
         for c in response.tool_calls
     )
-    return ctx.event(
+    return ctx.built_event(
         EventType.AGENT_MESSAGE,
         parts=list(parts),
         usage=response.usage,

@@ -257,7 +257,7 @@ def response_event(ctx: Context, outcome: ToolOutcome) -> Event:
         escalate=effects.escalate,
         transfer_to_agent=effects.transfer_to_agent,
     )
-    return ctx.event(
+    return ctx.built_event(
         EventType.TOOL_RESPONSE,
         parts=[part],
         actions=actions,
