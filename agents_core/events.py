@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, Field, PositiveInt
 
-from agents_core.contracts import Contract, Cost, ToolCall, ToolResult, Usage
+from agents_core.contracts import Contract, Cost, ToolCall, ToolResult, Usage, built
 
 SCHEMA_VERSION = 2
 
@@ -296,37 +296,14 @@ class Event(Contract):
         return self.model_dump(mode="json")
 
 
-_UNSET_EVENT: dict[str, Any] = {}
-"""Every ``Event`` field, in declaration order, with its default (filled on first use)."""
-
-
 def built_event(**fields: Any) -> Event:
-    """An ``Event`` from values the SDK made itself, without validating them again.
-
-    For the runner's hot path only (agent start and end, model messages, tool
-    responses, streamed chunks): every value must already be what validation would
-    produce (an ``EventType``, validated parts and contracts, tz-aware datetimes, a
-    non-negative ``latency_ms``). ``model_construct`` would do the same but walks the
-    fields in Python and costs ~4x a validation; this copies a ready dict instead.
-    Anything built from outside input goes through ``Event(...)``.
-    """
-    if not _UNSET_EVENT:
-        for name, info in Event.model_fields.items():
-            _UNSET_EVENT[name] = None if info.default_factory else info.default
-    values = _UNSET_EVENT.copy()
-    values["id"] = new_id()
-    values["created_at"] = utc_now()
-    values["parts"] = []
-    values["hooks"] = []
-    values.update(fields)
-    if values["actions"] is None:
-        values["actions"] = EventActions()
-    event = Event.__new__(Event)
-    object.__setattr__(event, "__dict__", values)
-    object.__setattr__(event, "__pydantic_fields_set__", set(fields))
-    object.__setattr__(event, "__pydantic_extra__", None)
-    object.__setattr__(event, "__pydantic_private__", None)
-    return event
+    """An ``Event`` from values the SDK made itself, without validating them again
+    (``agents_core.contracts.built``): for the runner's hot path only (agent start and
+    end, model messages, tool responses, streamed chunks), each value already what
+    validation would produce (an ``EventType``, validated parts and contracts, tz-aware
+    datetimes, a non-negative ``latency_ms``). Anything built from outside input goes
+    through ``Event(...)``."""
+    return built(Event, **fields)
 
 
 def user_message(session_id: str, text: str, *, invocation_id: str | None = None) -> Event:

@@ -19,6 +19,7 @@ from agents_core._tool_round import (
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalPolicy
 from agents_core.context import Context, ReadonlyContext, fill_instruction, pause_point
+from agents_core.contracts import built
 from agents_core.events import ErrorInfo, Event, EventActions, EventType, StructuredPart, TextPart
 from agents_core.exceptions import ConfigurationError, LimitExceededError, OutputSchemaError
 from agents_core.failures import FailurePolicy
@@ -288,7 +289,8 @@ class LlmAgent(BaseAgent):
             instruction = "\n\n".join(
                 p for p in (instruction, self.output_schema.instruction()) if p
             )
-        request = LlmRequest.model_construct(
+        request = built(
+            LlmRequest,
             system_instruction=instruction or None,
             messages=self._history(ctx).messages(self._turn_of(ctx), ctx.user_input),
             tools=[tool.schema() for tool in self._tools_for().values()],
