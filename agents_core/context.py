@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agents_core.config import RunConfig
 from agents_core.contracts import Usage
 from agents_core.events import (
+    NO_ACTIONS,
     Event,
     EventActions,
     EventType,
@@ -331,7 +332,7 @@ class Context:
             author=self.agent_name,
             branch=self.branch,
             parts=parts or [],
-            actions=actions or EventActions(),
+            actions=actions or NO_ACTIONS,
             **fields,
         )
 

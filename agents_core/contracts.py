@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
-
-M = TypeVar("M", bound=BaseModel)
 
 
 class Contract(BaseModel):
@@ -21,7 +19,7 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def built(model: type[M], **values: Any) -> M:
+def built[M: BaseModel](model: type[M], **values: Any) -> M:
     """A ``model`` from values the SDK made itself, without validating them again.
 
     For hot paths only (the runner's own events, the request an agent assembles from

@@ -296,6 +296,12 @@ class Event(Contract):
         return self.model_dump(mode="json")
 
 
+NO_ACTIONS = EventActions()
+"""The actions of the SDK's events that ask for none, shared: events are frozen and
+nothing changes their actions in place, and every stored event would otherwise keep
+four objects of its own that the garbage collector walks (``built_event``)."""
+
+
 def built_event(**fields: Any) -> Event:
     """An ``Event`` from values the SDK made itself, without validating them again
     (``agents_core.contracts.built``): for the runner's hot path only (agent start and
@@ -314,4 +320,5 @@ def user_message(session_id: str, text: str, *, invocation_id: str | None = None
         session_id=session_id,
         author="user",
         parts=[TextPart(text=text)],
+        actions=NO_ACTIONS,
     )

@@ -298,6 +298,8 @@ class Runner:
             await channel.send(self._failure_event(ctx, failure))
         except Exception as exc:
             await channel.send(self._failure_event(ctx, exc))
+        finally:  # at once: the task's done callback would cost the runner a loop trip
+            channel.close()
 
     def _failure_event(self, ctx: Context, exc: Exception) -> Event:
         if isinstance(exc, AgentsCoreError):
@@ -366,11 +368,12 @@ class _Channel:
     every event of a turn, and a queue's getters, putters and size bookkeeping cost a
     fifth of the hand-over."""
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_closed", "_items", "_waiter")
 
     def __init__(self) -> None:
         self._items: deque[tuple[Event, asyncio.Future[Event] | None] | None] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
 
     async def send(self, event: Event) -> Event:
         ack: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
@@ -390,7 +393,10 @@ class _Channel:
         return self._items.popleft()
 
     def close(self) -> None:
-        self._push(None)
+        """The agent tree is done (once; later calls do nothing)."""
+        if not self._closed:
+            self._closed = True
+            self._push(None)
 
     def _push(self, item: tuple[Event, asyncio.Future[Event] | None] | None) -> None:
         self._items.append(item)

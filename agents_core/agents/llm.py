@@ -140,7 +140,7 @@ class LlmAgent(BaseAgent):
             async for event in self._answer(ctx, answer):
                 yield event
             response = answer.turn.complete
-            actions = EventActions()
+            actions = None
             if self.output_key and not response.tool_calls and response.text:
                 value = response.text if answer.structured is None else answer.structured.value
                 actions = EventActions(state_delta={self.output_key: value})
