@@ -235,7 +235,7 @@ async def _attempts(
             if not chunk.partial:
                 turn.response = chunk
             elif stream and (chunk.text or chunk.thinking):
-                yield ctx.event(
+                yield ctx.built_event(
                     EventType.AGENT_MESSAGE,
                     parts=list[Part](_delta_parts(chunk)),
                     partial=True,
@@ -270,7 +270,7 @@ def message_event(
         ToolCallPart(call_id=c.id, name=c.name, args=c.args, span_id=new_id())
         for c in response.tool_calls
     )
-    return ctx.event(
+    return ctx.built_event(
         EventType.AGENT_MESSAGE,
         parts=list(parts),
         usage=response.usage,

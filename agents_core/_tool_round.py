@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from agents_core.approvals import ApprovalDecision, ApprovalPolicy, args_hash
 from agents_core.context import Context
@@ -96,10 +97,25 @@ async def run_tool_calls(
         round_ = _Call(ctx, tools, control, part.span_id or new_id())
         outcomes[index] = await round_.run(part.to_call())
 
-    async with asyncio.TaskGroup() as group:
-        for index, part in enumerate(parts):
-            group.create_task(run(index, part))
+    if len(parts) == 1:
+        await _run_alone(run(0, parts[0]))
+    else:
+        async with asyncio.TaskGroup() as group:
+            for index, part in enumerate(parts):
+                group.create_task(run(index, part))
     return [o for o in outcomes if o is not None]
+
+
+async def _run_alone(call: Coroutine[Any, Any, None]) -> None:
+    """One call in a task of its own, as in a ``TaskGroup`` (its own context; cancelled
+    with the round; a failure raised as an ``ExceptionGroup``), but started eagerly: a
+    call that never waits (most function tools) finishes without a trip through the
+    event loop, and without a group's bookkeeping."""
+    task = asyncio.Task(call, loop=asyncio.get_running_loop(), eager_start=True)
+    try:
+        await task
+    except Exception as exc:
+        raise ExceptionGroup("unhandled errors in a TaskGroup", [exc]) from None
 
 
 @dataclass(slots=True)
@@ -252,12 +268,14 @@ def response_event(ctx: Context, outcome: ToolOutcome) -> Event:
     part = ToolResponsePart(
         call_id=result.call_id, name=result.name, result=result.output, is_error=result.is_error
     )
-    actions = EventActions(
-        state_delta=effects.state_delta,
-        escalate=effects.escalate,
-        transfer_to_agent=effects.transfer_to_agent,
-    )
-    return ctx.event(
+    actions = None  # none asked for: the shared empty actions
+    if effects.state_delta or effects.escalate or effects.transfer_to_agent:
+        actions = EventActions(
+            state_delta=effects.state_delta,
+            escalate=effects.escalate,
+            transfer_to_agent=effects.transfer_to_agent,
+        )
+    return ctx.built_event(
         EventType.TOOL_RESPONSE,
         parts=[part],
         actions=actions,

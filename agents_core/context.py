@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from agents_core.config import RunConfig
 from agents_core.contracts import Usage
-from agents_core.events import Event, EventActions, EventType, Part, TextPart, new_id
+from agents_core.events import (
+    NO_ACTIONS,
+    Event,
+    EventActions,
+    EventType,
+    Part,
+    TextPart,
+    built_event,
+    new_id,
+)
 from agents_core.exceptions import LimitExceededError
 
 if TYPE_CHECKING:
@@ -308,6 +317,30 @@ class Context:
             branch=self.branch,
             parts=parts or [],
             actions=actions or EventActions(),
+            **fields,
+        )
+
+    def built_event(
+        self,
+        type: EventType,
+        *,
+        parts: list[Part] | None = None,
+        actions: EventActions | None = None,
+        **fields: Any,
+    ) -> Event:
+        """``event`` for the SDK's own hot path: every value already validated (parts
+        and contracts built by the SDK), so the envelope is not validated again
+        (``agents_core.events.built_event``). Agents written outside the SDK use
+        ``event``."""
+        fields.setdefault("parent_span_id", self.span_id)
+        return built_event(
+            type=type,
+            invocation_id=self.invocation.id,
+            session_id=self.session.id,
+            author=self.agent_name,
+            branch=self.branch,
+            parts=parts or [],
+            actions=actions or NO_ACTIONS,
             **fields,
         )
 

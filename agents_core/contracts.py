@@ -6,6 +6,7 @@ each adapter speaks them and adapters never import one another.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +17,49 @@ class Contract(BaseModel):
     """Base of every boundary model: unknown fields are an error, values are frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def built[M: BaseModel](model: type[M], **values: Any) -> M:
+    """A ``model`` from values the SDK made itself, without validating them again.
+
+    For hot paths only (the runner's own events, the request an agent assembles from
+    contracts it holds): every value must already be what validation would produce.
+    Unset fields get their defaults, as ``model_construct`` gives them, but from a dict
+    made once per model (``model_construct`` walks the fields in Python on every call
+    and costs several times a validation here). Anything from outside is validated.
+    """
+    defaults, factories = _templates.get(model) or _template(model)
+    data = defaults.copy()
+    for name, factory in factories:
+        if name not in values:
+            data[name] = factory()
+    data.update(values)
+    instance = model.__new__(model)
+    object.__setattr__(instance, "__dict__", data)
+    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
+    object.__setattr__(instance, "__pydantic_extra__", None)
+    object.__setattr__(instance, "__pydantic_private__", None)
+    return instance
+
+
+_templates: dict[type[BaseModel], tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]]] = {}
+
+
+def _template(
+    model: type[BaseModel],
+) -> tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]]:
+    """Every field of ``model`` in declaration order with its default, and the fields
+    whose default comes from a factory."""
+    if model.__private_attributes__ or model.model_config.get("extra") == "allow":
+        raise TypeError(f"{model.__name__} has private or extra attributes: validate it")
+    defaults: dict[str, Any] = {}
+    factories: list[tuple[str, Callable[[], Any]]] = []
+    for name, info in model.model_fields.items():
+        defaults[name] = None if info.default_factory else info.default
+        if info.default_factory is not None:
+            factories.append((name, info.default_factory))  # type: ignore[arg-type]
+    _templates[model] = defaults, factories
+    return defaults, factories
 
 
 class Usage(Contract):

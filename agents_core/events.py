@@ -46,7 +46,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, Field, NonNegativeInt, PositiveInt
 
-from agents_core.contracts import Contract, Cost, ToolCall, ToolResult, Usage
+from agents_core.contracts import Contract, Cost, ToolCall, ToolResult, Usage, built
 
 SCHEMA_VERSION = 2
 
@@ -350,6 +350,22 @@ class Event(Contract):
         return self.model_dump(mode="json")
 
 
+NO_ACTIONS = EventActions()
+"""The actions of the SDK's events that ask for none, shared: events are frozen and
+nothing changes their actions in place, and every stored event would otherwise keep
+four objects of its own that the garbage collector walks (``built_event``)."""
+
+
+def built_event(**fields: Any) -> Event:
+    """An ``Event`` from values the SDK made itself, without validating them again
+    (``agents_core.contracts.built``): for the runner's hot path only (agent start and
+    end, model messages, tool responses, streamed chunks), each value already what
+    validation would produce (an ``EventType``, validated parts and contracts, tz-aware
+    datetimes, a non-negative ``latency_ms``). Anything built from outside input goes
+    through ``Event(...)``."""
+    return built(Event, **fields)
+
+
 def user_message(
     session_id: str,
     text: str,
@@ -365,4 +381,5 @@ def user_message(
         session_id=session_id,
         author="user",
         parts=[TextPart(text=text), *files],
+        actions=NO_ACTIONS,
     )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agents_core import ledger
 from agents_core.agents.base import BaseAgent
@@ -179,7 +180,7 @@ class Runner:
                         yield closing
                 stored = await self._store(session, event, telemetry)
                 calls.observe(stored)
-                if not ack.done():
+                if ack is not None and not ack.done():
                     ack.set_result(stored)
                 open_agents += _AGENT_DEPTH.get(stored.type, 0)
                 finished = open_agents == 0 and stored.type is EventType.AGENT_END
@@ -296,7 +297,10 @@ class Runner:
         try:
             async with deadline, contextlib.aclosing(self.agent.astream(ctx)) as events:
                 async for event in events:
-                    await channel.send(event)
+                    if event.partial:  # never stored: nothing to wait for
+                        channel.post(event)
+                    else:
+                        await channel.send(event)
         except TimeoutError as exc:
             failure: Exception = exc
             if deadline.expired():
@@ -307,6 +311,8 @@ class Runner:
             await channel.send(self._failure_event(ctx, failure))
         except Exception as exc:
             await channel.send(self._failure_event(ctx, exc))
+        finally:  # at once: the task's done callback would cost the runner a loop trip
+            channel.close()
 
     def _failure_event(self, ctx: Context, exc: Exception) -> Event:
         if isinstance(exc, AgentsCoreError):
@@ -365,22 +371,48 @@ def _stored_user_message(session: Session, event: Event) -> Event:
     return event
 
 
-@dataclass(slots=True)
 class _Channel:
     """A rendezvous between the agent tree and the runner: ``send`` returns once the
-    runner has stored the event, so agents never run ahead of what is persisted."""
+    runner has stored the event, so agents never run ahead of what is persisted.
+    Partial events are never stored, so ``post`` hands one over without waiting; the
+    runner still takes every item in order.
 
-    _queue: asyncio.Queue[tuple[Event, asyncio.Future[Event]] | None] = field(
-        default_factory=asyncio.Queue
-    )
+    A deque and one waiter rather than an ``asyncio.Queue``: this is on the path of
+    every event of a turn, and a queue's getters, putters and size bookkeeping cost a
+    fifth of the hand-over."""
+
+    __slots__ = ("_closed", "_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[Event, asyncio.Future[Event] | None] | None] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
 
     async def send(self, event: Event) -> Event:
         ack: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
-        await self._queue.put((event, ack))
+        self._push((event, ack))
         return await ack
 
-    async def receive(self) -> tuple[Event, asyncio.Future[Event]] | None:
-        return await self._queue.get()
+    def post(self, event: Event) -> None:
+        self._push((event, None))
+
+    async def receive(self) -> tuple[Event, asyncio.Future[Event] | None] | None:
+        while not self._items:
+            self._waiter = waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
 
     def close(self) -> None:
-        self._queue.put_nowait(None)
+        """The agent tree is done (once; later calls do nothing)."""
+        if not self._closed:
+            self._closed = True
+            self._push(None)
+
+    def _push(self, item: tuple[Event, asyncio.Future[Event] | None] | None) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)

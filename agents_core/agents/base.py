@@ -70,7 +70,7 @@ class BaseAgent(ABC):
         """
         ctx = ctx.for_agent(self.name)
         span, parent = ctx.span_id, ctx.parent_span_id
-        start = ctx.event(EventType.AGENT_START, span_id=span, parent_span_id=parent)
+        start = ctx.built_event(EventType.AGENT_START, span_id=span, parent_span_id=parent)
         yield start
         try:
             async with aclosing(self._astream(ctx)) as events:
@@ -78,7 +78,7 @@ class BaseAgent(ABC):
                     yield event
         except AgentsCoreError as exc:
             yield self._absorb(ctx, exc)
-        yield ctx.event(
+        yield ctx.built_event(
             EventType.AGENT_END, span_id=span, parent_span_id=parent, started_at=start.created_at
         )
 

@@ -20,6 +20,7 @@ from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalPolicy
 from agents_core.blobs import with_blobs
 from agents_core.context import Context, ReadonlyContext, fill_instruction, pause_point
+from agents_core.contracts import built
 from agents_core.events import ErrorInfo, Event, EventActions, EventType, StructuredPart, TextPart
 from agents_core.exceptions import ConfigurationError, LimitExceededError, OutputSchemaError
 from agents_core.failures import FailurePolicy
@@ -140,7 +141,7 @@ class LlmAgent(BaseAgent):
             async for event in self._answer(ctx, answer):
                 yield event
             response = answer.turn.complete
-            actions = EventActions()
+            actions = None
             if self.output_key and not response.tool_calls and response.text:
                 value = response.text if answer.structured is None else answer.structured.value
                 actions = EventActions(state_delta={self.output_key: value})
@@ -289,7 +290,8 @@ class LlmAgent(BaseAgent):
             instruction = "\n\n".join(
                 p for p in (instruction, self.output_schema.instruction()) if p
             )
-        request = LlmRequest.model_construct(
+        request = built(
+            LlmRequest,
             system_instruction=instruction or None,
             messages=self._history(ctx).messages(self._turn_of(ctx), ctx.user_input),
             tools=[tool.schema() for tool in self._tools_for().values()],

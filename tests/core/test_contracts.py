@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from agents_core import Usage
-from agents_core.events import Event, EventType
+from agents_core.contracts import built
+from agents_core.events import NO_ACTIONS, Event, EventType, TextPart, built_event, utc_now
 
 
 def test_usages_add_up_their_cached_input_tokens_too() -> None:
@@ -34,3 +35,44 @@ def test_a_stored_event_from_before_cached_tokens_reads_as_none_cached() -> None
 
     assert event.usage == Usage(input_tokens=42, output_tokens=7, cached_input_tokens=0)
     assert event.to_wire()["usage"]["cached_input_tokens"] == 0
+
+
+def test_built_event_equals_the_validated_event_with_the_same_values() -> None:
+    values = {
+        "id": "e1",
+        "type": EventType.AGENT_MESSAGE,
+        "invocation_id": "i",
+        "session_id": "s",
+        "author": "a",
+        "branch": "a",
+        "parts": [TextPart(text="hi")],
+        "actions": NO_ACTIONS,
+        "usage": Usage(input_tokens=3, output_tokens=1),
+        "latency_ms": 1.5,
+        "created_at": utc_now(),
+    }
+    fast, checked = built_event(**values), Event(**values)
+    assert fast == checked
+    assert fast.to_wire() == checked.to_wire()
+    assert fast.model_fields_set == checked.model_fields_set
+    assert list(fast.__dict__) == list(checked.__dict__)  # field order, for repr
+    stored = fast.model_copy(update={"seq": 1})
+    assert stored.seq == 1 and fast.seq is None
+    assert built(Event, **values) == checked
+
+
+def test_built_fills_defaults_and_makes_a_fresh_value_for_each_factory() -> None:
+    first = built_event(type=EventType.AGENT_START, invocation_id="i", session_id="s", author="a")
+    second = built_event(type=EventType.AGENT_START, invocation_id="i", session_id="s", author="a")
+    assert first.id != second.id
+    assert first.parts == [] and first.parts is not second.parts
+    assert first.seq is None and first.partial is False and first.schema_version == 2
+
+
+def test_built_refuses_a_model_with_private_attributes() -> None:
+    class Held(BaseModel):
+        value: int = 0
+        _cache: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    with pytest.raises(TypeError):
+        built(Held, value=1)
