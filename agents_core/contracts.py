@@ -19,22 +19,22 @@ class Contract(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def built[M: BaseModel](model: type[M], **values: Any) -> M:
-    """A ``model`` from values the SDK made itself, without validating them again.
+def built[M: BaseModel](contract: type[M], /, **values: Any) -> M:
+    """A ``contract`` from values the SDK made itself, without validating them again.
 
     For hot paths only (the runner's own events, the request an agent assembles from
     contracts it holds): every value must already be what validation would produce.
     Unset fields get their defaults, as ``model_construct`` gives them, but from a dict
-    made once per model (``model_construct`` walks the fields in Python on every call
+    made once per contract (``model_construct`` walks the fields in Python on every call
     and costs several times a validation here). Anything from outside is validated.
     """
-    defaults, factories = _templates.get(model) or _template(model)
+    defaults, factories = _templates.get(contract) or _template(contract)
     data = defaults.copy()
     for name, factory in factories:
         if name not in values:
             data[name] = factory()
     data.update(values)
-    instance = model.__new__(model)
+    instance = contract.__new__(contract)
     object.__setattr__(instance, "__dict__", data)
     object.__setattr__(instance, "__pydantic_fields_set__", set(values))
     object.__setattr__(instance, "__pydantic_extra__", None)
