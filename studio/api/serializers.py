@@ -295,8 +295,15 @@ class AgentDocumentSerializer(serializers.Serializer[dict[str, Any]]):
 # Sessions, events, runs
 
 
-class MessageSerializer(serializers.Serializer[dict[str, Any]]):
+class TextMessageSerializer(serializers.Serializer[dict[str, Any]]):
+    """A message as JSON: text only (files need a multipart body)."""
+
     text = serializers.CharField(max_length=50_000)
+
+
+class MessageSerializer(TextMessageSerializer):
+    """A message as a multipart body: its text and any files attached to it."""
+
     files = serializers.ListField(
         child=serializers.FileField(),
         required=False,

@@ -267,7 +267,7 @@ class SessionViewSet(
 
     @extend_schema(
         request={
-            "application/json": s.MessageSerializer,
+            "application/json": s.TextMessageSerializer,
             "multipart/form-data": s.MessageSerializer,
         },
         responses={202: s.RunSerializer, **error_responses(409, 429)},
