@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Model, QuerySet
 from drf_spectacular.utils import extend_schema_field
@@ -307,6 +308,8 @@ class MessageSerializer(TextMessageSerializer):
     files = serializers.ListField(
         child=serializers.FileField(),
         required=False,
+        # The schema says how many (maxItems); studio.files says it again in words.
+        max_length=settings.STUDIO_UPLOAD_MAX_FILES,
         help_text="Multipart only: images (PNG, JPEG, GIF, WebP), PDFs or plain text, "
         "checked by their bytes; for models that take them.",
     )

@@ -43,6 +43,8 @@ EXCLUDED = {
     "favicon": "the icon (a redirect to an SVG file), not a page",
     "metrics": "Prometheus' scrape endpoint: plain text for staff or a token, not a page "
     "(tests/studio/test_metrics.py)",
+    "attached-file": "an attached file's bytes, served to its owner only, not a page "
+    "(tests/studio/test_api_attachments.py)",
 }
 """Named routes that are not pages, each with the reason."""
 

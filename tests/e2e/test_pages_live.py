@@ -54,7 +54,7 @@ def test_a_running_step_ticks_and_cancelling_stops_the_run(page: Page, api: Api)
 
     expect(page.locator("#runbar")).to_be_visible()
     expect(page.locator("#run-waiting")).to_have_text("waiting for the model")
-    provisional = page.locator(".ev.provisional .text")
+    provisional = page.locator(".ev.provisional .text.answer")  # beside its folded thinking
     expect(provisional).to_contain_text("word1 ")
     timer = page.locator(".step.running .step-head .chip").first
     first = timer.inner_text()
