@@ -43,10 +43,15 @@ def _configure_model(page: Page, server: AnthropicServer) -> None:
     page.fill("#m-key", KEY)
     page.click("button[type=submit] >> text=Save")
     expect(page).to_have_url(re.compile(r"/models/$"))
+    # The list's script must be ready before its button is clicked (else nothing answers).
+    expect(page.locator("body")).to_have_attribute("data-ready", "models")
     server.reply("ok")
     row = page.locator("[data-model=claude-vision]")
     row.locator("text=Test connection").click()
-    expect(row.locator("[data-test-result]")).to_have_text(re.compile(r"^OK: localhost:"))
+    expect(row.locator("[data-test-result]")).to_have_text(
+        re.compile(r"^OK: localhost:"),
+        timeout=45_000,  # a real request; CI's machine is busy
+    )
 
 
 def _image_loaded(page: Page, selector: str) -> bool:

@@ -59,6 +59,12 @@ STATEFUL_CODES = {
     "unresolvable",
     "address_not_allowed",
     "outbound_url",  # the same check, as the MCP servers API reports it
+    # An attached file's type and size, read from its bytes (studio.files), and whether
+    # the session's models take files at all: not what a schema's "binary" can say.
+    "file_type_not_allowed",
+    "file_empty",
+    "file_too_large",
+    "model_takes_no_files",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
