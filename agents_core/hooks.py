@@ -23,17 +23,18 @@ them by that name, with settings.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from agents_core.context import ReadonlyContext
 from agents_core.contracts import ToolCall, ToolResult
 from agents_core.events import HookNote, HookStage
-from agents_core.exceptions import ConfigurationError, HookError, ModelError
+from agents_core.exceptions import HookError, ModelError
 from agents_core.llm.contracts import LlmRequest, LlmResponse
+from agents_core.registry import Entry, Registry
 
 
 class Hook:
@@ -167,24 +168,8 @@ HookFactory = Callable[[Any], Hook]
 
 
 @dataclass(frozen=True, slots=True)
-class HookEntry:
-    name: str
-    description: str
-    factory: HookFactory
-    settings_model: type[BaseModel] | None = None
-
-    def settings_schema(self) -> dict[str, Any]:
-        if self.settings_model is None:
-            return {"type": "object", "properties": {}, "additionalProperties": False}
-        return self.settings_model.model_json_schema()
-
-    def parse_settings(self, raw: dict[str, Any]) -> BaseModel | None:
-        """Validate settings; raises pydantic's ``ValidationError`` (or ``ValueError``)."""
-        if self.settings_model is None:
-            if raw:
-                raise ValueError(f"hook {self.name!r} takes no settings")
-            return None
-        return self.settings_model.model_validate(raw)
+class HookEntry(Entry[Hook]):
+    kind: ClassVar[str] = "hook"
 
     def create(self, raw_settings: dict[str, Any]) -> Hook:
         """A new hook (the factory must return a fresh one), named after this entry."""
@@ -193,23 +178,10 @@ class HookEntry:
         return hook
 
 
-@dataclass(slots=True)
-class HookRegistry:
+class HookRegistry(Registry[HookEntry]):
     """Named hook entries a spec may refer to (``{"name": ..., "settings": {...}}``)."""
 
-    _entries: dict[str, HookEntry] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, entries: Sequence[HookEntry]) -> HookRegistry:
-        registry = cls()
-        for entry in entries:
-            registry.add(entry)
-        return registry
-
-    def add(self, entry: HookEntry) -> None:
-        if entry.name in self._entries:
-            raise ConfigurationError(f"a hook named {entry.name!r} is already registered")
-        self._entries[entry.name] = entry
+    kind: ClassVar[str] = "hook"
 
     def register(
         self,
@@ -220,12 +192,3 @@ class HookRegistry:
         settings_model: type[BaseModel] | None = None,
     ) -> None:
         self.add(HookEntry(name, description, factory, settings_model))
-
-    def get(self, name: str) -> HookEntry | None:
-        return self._entries.get(name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[HookEntry]:
-        return iter(sorted(self._entries.values(), key=lambda e: e.name))

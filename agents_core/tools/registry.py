@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from agents_core.exceptions import ConfigurationError
+from agents_core.registry import Entry, Registry
 from agents_core.tools.base import BaseTool
 from agents_core.tools.control import exit_loop_tool
 from agents_core.tools.filesystem import FilesystemSettings, filesystem_tools
@@ -19,41 +19,17 @@ ToolFactory = Callable[[Any], Sequence[BaseTool]]
 
 
 @dataclass(frozen=True, slots=True)
-class ToolEntry:
-    name: str
-    description: str
-    factory: ToolFactory
-    settings_model: type[BaseModel] | None = None
-
-    def settings_schema(self) -> dict[str, Any]:
-        if self.settings_model is None:
-            return {"type": "object", "properties": {}, "additionalProperties": False}
-        return self.settings_model.model_json_schema()
-
-    def parse_settings(self, raw: dict[str, Any]) -> BaseModel | None:
-        """Validate settings; raises pydantic's ``ValidationError`` (or ``ValueError``)."""
-        if self.settings_model is None:
-            if raw:
-                raise ValueError(f"tool {self.name!r} takes no settings")
-            return None
-        return self.settings_model.model_validate(raw)
+class ToolEntry(Entry[Sequence[BaseTool]]):
+    kind: ClassVar[str] = "tool"
 
     def create(self, raw_settings: dict[str, Any]) -> list[BaseTool]:
         return list(self.factory(self.parse_settings(raw_settings)))
 
 
-class ToolRegistry:
+class ToolRegistry(Registry[ToolEntry]):
     """Named tool entries. Studio starts from ``default_registry()`` and adds its own."""
 
-    def __init__(self, entries: Sequence[ToolEntry] = ()) -> None:
-        self._entries: dict[str, ToolEntry] = {}
-        for entry in entries:
-            self.add(entry)
-
-    def add(self, entry: ToolEntry) -> None:
-        if entry.name in self._entries:
-            raise ConfigurationError(f"a tool named {entry.name!r} is already registered")
-        self._entries[entry.name] = entry
+    kind: ClassVar[str] = "tool"
 
     def register(
         self,
@@ -68,18 +44,6 @@ class ToolRegistry:
     def register_tool(self, tool: BaseTool) -> None:
         """Register one ready-made tool under its own name (it takes no settings)."""
         self.add(ToolEntry(tool.name, tool.description, lambda _settings: [tool]))
-
-    def get(self, name: str) -> ToolEntry | None:
-        return self._entries.get(name)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[ToolEntry]:
-        return iter(sorted(self._entries.values(), key=lambda e: e.name))
-
-    def copy(self) -> ToolRegistry:
-        return ToolRegistry(list(self._entries.values()))
 
 
 def default_registry() -> ToolRegistry:
