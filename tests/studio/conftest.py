@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.tasks import task_backends
 from rest_framework.test import APIClient
 
-from studio import runs, services
+from studio import costs, runs, services
 from studio.models import Agent, ModelConfig, Session
 from studio.runs.inline import InlineExecutor
 from tests.support.openai_server import openai_server as openai_server
@@ -84,6 +84,27 @@ def make_agent(owner: User, name: str = "helper", **spec: Any) -> Agent:
     if not ModelConfig.objects.filter(owner=owner, name="scripted").exists():
         scripted_model(owner)
     return services.create_agent(owner, name=name, spec=simple_spec(name, **spec))
+
+
+def remote_model(
+    owner: User,
+    base_url: str,
+    *,
+    model: str = "fake-model",
+    api_key: str | None = None,
+    price: costs.Price | None = None,
+) -> ModelConfig:
+    """An OpenAI-compatible model config named ``remote`` at ``base_url`` (a test
+    server), with a key and a price when given."""
+    config = ModelConfig(
+        owner=owner, name="remote", provider="openai_compatible", model=model, base_url=base_url
+    )
+    if api_key is not None:
+        config.set_api_key(api_key)
+    if price is not None:
+        config.set_price(price)
+    config.save()
+    return config
 
 
 def make_session(owner: User, agent: Agent | None = None, **fields: Any) -> Session:

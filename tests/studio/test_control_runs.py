@@ -13,7 +13,7 @@ from django.test import Client
 
 from studio import services
 from studio.asgi import application
-from studio.models import ModelConfig, Run, RunStatus, Session
+from studio.models import Run, RunStatus, Session
 from studio.runs.execute import execute_run
 from tests.studio.conftest import (
     client_for,
@@ -21,6 +21,7 @@ from tests.studio.conftest import (
     make_agent,
     make_session,
     post_agent,
+    remote_model,
     results,
 )
 from tests.support.live import (
@@ -150,13 +151,7 @@ async def test_a_fallback_hook_answers_when_the_model_fails(ada: User) -> None:
 
         @sync_to_async
         def setup() -> Run:
-            ModelConfig.objects.create(
-                owner=ada,
-                name="remote",
-                provider="openai_compatible",
-                model="fake-model",
-                base_url=server.base_url,
-            )
+            remote_model(ada, server.base_url)
             hook = {"name": "fallback_reply", "settings": {"text": "The model is away."}}
             agent = make_agent(ada, "resilient", model="remote", hooks=[hook])
             return services.start_run(make_session(ada, agent), "hi")

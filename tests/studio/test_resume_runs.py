@@ -17,11 +17,11 @@ from django.utils import timezone
 from agents_core import events as core_events
 from studio import runs, services
 from studio.asgi import application
-from studio.models import ModelConfig, Run, RunStatus, Session
+from studio.models import Run, RunStatus, Session
 from studio.runs import records, recovery
 from studio.runs.records import Ending
 from studio.session_service import append_event_sync
-from tests.studio.conftest import client_for, make_agent, make_session
+from tests.studio.conftest import client_for, make_agent, make_session, remote_model
 from tests.support.live import (
     run_manager,  # noqa: F401  (an autouse fixture)
     stored,
@@ -73,13 +73,7 @@ def interrupted_run(session: Session, text: str = QUESTION) -> Run:
 
 
 def remote_session(owner: User, server: OpenAIServer) -> Session:
-    ModelConfig.objects.create(
-        owner=owner,
-        name="remote",
-        provider="openai_compatible",
-        model="fake-model",
-        base_url=server.base_url,
-    )
+    remote_model(owner, server.base_url)
     agent = make_agent(owner, "calc", model="remote", tools=[{"name": "calculator"}])
     return make_session(owner, agent)
 

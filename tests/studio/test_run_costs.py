@@ -14,7 +14,14 @@ from studio import costs, services, wire
 from studio.agents.prices import price_for
 from studio.models import Event, ModelConfig, ModelDay, Run, Session
 from studio.runs.execute import execute_run
-from tests.studio.conftest import client_for, error_paths, make_agent, make_session, scripted_model
+from tests.studio.conftest import (
+    client_for,
+    error_paths,
+    make_agent,
+    make_session,
+    remote_model,
+    scripted_model,
+)
 from tests.support.openai_server import OpenAIServer, TokenUsage
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -99,15 +106,7 @@ async def test_cached_prompt_tokens_a_provider_reports_are_charged_at_the_cached
 
         @sync_to_async
         def setup() -> Run:
-            config = ModelConfig(
-                owner=ada,
-                name="remote",
-                provider="openai_compatible",
-                model="cache-model",
-                base_url=server.base_url,
-            )
-            config.set_price(CACHING_PRICE)
-            config.save()
+            remote_model(ada, server.base_url, model="cache-model", price=CACHING_PRICE)
             agent = make_agent(ada, "caching", model="remote")
             return services.start_run(make_session(ada, agent), "hi")
 

@@ -16,7 +16,7 @@ from studio.ledger import ledger_of
 from studio.models import Event, ModelConfig, Run, RunStatus, Session
 from studio.runs import records
 from studio.runs.execute import execute_run
-from tests.studio.conftest import make_agent, make_session
+from tests.studio.conftest import make_agent, make_session, remote_model
 from tests.support.openai_server import OpenAIServer, TokenUsage
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -105,15 +105,7 @@ async def test_a_run_on_an_openai_compatible_model_never_stores_the_key(ada: Use
 
         @sync_to_async
         def setup() -> Run:
-            config = ModelConfig(
-                owner=ada,
-                name="remote",
-                provider="openai_compatible",
-                model="fake-model",
-                base_url=server.base_url,
-            )
-            config.set_api_key(KEY)
-            config.save()
+            remote_model(ada, server.base_url, api_key=KEY)
             agent = make_agent(ada, "remote_agent", model="remote")
             return services.start_run(make_session(ada, agent), "hi")
 
