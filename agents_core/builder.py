@@ -31,6 +31,7 @@ from agents_core.llm.contracts import BaseLlm
 from agents_core.planners.base import BasePlanner
 from agents_core.planners.plan_react import PlanReActPlanner
 from agents_core.planners.task import TaskPlanner
+from agents_core.prompts import InMemoryTemplateStore, InstructionTemplate, TemplateStore
 from agents_core.spec_checks import check_spec, resolve
 from agents_core.specs import AgentRef, AgentSpec, CompactionSpec, McpRef, PlannerSpec
 from agents_core.tools.agent_tool import AgentTool
@@ -58,12 +59,14 @@ def build_agent(
     agents: Mapping[str, AgentSpec] | None = None,
     mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
     hooks: HookRegistry | None = None,
+    templates: TemplateStore | None = None,
 ) -> BaseAgent:
     """Build the agent tree; ``SpecError`` (with ``path``) names the first problem.
     ``mcp_tools`` holds the tools of each connected MCP server, by the server's name;
-    ``hooks`` the hooks specs may name."""
+    ``hooks`` the hooks specs may name, ``templates`` their prompt templates."""
     mcp_tools = mcp_tools or {}
     hooks = hooks or HookRegistry()
+    templates = templates or InMemoryTemplateStore()
     problems = check_spec(
         spec,
         models=models.keys(),
@@ -71,13 +74,14 @@ def build_agent(
         agents=agents,
         mcp_servers=mcp_tools.keys(),
         hooks=hooks,
+        templates=templates,
     )
     if problems:
         first = problems[0]
         if len(problems) > 1:
             first.message += f" (and {len(problems) - 1} more problems)"
         raise first
-    return _Builder(models, tools, agents or {}, mcp_tools, hooks).build(spec)
+    return _Builder(models, tools, agents or {}, mcp_tools, hooks, templates).build(spec)
 
 
 def build_compaction(
@@ -150,6 +154,7 @@ class _Builder:
     agents: Mapping[str, AgentSpec]
     mcp_tools: Mapping[str, Sequence[BaseTool]]
     hooks: HookRegistry
+    templates: TemplateStore
 
     def build(self, spec: AgentSpec) -> BaseAgent:
         children = [self.build(self._resolve(node)) for node in spec.sub_agents]
@@ -183,7 +188,7 @@ class _Builder:
         tools, gated, failures = self._tools(spec)
         return {
             "model": self._chain(spec),
-            "instruction": spec.instruction,
+            "instruction": self._instruction(spec),
             "description": spec.description,
             "tools": tools,
             "output_key": spec.output_key,
@@ -194,6 +199,15 @@ class _Builder:
             "policies": spec.policies,
             "approval": _approval_policy(spec, gated),
         }
+
+    def _instruction(self, spec: AgentSpec) -> str | InstructionTemplate:
+        ref = spec.instruction_template
+        if ref is None:
+            return spec.instruction
+        template = self.templates.get(ref.name, ref.version)
+        if template is None:  # check_spec rejected this already
+            raise SpecError(f"no prompt template {ref.name!r}")
+        return InstructionTemplate(template)
 
     def _chain(self, spec: AgentSpec) -> ModelChain:
         """The agent's model, its fallbacks after it, and its response cache."""

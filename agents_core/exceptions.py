@@ -5,7 +5,8 @@ attribute; the runner's retry / fail / continue decisions read nothing else::
 
     AgentsCoreError
     ├── ConfigurationError            terminal   bad agent, tool or run configuration
-    │   └── SpecError                 terminal   an AgentSpec that cannot be built (has .path)
+    │   ├── SpecError                 terminal   an AgentSpec that cannot be built (has .path)
+    │   └── PromptTemplateError       terminal   (prompts) a template refused or failed
     ├── SessionError                  terminal
     │   └── SessionNotFoundError      terminal
     ├── ModelError                    terminal   the model call failed for good

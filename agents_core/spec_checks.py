@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from agents_core.exceptions import SpecError
 from agents_core.hooks import HookRegistry
+from agents_core.prompts import InMemoryTemplateStore, TemplateStore
 from agents_core.specs import MODEL_TYPES, AgentRef, AgentSpec
 from agents_core.structured import schema_problems
 from agents_core.tools.registry import ToolRegistry
@@ -25,7 +26,7 @@ MAX_DEPTH = 12
 MAX_AGENTS = 200
 _WORKFLOW_LACKS = (
     "model", "instruction", "tools", "mcp", "agent_tools", "planner", "output_key",
-    "output_schema", "hooks", "policies", "fallback_models", "cache",
+    "output_schema", "hooks", "policies", "fallback_models", "cache", "instruction_template",
 )  # fmt: skip
 
 
@@ -37,11 +38,19 @@ def check_spec(
     agents: Mapping[str, AgentSpec] | None = None,
     mcp_servers: Collection[str] = (),
     hooks: HookRegistry | None = None,
+    templates: TemplateStore | None = None,
 ) -> list[SpecError]:
     """Every problem in ``spec``, each with its path; empty when the spec can be built.
     ``mcp_servers`` are the names an ``McpRef`` may use, ``hooks`` the hooks a
-    ``HookRef`` may name."""
-    checker = _Checker(models, tools, agents or {}, mcp_servers, hooks or HookRegistry())
+    ``HookRef`` may name, ``templates`` the prompt templates a ``TemplateRef`` may."""
+    checker = _Checker(
+        models,
+        tools,
+        agents or {},
+        mcp_servers,
+        hooks or HookRegistry(),
+        templates or InMemoryTemplateStore(),
+    )
     checker.visit(spec, (), depth=0, refs=())
     return checker.problems
 
@@ -59,6 +68,7 @@ class _Checker:
     agents: Mapping[str, AgentSpec]
     mcp_servers: Collection[str]
     hooks: HookRegistry
+    templates: TemplateStore
     problems: list[SpecError] = field(default_factory=list)
     names: dict[str, Path] = field(default_factory=dict)
 
@@ -136,6 +146,7 @@ class _Checker:
             known = ", ".join(sorted(self.models)) or "none configured"
             self.fail((*path, "model"), f"unknown model {spec.model!r} (known: {known})")
         self.check_fallbacks(spec, path)
+        self.check_template(spec, path)
         if spec.type == "react":
             for key in ("sub_agents", "planner", "output_schema"):
                 if getattr(spec, key):
@@ -154,6 +165,19 @@ class _Checker:
             elif name in chain:
                 self.fail(where, f"model {name!r} is already in this agent's chain")
             chain.append(name)
+
+    def check_template(self, spec: AgentSpec, path: Path) -> None:
+        ref = spec.instruction_template
+        if ref is None:
+            return
+        if spec.instruction:
+            self.fail(
+                (*path, "instruction_template"),
+                "an agent takes its instruction from a template or writes it, not both",
+            )
+        if self.templates.get(ref.name, ref.version) is None:
+            which = f"{ref.name!r}" + (f" version {ref.version}" if ref.version else "")
+            self.fail((*path, "instruction_template", "name"), f"no prompt template {which}")
 
     def check_output_schema(self, spec: AgentSpec, path: Path) -> None:
         for where, message in schema_problems(spec.output_schema):

@@ -87,6 +87,14 @@ class HookRef(Contract):
     """Validated against the registry entry's settings model when the spec is checked."""
 
 
+class TemplateRef(Contract):
+    """A prompt template by name (``agents_core.prompts``), at a version; with no
+    version, whoever stores the spec pins the latest one."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    version: PositiveInt | None = None
+
+
 class PlannerSpec(Contract):
     type: Literal["plan_react", "task"]
 
@@ -182,6 +190,9 @@ class AgentSpec(Contract):
     name: str = Field(pattern=NAME_PATTERN)
     description: str = Field(default="", max_length=2_000)
     instruction: str = Field(default="", max_length=MAX_INSTRUCTION_CHARS)
+    instruction_template: TemplateRef | None = None
+    """``llm`` and ``react`` agents: the instruction, rendered from a prompt template
+    with the session state before each model call (instead of ``instruction``)."""
     model: str | None = Field(default=None, min_length=1, max_length=128)
     """The name of a model in the builder's model registry."""
     fallback_models: list[Annotated[str, Field(min_length=1, max_length=128)]] = Field(
