@@ -6,7 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from studio.auth import RateLimitedLoginView
-from studio.web import files, metrics, overview, sessions, traces, views
+from studio.web import files, metrics, overview, prompts, sessions, traces, views
 from studio.web import mcp as views_mcp
 
 login_view = RateLimitedLoginView.as_view(
@@ -35,6 +35,10 @@ urlpatterns = [
     path("mcp-servers/<uuid:pk>/delete/", views_mcp.mcp_delete, name="mcp-server-delete"),
     path("mcp-servers/<uuid:pk>/test/", views_mcp.mcp_test, name="mcp-server-test"),
     path("overview/", overview.overview_page, name="overview"),
+    path("templates/", prompts.template_list, name="prompt-templates"),
+    path("templates/new/", prompts.template_edit, name="prompt-template-new"),
+    path("templates/<str:name>/", prompts.template_edit, name="prompt-template"),
+    path("templates/<str:name>/delete/", prompts.template_delete, name="prompt-template-delete"),
     path("playground/", sessions.playground, name="playground"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<uuid:pk>/", sessions.session_timeline, name="session-timeline"),

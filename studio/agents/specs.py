@@ -30,6 +30,8 @@ from studio.agents.tools import tool_registry
 from studio.costs import Price
 from studio.errors import InvalidInputError, Path, Problem
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
+from studio.prompts import OwnerTemplates
+from studio.prompts import pin as pin_templates
 
 _UNION_TAGS = {"AgentSpec", "AgentRef"}
 
@@ -61,8 +63,10 @@ def validate(
     owner: AbstractBaseUser, data: Any, *, agent_name: str | None = None
 ) -> core_specs.AgentSpec:
     """Parse ``data`` and check it can be built from ``owner``'s models, the registered
-    tools and ``owner``'s agents (the spec standing in for ``agent_name``'s own)."""
-    spec = parse(data)
+    tools, ``owner``'s agents (the spec standing in for ``agent_name``'s own) and
+    templates; the spec comes back with its templates pinned to their latest version."""
+    templates = OwnerTemplates(owner.pk)
+    spec = pin_templates(parse(data), templates)
     agents = owner_agent_specs(owner)
     if agent_name is not None:
         agents[agent_name] = spec
@@ -73,6 +77,7 @@ def validate(
         agents=agents,
         mcp_servers=mcp_server_names(owner),
         hooks=hook_registry(),
+        templates=templates,
     )
     if problems:
         raise InvalidInputError("spec", [Problem(p.path, p.code, p.message) for p in problems])
@@ -105,6 +110,7 @@ def build(
         agents=agents,
         mcp_tools=mcp_tools,
         hooks=hook_registry(),
+        templates=OwnerTemplates(owner.pk),
     )
     compaction = core_builder.build_compaction(spec, models=models, agents=agents)
     return Built(agent, spec.run_config(), compaction)

@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from studio.api import budgets, catalogue, costs, mcp, views
+from studio.api import budgets, catalogue, costs, mcp, prompts, views
 
 router = SimpleRouter()
 router.register("agents", views.AgentViewSet, basename="agent")
@@ -27,6 +27,21 @@ urlpatterns = [
         "agent-spec/schema/", catalogue.AgentSpecSchemaView.as_view(), name="api-agent-spec-schema"
     ),
     path("costs/", costs.CostsView.as_view(), name="api-costs"),
+    path(
+        "prompt-templates/",
+        prompts.PromptTemplateListView.as_view(),
+        name="api-prompt-templates",
+    ),
+    path(
+        "prompt-templates/preview/",
+        prompts.PromptTemplatePreviewView.as_view(),
+        name="api-prompt-template-preview",
+    ),
+    path(
+        "prompt-templates/<str:name>/",
+        prompts.PromptTemplateDetailView.as_view(),
+        name="api-prompt-template",
+    ),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script (CSP).
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -20,6 +20,7 @@ from studio.services.model_configs import (
     create_model_config,
     delete_model_config,
 )
+from studio.services.prompts import delete_template, preview_template, save_template
 from studio.services.sessions import (
     FORMAT_VERSION,
     SESSION_FORMAT,
@@ -53,15 +54,18 @@ __all__ = [
     "delete_agent",
     "delete_model_config",
     "delete_session",
+    "delete_template",
     "export_agent",
     "export_session",
     "import_agent",
     "pause_active_run",
     "pause_run",
+    "preview_template",
     "resume_active_run",
     "resume_interrupted_run",
     "resume_run",
     "save_agent_spec",
+    "save_template",
     "session_status",
     "set_user_budget",
     "start_run",

@@ -54,8 +54,15 @@ INCLUDES = {
 }
 """The URLconfs ``studio.urls`` includes, and how their pages are visited."""
 
-FOLDERS = {"agents": "agent", "models": "model", "mcp-servers": "mcp_server", "sessions": "session"}
-"""Which of the user's objects fills the ``<pk>`` of a route under each folder."""
+FOLDERS = {
+    "agents": "agent",
+    "models": "model",
+    "mcp-servers": "mcp_server",
+    "sessions": "session",
+    "templates": "template",
+}
+"""Which of the user's objects fills the one parameter (``<pk>``, or a template's
+``<name>``) of a route under each folder."""
 
 ADMIN_OBJECTS = {
     "agent": "agent",
@@ -82,6 +89,8 @@ class Objects:
     stdio_server: str
     session: str
     run: str
+    template: str = ""
+    """A prompt template's name."""
     user_budget: str = ""
     day_spend: str = ""
     """Staff's: a user's daily budget and a day's spend row, as the admin shows them."""
@@ -104,10 +113,10 @@ def route_paths(objects: Objects) -> tuple[dict[str, str], list[str]]:
             continue
         params = set(pattern.pattern.converters)
         kind = FOLDERS.get(str(pattern.pattern).split("/")[0])
-        if params and (params != {"pk"} or kind is None):
+        if params and (len(params) != 1 or kind is None):
             unfilled.append(f"{pattern.name}: {pattern.pattern}")
             continue
-        kwargs = {"pk": getattr(objects, kind)} if params and kind else {}
+        kwargs = {params.pop(): getattr(objects, kind)} if params and kind else {}
         paths[pattern.name] = reverse(pattern.name, kwargs=kwargs)
     return paths, unfilled
 
@@ -153,6 +162,11 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
     run = api.post(f"/api/sessions/{session['id']}/messages/", {"text": "What is 2 + 3?"})
     server = {"name": "docs", "transport": "http", "url": "http://127.0.0.1:9/mcp"}
     mcp_server = api.post("/api/mcp-servers/", server)
+    template = {
+        "name": "support",
+        "source": "You help {{ customer }}.\n{% if tier %}Tier: {{ tier }}{% endif %}",
+    }
+    api.post("/api/prompt-templates/", template)
     wait_for_run_end(api, run["id"])
     return Objects(
         agent=agent["id"],
@@ -161,6 +175,7 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         stdio_server=stdio_server,
         session=session["id"],
         run=run["id"],
+        template=template["name"],
     )
 
 
@@ -291,6 +306,9 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     assert {"home", "agent-edit", "session-timeline", "mcp-server-edit", "api-docs"} <= names
     assert {"admin-index", "admin-run-list", "admin-run-change", "admin-mcpserver-add"} <= names
     assert {"logout", "agent-delete", "mcp-server-test", "session-delete"} <= set(site.actions)
+    assert {"prompt-templates", "prompt-template"} <= names and "prompt-template-delete" in set(
+        site.actions
+    )
     assert not names & set(site.actions)
 
 

@@ -1,0 +1,128 @@
+"""Prompt templates in the API: ``/api/prompt-templates/``.
+
+Each user sees only their own templates. ``POST`` saves a text as the next version of a
+name (a template that does not compile, or that reaches past the sandbox's bounds, is a
+400 that says why); ``GET <name>/`` lists its versions, newest first; ``DELETE <name>/``
+removes every version unless an agent version renders it (409). ``POST preview/``
+renders a text against sample state, exactly as a run would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from agents_core import prompts as core_prompts
+from agents_core import specs as core_specs
+from studio import prompts, services
+from studio.api.permissions import request_owner
+from studio.models import PromptTemplate
+
+MAX_PREVIEW_STATE_CHARS = 100_000
+
+
+def _source_field() -> serializers.CharField:
+    return serializers.CharField(
+        max_length=core_prompts.MAX_SOURCE_CHARS,
+        trim_whitespace=False,
+        help_text="Jinja, rendered in a sandbox with the session state as its variables.",
+    )
+
+
+class PromptTemplateSerializer(serializers.ModelSerializer[PromptTemplate]):
+    """One version of a template."""
+
+    name = serializers.RegexField(
+        core_specs.NAME_PATTERN,
+        max_length=64,
+        error_messages={"invalid": core_specs.NAME_RULE},
+    )
+    # A field named like DRF's own Field.source attribute: the metaclass takes it out.
+    source = _source_field()  # type: ignore[assignment]
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+    class Meta:
+        model = PromptTemplate
+        fields = ["id", "name", "version", "source", "description", "created_at"]
+        read_only_fields = ["id", "version", "created_at"]
+
+
+class PreviewSerializer(serializers.Serializer[object]):
+    source = _source_field()  # type: ignore[assignment]
+    state = serializers.DictField(
+        required=False,
+        default=dict,
+        help_text="Sample session state: its keys are the template's variables.",
+    )
+
+    def validate_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        if len(repr(state)) > MAX_PREVIEW_STATE_CHARS:
+            raise serializers.ValidationError(
+                f"sample state may be at most {MAX_PREVIEW_STATE_CHARS} characters"
+            )
+        return state
+
+
+class PreviewResultSerializer(serializers.Serializer[object]):
+    text = serializers.CharField(help_text="What the model would be sent, as plain text.")
+
+
+class PromptTemplateListView(APIView):
+    """Your prompt templates (the latest version of each), and a new version of one."""
+
+    parser_classes = [JSONParser]
+
+    @extend_schema(responses=PromptTemplateSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        latest = prompts.latest_versions(request_owner(request))
+        return Response(PromptTemplateSerializer(latest, many=True).data)
+
+    @extend_schema(request=PromptTemplateSerializer, responses={201: PromptTemplateSerializer})
+    def post(self, request: Request) -> Response:
+        body = PromptTemplateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        saved = services.save_template(request_owner(request), **body.validated_data)
+        return Response(PromptTemplateSerializer(saved).data, status=status.HTTP_201_CREATED)
+
+
+class PromptTemplateDetailView(APIView):
+    """Every version of one of your templates, newest first; deleting removes them all."""
+
+    @extend_schema(responses={200: PromptTemplateSerializer(many=True), 404: OpenApiResponse()})
+    def get(self, request: Request, name: str) -> Response:
+        return Response(PromptTemplateSerializer(self._versions(request, name), many=True).data)
+
+    @extend_schema(responses={204: None, 404: OpenApiResponse(), 409: OpenApiResponse()})
+    def delete(self, request: Request, name: str) -> Response:
+        self._versions(request, name)
+        services.delete_template(request_owner(request), name)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @staticmethod
+    def _versions(request: Request, name: str) -> list[PromptTemplate]:
+        found = list(PromptTemplate.objects.filter(owner_id=request.user.pk, name=name))
+        if not found:
+            raise NotFound(f"no prompt template {name!r}")
+        return found
+
+
+class PromptTemplatePreviewView(APIView):
+    """Render a template text against sample state, as a run would: nothing is saved."""
+
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=PreviewSerializer, responses={200: PreviewResultSerializer})
+    def post(self, request: Request) -> Response:
+        body = PreviewSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        text = services.preview_template(
+            body.validated_data["source"], body.validated_data["state"]
+        )
+        return Response({"text": text})

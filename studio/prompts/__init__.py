@@ -1,0 +1,119 @@
+"""A user's prompt templates: saved as versions, found for the specs that name them,
+pinned into those specs, and previewed (``agents_core.prompts`` renders them).
+
+A spec stored without a template version gets the latest one written in (``pin``), so
+an agent version keeps rendering the text it was saved with after the template changes.
+A template name cannot be deleted while a stored agent version names it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import Max, QuerySet
+
+from agents_core import prompts as core_prompts
+from agents_core import specs as core_specs
+from studio.models import AgentVersion, PromptTemplate
+
+__all__ = ["OwnerTemplates", "latest_versions", "pin", "preview", "save", "users_of"]
+
+
+class OwnerTemplates:
+    """``owner``'s templates as the core's ``TemplateStore``, read from the database."""
+
+    def __init__(self, owner_id: Any) -> None:
+        self.owner_id = owner_id
+
+    def get(self, name: str, version: int | None = None) -> core_prompts.PromptTemplate | None:
+        rows = PromptTemplate.objects.filter(owner_id=self.owner_id, name=name)
+        row = rows.filter(version=version).first() if version else rows.first()
+        return row.to_core() if row else None
+
+
+def latest_versions(owner: AbstractBaseUser) -> list[PromptTemplate]:
+    """The latest version of each of ``owner``'s templates, by name."""
+    rows = PromptTemplate.objects.filter(owner_id=owner.pk).order_by("name", "-version")
+    return list(rows.distinct("name")) if _distinct_on() else _first_per_name(rows)
+
+
+def _distinct_on() -> bool:
+    from django.db import connection
+
+    return bool(connection.features.can_distinct_on_fields)
+
+
+def _first_per_name(rows: QuerySet[PromptTemplate]) -> list[PromptTemplate]:
+    seen: dict[str, PromptTemplate] = {}
+    for row in rows:
+        seen.setdefault(row.name, row)
+    return list(seen.values())
+
+
+def save(owner: AbstractBaseUser, name: str, source: str, description: str = "") -> PromptTemplate:
+    """``source`` as the next version of ``owner``'s template ``name``; refused with
+    ``PromptTemplateError`` when it does not compile or could not be bounded."""
+    core_prompts.check_source(source)
+    for _ in range(3):  # two writers racing for one version number: the loser goes next
+        try:
+            with transaction.atomic():
+                taken = PromptTemplate.objects.filter(owner_id=owner.pk, name=name)
+                number = (taken.aggregate(top=Max("version"))["top"] or 0) + 1
+                return PromptTemplate.objects.create(
+                    owner_id=owner.pk,
+                    name=name,
+                    version=number,
+                    source=source,
+                    description=description,
+                )
+        except IntegrityError:
+            continue
+    raise IntegrityError(f"could not number a new version of template {name!r}")
+
+
+def preview(source: str, state: Mapping[str, Any]) -> str:
+    """What ``source`` renders to against ``state``; ``PromptTemplateError`` says why not."""
+    return core_prompts.render(source, state)
+
+
+def pin(spec: core_specs.AgentSpec, store: core_prompts.TemplateStore) -> core_specs.AgentSpec:
+    """``spec`` with every template reference that names no version pinned to the
+    latest one (a reference to an unknown template is left for ``check_spec``)."""
+    update: dict[str, Any] = {}
+    ref = spec.instruction_template
+    if ref is not None and ref.version is None and (found := store.get(ref.name)):
+        update["instruction_template"] = ref.model_copy(update={"version": found.version})
+    if spec.agent_tools:
+        update["agent_tools"] = [pin(child, store) for child in spec.agent_tools]
+    if spec.sub_agents:
+        update["sub_agents"] = [
+            pin(child, store) if isinstance(child, core_specs.AgentSpec) else child
+            for child in spec.sub_agents
+        ]
+    return spec.model_copy(update=update) if update else spec
+
+
+def users_of(owner: AbstractBaseUser, name: str) -> list[str]:
+    """The names of ``owner``'s agents with a stored version that names template
+    ``name``, anywhere in its tree."""
+    versions = AgentVersion.objects.filter(agent__owner_id=owner.pk).select_related("agent")
+    return sorted(
+        {v.agent.name for v in versions.only("spec", "agent__name") if _names(v.spec, name)}
+    )
+
+
+def _names(spec: Any, name: str) -> bool:
+    pending = [spec]
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, dict):
+            continue
+        ref = node.get("instruction_template")
+        if isinstance(ref, dict) and ref.get("name") == name:
+            return True
+        pending.extend(node.get("agent_tools") or [])
+        pending.extend(node.get("sub_agents") or [])
+    return False
