@@ -20,8 +20,7 @@ from rest_framework.exceptions import ValidationError
 from agents_core import specs as core_specs
 from studio import security, services
 from studio.agents.hooks import hook_registry
-from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, preset_for
-from studio.agents.providers import PROVIDERS
+from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, default_base_url, preset_for
 from studio.agents.tools import tool_registry
 from studio.api import serializers as s
 from studio.api.exceptions import error_body
@@ -214,7 +213,7 @@ def model_edit(request: HttpRequest, pk: UUID | None = None) -> HttpResponse:
         "urls": {"models": reverse("modelconfig-list"), "list": reverse("models")},
         "presets": [preset.as_json() for preset in PRESETS],
     }
-    preset = preset_for(config.base_url) if config else None
+    preset = preset_for(config.provider, config.base_url) if config else None
     return render(
         request,
         "studio/model_edit.html",
@@ -248,9 +247,7 @@ def _provider_choices() -> list[dict[str, str]]:
         {
             "value": value,
             "label": label,
-            "base_url": PROVIDERS[value].default_base_url
-            if value in PROVIDERS
-            else "https://api.openai.com/v1",
+            "base_url": default_base_url(value),
             "model": _MODEL_PLACEHOLDERS.get(value, ""),
         }
         for value, label in ModelConfig.Provider.choices
