@@ -21,6 +21,7 @@ from agents_core import specs as core_specs
 from studio import security, services
 from studio.agents.hooks import hook_registry
 from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, default_base_url, preset_for
+from studio.agents.option_fields import option_fields
 from studio.agents.tools import tool_registry
 from studio.api import serializers as s
 from studio.api.exceptions import error_body
@@ -212,6 +213,7 @@ def model_edit(request: HttpRequest, pk: UUID | None = None) -> HttpResponse:
         "config": s.ModelConfigSerializer(config).data if config else None,
         "urls": {"models": reverse("modelconfig-list"), "list": reverse("models")},
         "presets": [preset.as_json() for preset in PRESETS],
+        "option_fields": option_fields(),
     }
     preset = preset_for(config.provider, config.base_url) if config else None
     return render(
@@ -225,7 +227,6 @@ def model_edit(request: HttpRequest, pk: UUID | None = None) -> HttpResponse:
             "preset": preset,
             "custom_note": CUSTOM_NOTE,
             "outbound_policy": security.policy_for_users(),
-            "options_json": json.dumps(config.options if config else {}, indent=2),
             "price_fields": _price_fields(config),
             "model_data": data,
         },
