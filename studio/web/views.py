@@ -21,13 +21,13 @@ from agents_core import specs as core_specs
 from studio import security, services
 from studio.agents.hooks import hook_registry
 from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, default_base_url, preset_for
-from studio.agents.option_fields import option_fields
 from studio.agents.tools import tool_registry
 from studio.api import serializers as s
 from studio.api.exceptions import error_body
 from studio.errors import ConflictError, InvalidInputError
 from studio.models import Agent, McpServer, ModelConfig
 from studio.web.forms import AgentSearchForm
+from studio.web.model_options import option_fields
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
 
 

@@ -14,8 +14,8 @@ from rest_framework.test import APIClient
 
 from studio.agents.llms import OPTIONS_MODELS
 from studio.agents.model_presets import PRESETS, preset_for
-from studio.agents.option_fields import option_fields
 from studio.models import ModelConfig
+from studio.web.model_options import option_fields
 
 pytestmark = pytest.mark.django_db
 
