@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
+from pydantic_core import ErrorDetails
 
 from agents_core import exceptions as core_exceptions
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
@@ -18,6 +19,7 @@ from studio.agents.providers import (
     ProviderUnavailableError,
     require_installed,
 )
+from studio.errors import Problem
 from studio.models import ModelConfig
 
 
@@ -73,6 +75,25 @@ def accepts_attachments(config: ModelConfig) -> bool:
 def parse_options(provider: str, options: dict[str, Any]) -> BaseModel:
     """Validate a config's options for its provider; pydantic's ``ValidationError`` if bad."""
     return OPTIONS_MODELS[provider].model_validate(options)
+
+
+def option_problems(provider: str, options: dict[str, Any]) -> list[Problem]:
+    """What is wrong with ``options`` for ``provider``, each at its option's name: an
+    option the provider does not take names the ones it does."""
+    try:
+        parse_options(provider, options)
+    except ValidationError as exc:
+        return [_option_problem(provider, error) for error in exc.errors()]
+    return []
+
+
+def _option_problem(provider: str, error: ErrorDetails) -> Problem:
+    path = tuple(error["loc"])
+    if error["type"] == "extra_forbidden":
+        label = ModelConfig.Provider(provider).label
+        known = ", ".join(OPTIONS_MODELS[provider].model_fields)
+        return Problem(path, "unknown_option", f"not an option of {label} models ({known})")
+    return Problem(path, error["type"], error["msg"].removeprefix("Value error, "))
 
 
 class ConfigProblem(NamedTuple):

@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
-from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    ValidationInfo,
+    field_validator,
+)
 
 from agents_core import exceptions as core_exceptions
 
@@ -35,14 +42,17 @@ class AnthropicOptions(_ClientOptions):
     vision: bool = True
     """The model takes images and PDFs (every current Claude model does)."""
 
-    @model_validator(mode="after")
-    def _budget_within_max_tokens(self) -> Self:
-        if self.thinking_budget is not None:
-            if self.thinking_budget >= self.max_tokens:
-                raise ValueError("thinking_budget must be less than max_tokens")
-            if self.temperature is not None or self.top_k is not None:
-                raise ValueError("with thinking_budget, temperature and top_k must be unset")
-        return self
+    @field_validator("thinking_budget")
+    @classmethod
+    def _budget_within_max_tokens(cls, budget: int | None, info: ValidationInfo) -> int | None:
+        """Checked on the budget (after the fields above it), so the error names it."""
+        if budget is None:
+            return budget
+        if budget >= info.data.get("max_tokens", budget + 1):
+            raise ValueError("the thinking budget must be less than max_tokens")
+        if info.data.get("temperature") is not None or info.data.get("top_k") is not None:
+            raise ValueError("with a thinking budget, temperature and top_k must be unset")
+        return budget
 
 
 class GeminiOptions(_ClientOptions):

@@ -10,18 +10,17 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models import Model, QuerySet
 from drf_spectacular.utils import extend_schema_field
-from pydantic import ValidationError as PydanticValidationError
 from rest_framework import serializers
 from rest_framework.authtoken.serializers import AuthTokenSerializer
 
 from agents_core import specs as core_specs
 from studio import services, wire
 from studio.agents import specs as agent_specs
-from studio.agents.llms import config_problem, parse_options
+from studio.agents.llms import config_problem, option_problems
 from studio.api.exceptions import problems_detail
 from studio.api.fields import NameField, PriceField, RateLimitField
 from studio.api.permissions import request_owner
-from studio.errors import InvalidInputError, Problem
+from studio.errors import InvalidInputError
 from studio.models import Agent, AgentVersion, ModelConfig, Run
 
 
@@ -155,12 +154,9 @@ class ModelConfigSerializer(serializers.ModelSerializer[ModelConfig]):
             raise serializers.ValidationError({problem.field: [problem.message]}, problem.code)
         if not isinstance(options, dict):
             raise serializers.ValidationError({"options": ["must be a JSON object"]})
-        try:
-            parse_options(str(provider), options)
-        except PydanticValidationError as exc:
-            problems = [Problem(tuple(e["loc"]), e["type"], e["msg"]) for e in exc.errors()]
+        if problems := option_problems(str(provider), options):
             detail = problems_detail(InvalidInputError("options", problems))
-            raise serializers.ValidationError({"options": detail}) from None
+            raise serializers.ValidationError({"options": detail})
         return attrs
 
     def create(self, validated_data: dict[str, Any]) -> ModelConfig:

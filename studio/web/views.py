@@ -20,14 +20,14 @@ from rest_framework.exceptions import ValidationError
 from agents_core import specs as core_specs
 from studio import security, services
 from studio.agents.hooks import hook_registry
-from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, preset_for
-from studio.agents.providers import PROVIDERS
+from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, default_base_url, preset_for
 from studio.agents.tools import tool_registry
 from studio.api import serializers as s
 from studio.api.exceptions import error_body
 from studio.errors import ConflictError, InvalidInputError
 from studio.models import Agent, McpServer, ModelConfig
 from studio.web.forms import AgentSearchForm
+from studio.web.model_options import option_fields
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
 
 
@@ -213,8 +213,9 @@ def model_edit(request: HttpRequest, pk: UUID | None = None) -> HttpResponse:
         "config": s.ModelConfigSerializer(config).data if config else None,
         "urls": {"models": reverse("modelconfig-list"), "list": reverse("models")},
         "presets": [preset.as_json() for preset in PRESETS],
+        "option_fields": option_fields(),
     }
-    preset = preset_for(config.base_url) if config else None
+    preset = preset_for(config.provider, config.base_url) if config else None
     return render(
         request,
         "studio/model_edit.html",
@@ -226,7 +227,6 @@ def model_edit(request: HttpRequest, pk: UUID | None = None) -> HttpResponse:
             "preset": preset,
             "custom_note": CUSTOM_NOTE,
             "outbound_policy": security.policy_for_users(),
-            "options_json": json.dumps(config.options if config else {}, indent=2),
             "price_fields": _price_fields(config),
             "model_data": data,
         },
@@ -248,9 +248,7 @@ def _provider_choices() -> list[dict[str, str]]:
         {
             "value": value,
             "label": label,
-            "base_url": PROVIDERS[value].default_base_url
-            if value in PROVIDERS
-            else "https://api.openai.com/v1",
+            "base_url": default_base_url(value),
             "model": _MODEL_PLACEHOLDERS.get(value, ""),
         }
         for value, label in ModelConfig.Provider.choices

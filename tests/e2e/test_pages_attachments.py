@@ -1,5 +1,6 @@
-"""The acceptance path of images in Chromium: an Anthropic-format model configured on
-the models page against the in-repo server, its connection tested; an image attached
+"""The acceptance path of images in Chromium: an Anthropic model configured on the
+models page from the Anthropic preset (its native provider, a thinking budget set in
+its own input) against the in-repo server, its connection tested; an image attached
 in the playground reaches the model as an image block; the answer, its folded thinking
 and the image (served by the owner-only file view, under the page's policy) show in
 the playground and the timeline."""
@@ -36,11 +37,15 @@ def pages_server(
 def _configure_model(page: Page, server: AnthropicServer) -> None:
     page.goto("/models/new/")
     expect(page.locator("body")).to_have_attribute("data-ready", "models")
-    page.select_option("#m-provider", "anthropic")
+    page.select_option("#m-preset", "anthropic")  # Anthropic's own Messages API
+    expect(page.locator("#m-provider")).to_have_value("anthropic")
     page.fill("#m-name", "claude-vision")
     page.fill("#m-base-url", server.base_url.replace("127.0.0.1", "localhost"))
     page.fill("#m-model", "claude-test")
     page.fill("#m-key", KEY)
+    expect(page.locator("#m-opt-vision")).to_be_checked()
+    page.fill("#m-opt-max-tokens", "2048")
+    page.fill("#m-opt-thinking-budget", "1024")
     page.click("button[type=submit] >> text=Save")
     expect(page).to_have_url(re.compile(r"/models/$"))
     # The list's script must be ready before its button is clicked (else nothing answers).
@@ -90,7 +95,10 @@ def test_an_image_attached_in_the_playground_reaches_the_model_and_shows_in_the_
         expect(page.locator("#stop")).to_be_hidden()  # the run has ended
         screenshot(page, "attachments-playground")
 
-        sent = server.requests[-1].body["messages"][0]["content"]
+        request = server.requests[-1].body
+        sent = request["messages"][0]["content"]
+    assert request["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert request["max_tokens"] == 2048
     assert {"type": "text", "text": "What is in this picture?"} in sent
     (image,) = [block for block in sent if block["type"] == "image"]
     assert image["source"]["media_type"] == "image/png"

@@ -71,21 +71,35 @@ def test_presets_fill_the_form_and_every_field_stays_editable(page: Page) -> Non
     expect(page.locator("[data-preset-note]")).to_contain_text("OpenAI API key")
 
     page.select_option("#m-preset", "anthropic")
-    expect(page.locator("#m-base-url")).to_have_value("https://api.anthropic.com/v1/")
+    expect(page.locator("#m-provider")).to_have_value("anthropic")  # its own API
+    expect(page.locator("#m-base-url")).to_have_value("https://api.anthropic.com")
     expect(page.locator("#m-model")).to_have_value("claude-sonnet-4-5")
     expect(page.locator("#m-name")).to_have_value("claude")  # still the suggested one
+    expect(page.locator("#m-opt-thinking-budget")).to_be_visible()
+
+    page.select_option("#m-preset", "gemini")
+    expect(page.locator("#m-provider")).to_have_value("gemini")
+    expect(page.locator("#m-base-url")).to_have_value("https://generativelanguage.googleapis.com")
 
     page.fill("#m-name", "mine")
     page.select_option("#m-preset", "ollama")
-    expect(page.locator("#m-base-url")).to_have_value("http://127.0.0.1:11434/v1")
+    expect(page.locator("#m-provider")).to_have_value("ollama")
+    expect(page.locator("#m-base-url")).to_have_value("http://127.0.0.1:11434")
     expect(page.locator("#m-model")).to_have_value("llama3.2")
     expect(page.locator("#m-name")).to_have_value("mine")  # typed: kept
     expect(page.locator("[data-preset-note]")).to_contain_text("No API key needed")
+    expect(page.locator("[data-field=api_key]")).to_be_hidden()
     page.fill("#m-model", "qwen2.5")
     expect(page.locator("#m-preset")).to_have_value("ollama")  # a model name is the user's
-    page.fill("#m-base-url", "http://localhost:11434/v1")
+    page.fill("#m-base-url", "")
+    expect(page.locator("#m-preset")).to_have_value("ollama")  # empty: Ollama's own address
+    page.fill("#m-base-url", "http://localhost:11434")
     expect(page.locator("#m-preset")).to_have_value("")  # another base URL: custom
     expect(page.locator("[data-preset-note]")).to_contain_text("A preset fills in")
+    page.fill("#m-base-url", "http://127.0.0.1:11434")
+    page.select_option("#m-preset", "ollama")
+    page.select_option("#m-provider", "openai_compatible")
+    expect(page.locator("#m-preset")).to_have_value("")  # another provider: custom
 
 
 def test_a_refused_address_says_which_setting_allows_it(

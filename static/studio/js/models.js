@@ -6,6 +6,7 @@ import { api, ApiError } from "./lib/api.js";
 import { readJsonScript } from "./lib/dom.js";
 import { toast } from "./lib/ui.js";
 import { clearFieldErrors, showFieldErrors } from "./lib/forms.js";
+import { OptionInputs } from "./lib/model_options.js";
 
 for (const button of document.querySelectorAll("[data-test-url]")) {
   button.addEventListener("click", () => testConnection(button));
@@ -35,12 +36,17 @@ const form = document.getElementById("model-form");
 if (form) {
   const data = readJsonScript("model-data");
   const provider = form.elements.provider;
+  const options = new OptionInputs(form.querySelector("[data-option-inputs]"), data.option_fields, {
+    stored: data.config?.options || {},
+    storedProvider: data.config?.provider || null,
+  });
   // data-provider-only lists the providers a field belongs to; the placeholders show
-  // the picked provider's own service and an example model.
+  // the picked provider's own service and an example model; the options are its own.
   const showProviderFields = () => {
     for (const el of form.querySelectorAll("[data-provider-only]")) {
       el.hidden = !el.dataset.providerOnly.split(" ").includes(provider.value);
     }
+    options.show(provider.value);
     const picked = provider.selectedOptions[0];
     if (!picked) return;
     form.elements.base_url.placeholder = picked.dataset.baseUrl;
@@ -52,13 +58,13 @@ if (form) {
   offerPresets(form, data.presets, showProviderFields, { suggestName: !data.config });
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    save(form, data);
+    save(form, data, options);
   });
 }
 
 // A preset fills in the provider, base URL and model (and a new model's name, unless the
-// user typed one); every field stays editable, and a base URL changed by hand is
-// "custom" again.
+// user typed one); every field stays editable, and another provider or base URL (an
+// empty one is the provider's own service) is "custom" again.
 function offerPresets(form, presets, showProviderFields, { suggestName }) {
   const f = form.elements;
   const picker = form.querySelector("#m-preset");
@@ -82,7 +88,9 @@ function offerPresets(form, presets, showProviderFields, { suggestName }) {
   });
   const leftPreset = () => {
     const preset = chosen();
-    if (preset && (f.base_url.value.trim() !== preset.base_url || f.provider.value !== preset.provider)) {
+    const baseUrl = f.base_url.value.trim() || f.provider.selectedOptions[0]?.dataset.baseUrl || "";
+    const same = (a, b) => a.replace(/\/+$/, "") === b.replace(/\/+$/, "");
+    if (preset && (!same(baseUrl, preset.base_url) || f.provider.value !== preset.provider)) {
       choose(null);
     }
   };
@@ -90,14 +98,12 @@ function offerPresets(form, presets, showProviderFields, { suggestName }) {
   f.provider.addEventListener("change", leftPreset);
 }
 
-async function save(form, data) {
+async function save(form, data, optionInputs) {
   clearFieldErrors(form);
   const f = form.elements;
-  let options;
-  try {
-    options = f.options.value.trim() ? JSON.parse(f.options.value) : {};
-  } catch (error) {
-    showFieldErrors(form, [{ path: "options", detail: `not valid JSON: ${error.message}` }]);
+  const { options, errors } = optionInputs.read();
+  if (errors.length) {
+    showFieldErrors(form, errors);
     return;
   }
   const body = { name: f.name.value.trim(), provider: f.provider.value, options };
