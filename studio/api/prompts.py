@@ -28,8 +28,9 @@ from studio.models import PromptTemplate
 MAX_PREVIEW_STATE_CHARS = 100_000
 
 
-def _source_field() -> serializers.CharField:
+def _source_field(*, required: bool = True) -> serializers.CharField:
     return serializers.CharField(
+        required=required,
         max_length=core_prompts.MAX_SOURCE_CHARS,
         trim_whitespace=False,
         help_text="Jinja, rendered in a sandbox with the session state as its variables.",
@@ -55,7 +56,17 @@ class PromptTemplateSerializer(serializers.ModelSerializer[PromptTemplate]):
 
 
 class PreviewSerializer(serializers.Serializer[object]):
-    source = _source_field()  # type: ignore[assignment]
+    """A text to render, or one of your stored templates by name (and version: the
+    latest without one)."""
+
+    source = _source_field(required=False)  # type: ignore[assignment]
+    name = serializers.RegexField(
+        core_specs.NAME_PATTERN,
+        max_length=64,
+        required=False,
+        error_messages={"invalid": core_specs.NAME_RULE},
+    )
+    version = serializers.IntegerField(min_value=1, required=False)
     state = serializers.DictField(
         required=False,
         default=dict,
@@ -69,6 +80,15 @@ class PreviewSerializer(serializers.Serializer[object]):
             )
         return state
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("source" in attrs) == ("name" in attrs):
+            raise serializers.ValidationError(
+                {"source": "give the text to render, or a stored template's name (not both)"}
+            )
+        if "version" in attrs and "name" not in attrs:
+            raise serializers.ValidationError({"version": "a version needs a template name"})
+        return attrs
+
 
 class PreviewResultSerializer(serializers.Serializer[object]):
     text = serializers.CharField(help_text="What the model would be sent, as plain text.")
@@ -81,7 +101,7 @@ class PromptTemplateListView(APIView):
 
     @extend_schema(responses=PromptTemplateSerializer(many=True))
     def get(self, request: Request) -> Response:
-        latest = prompts.latest_versions(request_owner(request))
+        latest = prompts.latest_versions(request.user.pk)
         return Response(PromptTemplateSerializer(latest, many=True).data)
 
     @extend_schema(request=PromptTemplateSerializer, responses={201: PromptTemplateSerializer})
@@ -114,15 +134,22 @@ class PromptTemplateDetailView(APIView):
 
 
 class PromptTemplatePreviewView(APIView):
-    """Render a template text against sample state, as a run would: nothing is saved."""
+    """Render a template text, or one of your stored templates, against sample state,
+    as a run would: nothing is saved."""
 
     parser_classes = [JSONParser]
 
-    @extend_schema(request=PreviewSerializer, responses={200: PreviewResultSerializer})
+    @extend_schema(
+        request=PreviewSerializer, responses={200: PreviewResultSerializer, 404: OpenApiResponse()}
+    )
     def post(self, request: Request) -> Response:
         body = PreviewSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        text = services.preview_template(
-            body.validated_data["source"], body.validated_data["state"]
-        )
-        return Response({"text": text})
+        data = body.validated_data
+        source = data.get("source")
+        if source is None:
+            stored = prompts.OwnerTemplates(request.user.pk).get(data["name"], data.get("version"))
+            if stored is None:
+                raise NotFound(f"no prompt template {data['name']!r}")
+            source = stored.source
+        return Response({"text": services.preview_template(source, data["state"])})

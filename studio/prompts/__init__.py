@@ -34,9 +34,9 @@ class OwnerTemplates:
         return row.to_core() if row else None
 
 
-def latest_versions(owner: AbstractBaseUser) -> list[PromptTemplate]:
-    """The latest version of each of ``owner``'s templates, by name."""
-    rows = PromptTemplate.objects.filter(owner_id=owner.pk).order_by("name", "-version")
+def latest_versions(owner_id: Any) -> list[PromptTemplate]:
+    """The latest version of each of the owner's templates, by name."""
+    rows = PromptTemplate.objects.filter(owner_id=owner_id).order_by("name", "-version")
     return list(rows.distinct("name")) if _distinct_on() else _first_per_name(rows)
 
 

@@ -67,7 +67,7 @@ def _owner(request: HttpRequest) -> AbstractBaseUser:
 @login_required
 @require_GET
 def template_list(request: HttpRequest) -> HttpResponse:
-    latest = prompts.latest_versions(_owner(request))
+    latest = prompts.latest_versions(request.user.pk)
     return render(request, "studio/prompt_list.html", {"section": "prompts", "templates": latest})
 
 
@@ -82,13 +82,13 @@ def template_edit(request: HttpRequest, name: str | None = None) -> HttpResponse
     form = TemplateForm(data, initial=initial)
     preview = None
     if form.is_valid():
-        data = form.cleaned_data
+        cleaned = form.cleaned_data
         try:
             if "preview" in request.POST:
-                preview = services.preview_template(data["source"], data["sample_state"])
+                preview = services.preview_template(cleaned["source"], cleaned["sample_state"])
             else:
                 saved = services.save_template(
-                    _owner(request), data["name"], data["source"], data["description"]
+                    _owner(request), cleaned["name"], cleaned["source"], cleaned["description"]
                 )
                 messages.success(request, f"Saved {saved.name} version {saved.version}.")
                 return redirect("prompt-template", saved.name)

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from agents_core import specs as core_specs
-from studio import security, services
+from studio import prompts, security, services
 from studio.agents.hooks import hook_registry
 from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, default_base_url, preset_for
 from studio.agents.tools import tool_registry
@@ -109,6 +109,9 @@ def _builder_data(request: HttpRequest, agent: Agent | None) -> dict[str, Any]:
             for server in servers
         ],
         "agents": others,
+        "templates": [
+            {"name": t.name, "version": t.version} for t in prompts.latest_versions(request.user.pk)
+        ],
         "rules": {
             "name": core_specs.NAME_RULE,
             "state_key": core_specs.STATE_KEY_RULE,
@@ -125,6 +128,8 @@ def _builder_data(request: HttpRequest, agent: Agent | None) -> dict[str, Any]:
             "builder": reverse("agent-new"),
             "playground": reverse("playground"),
             "mcp_servers": reverse("mcp-servers"),
+            "prompt_templates": reverse("prompt-templates"),
+            "prompt_preview": reverse("api-prompt-template-preview"),
         },
     }
 

@@ -148,3 +148,20 @@ def test_a_template_an_agent_version_renders_cannot_be_deleted(ada: User) -> Non
     assert "helper" in refused.json()["detail"]
     assert client_for(ada).delete(f"{URL}spare/").status_code == 204
     assert list(PromptTemplate.objects.values_list("name", flat=True)) == ["support"]
+
+
+def test_the_preview_renders_a_stored_template_by_name_and_version(ada: User, bob: User) -> None:
+    save(ada, "support", "v1 for {{ who }}")
+    save(ada, "support", "v2 for {{ who }}")
+    url, state = f"{URL}preview/", {"who": "Ada"}
+
+    def preview(user: User, **body: Any) -> Any:
+        return client_for(user).post(url, {"state": state, **body}, format="json")
+
+    assert preview(ada, name="support").json() == {"text": "v2 for Ada"}
+    assert preview(ada, name="support", version=1).json() == {"text": "v1 for Ada"}
+    assert preview(ada, name="support", version=3).status_code == 404
+    assert preview(bob, name="support").status_code == 404
+    both = preview(ada, name="support", source="x")
+    assert "not both" in error_paths(both)["source"]
+    assert "needs a template name" in error_paths(preview(ada, source="x", version=1))["version"]

@@ -73,6 +73,7 @@ function context() {
     spec,
     path: selected,
     models: data.models,
+    templates: data.templates,
     tools: data.tools,
     hooks: data.hooks,
     mcpServers: data.mcp_servers,

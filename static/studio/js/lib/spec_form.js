@@ -8,6 +8,7 @@ import { assign, assignIn, checkbox, controlId, field, numberInput, select, text
 import { failureField, renderHooks, renderOutput } from "./spec_form_control.js";
 import { renderPolicies } from "./spec_form_policies.js";
 import { renderMcp } from "./spec_form_mcp.js";
+import { renderInstruction } from "./spec_form_template.js";
 import { renderTools } from "./spec_form_tools.js";
 import { dotted, getAt } from "./spec_paths.js";
 
@@ -75,9 +76,7 @@ function modelFields(ctx, node, path, set) {
   return [
     field(at("model"), "Model", select(controlId(at("model")), [["", "Choose a model…"], ...models.map((m) => [m, m])],
       node.model || "", (v) => set("model", v)), { required: true }),
-    field(at("instruction"), "Instruction", h("textarea", { id: controlId(at("instruction")), rows: 7,
-      value: node.instruction || "", placeholder: "You are a helpful assistant…", oninput: (e) => set("instruction", e.target.value) }),
-    { help: "{state_key} placeholders are filled from session state." }),
+    ...renderInstruction(ctx, node, path, set),
     h("div", { class: "grid-3" },
       field(at("planner"), "Planner", select(controlId(at("planner")), PLANNERS, node.planner?.type || "",
         (v) => set("planner", v ? { type: v } : ""))),
@@ -115,7 +114,7 @@ function changeType(node, type, ctx) {
   if (MODEL_TYPES.has(type)) {
     if (!node.model && ctx.models.length) node.model = ctx.models[0];
   } else {
-    for (const key of ["model", "fallback_models", "cache", "instruction", "tools", "mcp", "planner", "agent_tools", "output_key", "approval", "hooks", "policies"]) delete node[key];
+    for (const key of ["model", "fallback_models", "cache", "instruction", "instruction_template", "tools", "mcp", "planner", "agent_tools", "output_key", "approval", "hooks", "policies"]) delete node[key];
     if (type !== "loop") delete node.max_iterations;
     node.sub_agents ||= [];
   }
