@@ -27,8 +27,10 @@ Model routing (fields with defaults, no new version): a ``model_fallback`` event
 an agent's call moved to the next model of its chain (``fallback``); an agent with a
 chain or a cache names on each ``agent_message`` the model that answered (``model``),
 and ``cached`` marks an answer served from the response cache (no model was called,
-and it costs nothing). A ``rate_limit_wait`` event closes the wait (a span, with
-``started_at``) a call spent on its model's shared rate limit.
+and it costs nothing). A call that must wait for its model's shared rate limit opens a
+wait span with a ``rate_limit_waiting`` event and closes it with a ``rate_limit_wait``
+event (with ``started_at``; with a non-fatal ``error`` when the wait gave up or the run
+ended during it). Runs stored before the opening event have only the closing one.
 
 Files (a part kind, no new version: older events simply have none): a user message may
 carry ``FilePart`` references to files stored once, outside the event, by content
@@ -80,6 +82,8 @@ class EventType(StrEnum):
     MODEL_FALLBACK = "model_fallback"
     """A model call failed (retryably, or its breaker is open) and moves to the next
     model of the agent's chain; ``fallback`` says from which to which, and why."""
+    RATE_LIMIT_WAITING = "rate_limit_waiting"
+    """A model call waits for its model's shared rate limit; opens a wait span."""
     RATE_LIMIT_WAIT = "rate_limit_wait"
     """A model call waited for its model's shared rate limit; closes that wait span."""
     TOOL_STARTED = "tool_started"
