@@ -235,7 +235,7 @@ def message_event(
     response = turn.complete
     parts: list[ThinkingPart | TextPart | ToolCallPart | StructuredPart] = []
     if response.thinking:
-        parts.append(ThinkingPart(text=response.thinking))
+        parts.append(ThinkingPart(text=response.thinking, signature=response.thinking_signature))
     if response.text:
         parts.append(TextPart(text=response.text))
     if structured is not None:

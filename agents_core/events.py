@@ -35,7 +35,9 @@ ended during it). Runs stored before the opening event have only the closing one
 Files (a part kind, no new version: older events simply have none): a user message may
 carry ``FilePart`` references to files stored once, outside the event, by content
 (``blob_id`` is the SHA-256 of the bytes); the event holds only the reference, never
-the bytes. Thinking streams as partial ``ThinkingPart`` chunks, like text.
+the bytes. Thinking streams as partial ``ThinkingPart`` chunks, like text; the stored
+message's ``ThinkingPart`` keeps the provider's ``signature`` when it signed it (a
+field with a default, no new version).
 """
 
 from __future__ import annotations
@@ -101,6 +103,9 @@ class TextPart(Contract):
 class ThinkingPart(Contract):
     kind: Literal["thinking"] = "thinking"
     text: str
+    signature: str = ""
+    """The provider's signature of ``text`` (Anthropic's extended thinking), kept so the
+    thinking can be sent back with the tool results it led to; empty when unsigned."""
 
 
 class FilePart(Contract):
