@@ -9,12 +9,10 @@ runner from its ledger (``CallLedger.closing_events``), like an open tool call.
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from agents_core.context import Context
 from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id
 from agents_core.exceptions import ModelRateLimitError
+from agents_core.model_gates import admitted
 
 
 async def wait_for_rate_limit(ctx: Context, model: str, tokens: int) -> None:
@@ -24,23 +22,19 @@ async def wait_for_rate_limit(ctx: Context, model: str, tokens: int) -> None:
     limiter = ctx.invocation.rate_limiter
     if limiter is None:
         return
-    opened: Event | None = None
-    began = time.monotonic()
-    while (delay := await limiter.try_acquire(model, tokens)) is not None:
-        waited = time.monotonic() - began
-        if waited + delay > limiter.max_wait_s:
-            failure = ModelRateLimitError(
-                f"rate limit of model {model!r}: no room within {limiter.max_wait_s:g}s"
-            )
-            if opened is not None:
-                await _close(ctx, opened, f"gave up waiting for the rate limit of {model}", failure)
-            raise failure
-        if opened is None:
-            opened = await _open(ctx, model)
-        await asyncio.sleep(delay)
-    if opened is not None:
-        text = f"waited {time.monotonic() - began:.1f}s for the rate limit of {model}"
-        await _close(ctx, opened, text, None)
+    opened: list[Event] = []
+
+    async def waiting() -> None:
+        opened.append(await _open(ctx, model))
+
+    try:
+        waited = await admitted(limiter, model, tokens, waiting=waiting)
+    except ModelRateLimitError as failure:
+        if opened:
+            await _close(ctx, opened[0], f"gave up waiting for the rate limit of {model}", failure)
+        raise
+    if opened and waited is not None:
+        await _close(ctx, opened[0], f"waited {waited:.1f}s for the rate limit of {model}", None)
 
 
 async def _open(ctx: Context, model: str) -> Event:

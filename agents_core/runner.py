@@ -251,6 +251,7 @@ class Runner:
                 self.compaction,
                 invocation_id=ctx.invocation_id,
                 author=self.agent.name,
+                gates=ctx.invocation,
             )
             if summary is not None:
                 yield await self._store(session, summary, telemetry)
