@@ -394,5 +394,6 @@ from studio.models.gates import RateWindow as RateWindow  # noqa: E402
 from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of its own)
 from studio.models.runs import Run as Run  # noqa: E402
 from studio.models.traces import RunSpans as RunSpans  # noqa: E402
+from studio.models.uploads import Blob as Blob  # noqa: E402
 from studio.models.uploads import Upload as Upload  # noqa: E402
 from studio.models.usage import ModelDay as ModelDay  # noqa: E402
