@@ -10,9 +10,12 @@ who may read them. Bytes nobody refers to any more are swept (``studio.files.swe
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -156,6 +159,31 @@ def owned(owner: AbstractBaseUser, blob_id: str) -> Upload:
     if upload is None:
         raise Http404("no such file")
     return upload
+
+
+def exported(owner: AbstractBaseUser, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The files ``events`` (wire JSON) attach that ``owner`` may read, each once, in
+    the order first attached: SHA-256, type, size and the bytes in base64. A file
+    whose bytes are gone (swept) is listed without ``data``."""
+    named = dict.fromkeys(
+        part["blob_id"]
+        for event in events
+        for part in event.get("parts", ())
+        if part.get("kind") == "file"
+    )
+    uploads = {u.blob_id: u for u in Upload.objects.filter(owner_id=owner.pk, blob_id__in=named)}
+    out: list[dict[str, Any]] = []
+    for blob_id in (b for b in named if b in uploads):
+        upload = uploads[blob_id]
+        entry: dict[str, Any] = {
+            "sha256": blob_id,
+            "content_type": upload.content_type,
+            "size": upload.size,
+        }
+        with contextlib.suppress(FileNotFoundError):
+            entry["data"] = base64.b64encode(read(blob_id)).decode("ascii")
+        out.append(entry)
+    return out
 
 
 def read(blob_id: str) -> bytes:

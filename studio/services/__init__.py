@@ -23,6 +23,7 @@ from studio.services.model_configs import (
 from studio.services.sessions import (
     FORMAT_VERSION,
     SESSION_FORMAT,
+    SESSION_FORMAT_VERSION,
     cancel_active_run,
     cancel_run,
     delete_session,
@@ -42,6 +43,7 @@ __all__ = [
     "FORMAT_VERSION",
     "PRICE_FIELDS",
     "SESSION_FORMAT",
+    "SESSION_FORMAT_VERSION",
     "ConnectionCheck",
     "answer_question",
     "cancel_active_run",
