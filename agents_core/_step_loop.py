@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agents_core._rate_limit_wait import wait_for_rate_limit
 from agents_core._tool_round import policy_event
 from agents_core.context import Context
 from agents_core.events import (
@@ -28,7 +29,7 @@ from agents_core.events import (
     new_id,
     utc_now,
 )
-from agents_core.exceptions import ModelError, ModelRateLimitError, PolicyDeniedError
+from agents_core.exceptions import ModelError, PolicyDeniedError
 from agents_core.hooks import NO_HOOKS, HookStack
 from agents_core.llm.chain import ModelChain, falls_back
 from agents_core.llm.contracts import BaseLlm, LlmRequest, LlmResponse, estimate_prompt_tokens
@@ -192,33 +193,6 @@ async def _guarded(
             await asyncio.shield(hold.settle(turn.response.usage if turn.response else None))
 
 
-async def wait_for_rate_limit(ctx: Context, model: str, tokens: int) -> None:
-    """Wait until ``model``'s shared rate limit admits a call of about ``tokens`` tokens;
-    a wait is stored as a closed span. ``ModelRateLimitError`` once waiting longer
-    would pass the limiter's bound."""
-    limiter = ctx.invocation.rate_limiter
-    if limiter is None:
-        return
-    started_at, began = None, time.monotonic()
-    while (delay := await limiter.try_acquire(model, tokens)) is not None:
-        waited = time.monotonic() - began
-        if waited + delay > limiter.max_wait_s:
-            raise ModelRateLimitError(
-                f"rate limit of model {model!r}: no room within {limiter.max_wait_s:g}s"
-            )
-        started_at = started_at or utc_now()
-        await asyncio.sleep(delay)
-    if started_at is not None:
-        text = f"waited {time.monotonic() - began:.1f}s for the rate limit of {model}"
-        wait = ctx.event(
-            EventType.RATE_LIMIT_WAIT,
-            parts=[TextPart(text=text)],
-            span_id=new_id(),
-            started_at=started_at,
-        )
-        await ctx.event_callback(wait)
-
-
 async def _attempts(
     ctx: Context, model: BaseLlm, request: LlmRequest, turn: ModelTurn, *, stream: bool
 ) -> AsyncGenerator[Event]:
@@ -261,7 +235,7 @@ def message_event(
     response = turn.complete
     parts: list[ThinkingPart | TextPart | ToolCallPart | StructuredPart] = []
     if response.thinking:
-        parts.append(ThinkingPart(text=response.thinking))
+        parts.append(ThinkingPart(text=response.thinking, signature=response.thinking_signature))
     if response.text:
         parts.append(TextPart(text=response.text))
     if structured is not None:

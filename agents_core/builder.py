@@ -97,7 +97,11 @@ def build_compaction(
     if name is None or name not in models:
         return None
     return CompactionConfig(
-        summarizer=models[name], threshold=wanted.threshold, keep_last=wanted.keep_last
+        summarizer=models[name],
+        threshold=wanted.threshold,
+        keep_last=wanted.keep_last,
+        model_name=name,
+        cache_ttl_s=spec.cache.ttl_s if spec.cache else None,
     )
 
 

@@ -4,6 +4,10 @@ Runs only at the end of a turn, never mid-stream. Each compaction covers the ses
 from its first event up to a cut, so the newest summary subsumes the older ones; the
 last ``keep_last`` conversation events always stay raw. The cut never separates a tool
 call from its response, and compaction is skipped while any call is unanswered.
+
+The summary is a model call like any other: it waits for its model's shared rate
+limit, and it is read from and kept in the response cache when the agent has one
+(``agents_core.model_gates``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ from dataclasses import dataclass
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import CompactionRange, Event, EventActions, EventType, TextPart
 from agents_core.exceptions import AgentsCoreError, ConfigurationError
-from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse
+from agents_core.llm.contracts import (
+    BaseLlm,
+    ChatMessage,
+    LlmRequest,
+    LlmResponse,
+    estimate_prompt_tokens,
+)
+from agents_core.model_gates import ModelGates, admitted
 
 logger = logging.getLogger("agents_core.compaction")
 
@@ -31,13 +42,17 @@ class CompactionConfig:
     """When to compact and with which model.
 
     ``threshold``: compact once more than this many raw conversation events are visible;
-    ``keep_last``: how many of the newest ones stay raw.
+    ``keep_last``: how many of the newest ones stay raw. ``model_name`` names the
+    summariser as the rate limiter and cache know it (``None``: neither gates it);
+    ``cache_ttl_s`` keeps summaries in the response cache that long (``None``: not).
     """
 
     summarizer: BaseLlm
     threshold: int = 50
     keep_last: int = 10
     instruction: str = SUMMARY_INSTRUCTION
+    model_name: str | None = None
+    cache_ttl_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.keep_last < 1 or self.threshold <= self.keep_last:
@@ -64,13 +79,20 @@ def plan_cut(events: Sequence[Event], config: CompactionConfig) -> int | None:
 
 
 async def compact(
-    events: Sequence[Event], config: CompactionConfig, *, invocation_id: str, author: str
+    events: Sequence[Event],
+    config: CompactionConfig,
+    *,
+    invocation_id: str,
+    author: str,
+    gates: ModelGates | None = None,
 ) -> Event | None:
     """A compaction event for ``events`` (a session's stored events), or ``None``.
 
     The summary is a model call that costs money: the event carries the summariser's
-    ``usage`` (``None`` when it reported none), so a session store can price it. A
-    failing summariser is logged and skipped: the session stays as it was.
+    ``usage`` (``None`` when it reported none, or when the summary came from the
+    cache), so a session store can price it. It goes through ``gates`` (rate limit,
+    cache). A failing summariser (or a rate limit with no room in time) is logged and
+    skipped: the session stays as it was.
     """
     cut = plan_cut(events, config)
     if cut is None:
@@ -82,7 +104,7 @@ async def compact(
         purpose="summary",
     )
     try:
-        summary = await _summarise(config.summarizer, request)
+        summary = await _gated_summary(config, request, gates)
     except AgentsCoreError:
         logger.warning("compaction skipped: the summariser failed", exc_info=True)
         return None
@@ -123,6 +145,26 @@ def transcript(events: Sequence[Event]) -> str:
 
 def _cut(text: str) -> str:
     return text if len(text) <= TRANSCRIPT_CHARS else f"{text[:TRANSCRIPT_CHARS]} […]"
+
+
+async def _gated_summary(
+    config: CompactionConfig, request: LlmRequest, gates: ModelGates | None
+) -> LlmResponse:
+    """The summary from the cache, or from the summariser once its rate limit admits it
+    (then kept in the cache)."""
+    name = config.model_name
+    if gates is None or name is None:
+        return await _summarise(config.summarizer, request)
+    cache = gates.response_cache if config.cache_ttl_s else None
+    if cache is not None and (kept := await cache.get(name, request)) is not None:
+        return kept.model_copy(update={"usage": None})  # nothing was spent
+    if gates.rate_limiter is not None:
+        output = config.summarizer.max_output_tokens or 0
+        await admitted(gates.rate_limiter, name, estimate_prompt_tokens(request) + output)
+    summary = await _summarise(config.summarizer, request)
+    if cache is not None and config.cache_ttl_s:
+        await cache.put(name, request, summary, config.cache_ttl_s)
+    return summary
 
 
 async def _summarise(model: BaseLlm, request: LlmRequest) -> LlmResponse:

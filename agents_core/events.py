@@ -27,13 +27,17 @@ Model routing (fields with defaults, no new version): a ``model_fallback`` event
 an agent's call moved to the next model of its chain (``fallback``); an agent with a
 chain or a cache names on each ``agent_message`` the model that answered (``model``),
 and ``cached`` marks an answer served from the response cache (no model was called,
-and it costs nothing). A ``rate_limit_wait`` event closes the wait (a span, with
-``started_at``) a call spent on its model's shared rate limit.
+and it costs nothing). A call that must wait for its model's shared rate limit opens a
+wait span with a ``rate_limit_waiting`` event and closes it with a ``rate_limit_wait``
+event (with ``started_at``; with a non-fatal ``error`` when the wait gave up or the run
+ended during it). Runs stored before the opening event have only the closing one.
 
 Files (a part kind, no new version: older events simply have none): a user message may
 carry ``FilePart`` references to files stored once, outside the event, by content
 (``blob_id`` is the SHA-256 of the bytes); the event holds only the reference, never
-the bytes. Thinking streams as partial ``ThinkingPart`` chunks, like text.
+the bytes. Thinking streams as partial ``ThinkingPart`` chunks, like text; the stored
+message's ``ThinkingPart`` keeps the provider's ``signature`` when it signed it (a
+field with a default, no new version).
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ class EventType(StrEnum):
     MODEL_FALLBACK = "model_fallback"
     """A model call failed (retryably, or its breaker is open) and moves to the next
     model of the agent's chain; ``fallback`` says from which to which, and why."""
+    RATE_LIMIT_WAITING = "rate_limit_waiting"
+    """A model call waits for its model's shared rate limit; opens a wait span."""
     RATE_LIMIT_WAIT = "rate_limit_wait"
     """A model call waited for its model's shared rate limit; closes that wait span."""
     TOOL_STARTED = "tool_started"
@@ -97,6 +103,9 @@ class TextPart(Contract):
 class ThinkingPart(Contract):
     kind: Literal["thinking"] = "thinking"
     text: str
+    signature: str = ""
+    """The provider's signature of ``text`` (Anthropic's extended thinking), kept so the
+    thinking can be sent back with the tool results it led to; empty when unsigned."""
 
 
 class FilePart(Contract):

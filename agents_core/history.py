@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from agents_core.contracts import ToolCall
 from agents_core.event_filters import apply_compaction, should_include_event
-from agents_core.events import Event, EventType
+from agents_core.events import Event, EventType, ThinkingPart
 from agents_core.llm.contracts import Attachment, ChatMessage, Conversation, MessageLog
 
 __all__ = ["Conversation", "HistoryBuilder", "build_history", "truncate"]
@@ -127,7 +128,7 @@ class HistoryBuilder:
             return
         self._first_own.setdefault(event.invocation_id, len(self._messages))
         calls = event.tool_calls
-        self._messages.append(ChatMessage(role="assistant", text=text, tool_calls=calls))
+        self._messages.append(_assistant(event, text, calls))
         self._pending.update((c.id, c.name) for c in calls)
 
     def _answer(self, event: Event) -> None:
@@ -172,3 +173,18 @@ def build_history(
     """The model messages for ``agent_name`` from ``events`` (see ``HistoryBuilder``)."""
     builder = HistoryBuilder(agent_name, branch, tool_result_max_chars)
     return list(builder.update(list(events)).messages(invocation_id, turn_input))
+
+
+def _assistant(event: Event, text: str, calls: list[ToolCall]) -> ChatMessage:
+    """An agent's own message, with its signed thinking (if any) for the adapters that
+    send thinking back (Anthropic's, on a tool-use turn)."""
+    signed = next((p for p in event.parts if isinstance(p, ThinkingPart) and p.signature), None)
+    if signed is None:
+        return ChatMessage(role="assistant", text=text, tool_calls=calls)
+    return ChatMessage(
+        role="assistant",
+        text=text,
+        tool_calls=calls,
+        thinking=signed.text,
+        thinking_signature=signed.signature,
+    )

@@ -1,10 +1,11 @@
 """The ledger of a turn's open calls: what it asked for and has not got yet.
 
 ``CallLedger`` follows stored events in seq order and knows which tool calls have no
-response yet and which calls wait for (or got) a person's approval or answer. The runner uses it
-to answer every call a turn leaves open when it ends early (cancelled, or failed while
-tools ran), so that each call in the record has exactly one response; Studio uses it for
-what a live run waits on, for crash recovery and for approval decisions.
+response yet, which calls wait for (or got) a person's approval or answer, and which
+model calls wait for their model's rate limit. The runner uses it to answer every call
+a turn leaves open when it ends early (cancelled, or failed while tools ran), so that
+each call in the record has exactly one response (and each wait its end); Studio uses
+it for what a live run waits on, for crash recovery and for approval decisions.
 
 A tool's error result reads ``"<code>: <message>"``. The codes of the results that close
 calls which did not finish are ``NOT_RUN`` (certainly did not run), ``CANCELLED`` and
@@ -17,7 +18,16 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agents_core.events import Event, EventType, ToolCallPart, ToolResponsePart
+from agents_core.events import (
+    ErrorInfo,
+    Event,
+    EventType,
+    TextPart,
+    ToolCallPart,
+    ToolResponsePart,
+    new_id,
+    utc_now,
+)
 
 DENIED = "denied"
 NOT_RUN = "not_run"
@@ -33,6 +43,8 @@ TRACKED_TYPES: frozenset[EventType] = frozenset(
         EventType.USER_QUESTION,
         EventType.USER_ANSWER,
         EventType.TOOL_STARTED,
+        EventType.RATE_LIMIT_WAITING,
+        EventType.RATE_LIMIT_WAIT,
     }
 )
 """The event types that open or close a call."""
@@ -71,14 +83,16 @@ class CallLedger:
     started: set[str] = field(default_factory=set)
     """The calls the effect journal says started (their ``tool_started`` events): the
     calls of tools with side effects that may have taken effect."""
+    open_waits: dict[str, Event] = field(default_factory=dict)
+    """Waits for a model's rate limit not yet over: their opening events, by span."""
 
     def observe(self, event: Event) -> None:
         if event.partial or event.type not in TRACKED_TYPES:
             return
         if event.type is EventType.AGENT_MESSAGE:
-            for part in event.parts:
-                if isinstance(part, ToolCallPart):
-                    self.open_calls[part.call_id] = _open_call(event, part)
+            self.open_calls.update(_open_calls(event))
+        elif event.type in (EventType.RATE_LIMIT_WAITING, EventType.RATE_LIMIT_WAIT):
+            self._wait(event)
         elif event.type is EventType.TOOL_STARTED:
             self.started.update(p.call_id for p in event.parts if isinstance(p, ToolCallPart))
         elif event.type is EventType.TOOL_RESPONSE:
@@ -88,6 +102,12 @@ class CallLedger:
             self.approvals[event.approval.call_id] = event.approval.decision
         elif event.question is not None:
             self.questions[event.question.call_id] = event.type is EventType.USER_ANSWER
+
+    def _wait(self, event: Event) -> None:
+        if event.type is EventType.RATE_LIMIT_WAITING and event.span_id:
+            self.open_waits[event.span_id] = event
+        else:
+            self.open_waits.pop(event.span_id or "", None)
 
     def observe_all(self, events: Iterable[Event]) -> CallLedger:
         for event in events:
@@ -111,6 +131,11 @@ class CallLedger:
     def waits_for_answer(self) -> bool:
         """Whether any call waits for the user's answer to its question."""
         return not all(self.questions.values())
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a tool call has no response or a rate-limit wait no end."""
+        return bool(self.open_calls or self.open_waits)
 
     @property
     def waits_for_person(self) -> bool:
@@ -140,15 +165,24 @@ class CallLedger:
 
         Without ``ran`` (the process that ran the turn is gone), the effect journal
         decides: a read-only tool that was running is ``not_run`` too, as it changed
-        nothing and the record shows no result."""
-        return [
+        nothing and the record shows no result.
+
+        Then a ``rate_limit_wait`` for each wait not yet over, saying ``not_run`` (the
+        model call it held never ran)."""
+        calls = [
             _closing(call, session_id, started if self._may_have_run(call, ran) else not_run)
             for call in self.open_calls.values()
         ]
+        return calls + [_wait_ended(wait, not_run) for wait in self.open_waits.values()]
 
     def _may_have_run(self, call: OpenCall, ran: Container[str] | None) -> bool:
         known = self.started if ran is None else ran
         return not self.never_ran(call) and call.call_id in known
+
+
+def _open_calls(event: Event) -> dict[str, OpenCall]:
+    parts = [part for part in event.parts if isinstance(part, ToolCallPart)]
+    return {part.call_id: _open_call(event, part) for part in parts}
 
 
 def _open_call(event: Event, part: ToolCallPart) -> OpenCall:
@@ -174,4 +208,20 @@ def _closing(call: OpenCall, session_id: str, text: str) -> Event:
         parts=[part],
         span_id=call.span_id,
         parent_span_id=call.parent_span_id,
+    )
+
+
+def _wait_ended(opened: Event, text: str) -> Event:
+    """The end of a rate-limit wait the run's end cut short, as an error: ``text``."""
+    error = ErrorInfo(code=error_code(text), message=text, failure="non_fatal")
+    return opened.model_copy(
+        update={
+            "id": new_id(),
+            "type": EventType.RATE_LIMIT_WAIT,
+            "seq": None,
+            "parts": [TextPart(text=text)],
+            "started_at": opened.created_at,
+            "created_at": utc_now(),
+            "error": error,
+        }
     )

@@ -251,6 +251,7 @@ class Runner:
                 self.compaction,
                 invocation_id=ctx.invocation_id,
                 author=self.agent.name,
+                gates=ctx.invocation,
             )
             if summary is not None:
                 yield await self._store(session, summary, telemetry)
@@ -266,7 +267,7 @@ class Runner:
         """Store an error response for each call the turn leaves open as ``ending`` (a
         terminal error) ends it, so every call in the record has exactly one response."""
         error = ending.error
-        if error is None or not calls.open_calls:
+        if error is None or not calls.is_open:
             return
         if error.code != CANCELLED:
             why = f"the run failed ({error.code})"

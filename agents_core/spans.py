@@ -1,9 +1,9 @@
 """Spans: where a run's time went, derived from its events.
 
-Every agent run, model call, tool call and wait for a person (an approval, or the
-resume of a paused run) is a ``Span``, built from the events that open and close it
-(``agents_core.events``, schema version 2: each event names its ``span_id`` and
-``parent_span_id``). ``SpanTree`` follows events in their wire
+Every agent run, model call, tool call, wait for a person (an approval, or the
+resume of a paused run) and wait for a model's rate limit is a ``Span``, built from the
+events that open and close it (``agents_core.events``, schema version 2: each event
+names its ``span_id`` and ``parent_span_id``). ``SpanTree`` follows events in their wire
 form (``Event.to_wire()``, as stored and as streamed), in seq order, and hands out the
 spans so far: open spans (no ``end``) included, so a live run draws while it runs.
 ``finish`` closes what a run left open when it ended.
@@ -29,7 +29,7 @@ from pydantic import AwareDatetime, NonNegativeInt, PlainSerializer
 from agents_core.contracts import Contract, Cost
 from agents_core.events import EventType
 
-SpanKind = Literal["agent", "model", "tool", "human"]
+SpanKind = Literal["agent", "model", "tool", "human", "wait"]
 SpanStatus = Literal["open", "ok", "error"]
 PREVIEW_CHARS = 2_000
 """How much of a model's text or a tool's arguments and result a span carries."""
@@ -47,6 +47,8 @@ SPAN_EVENT_TYPES: frozenset[str] = frozenset(
         EventType.USER_ANSWER,
         EventType.RUN_PAUSED,
         EventType.RUN_RESUMED,
+        EventType.RATE_LIMIT_WAITING,
+        EventType.RATE_LIMIT_WAIT,
         EventType.ERROR,
     }
 )
@@ -92,8 +94,8 @@ class Span(Contract):
     parent_span_id: str | None
     kind: SpanKind
     name: str
-    """The agent's name, the tool's name, ``model``, ``approval``, ``question`` or
-    ``pause``."""
+    """The agent's name, the tool's name, ``model``, ``approval``, ``question``,
+    ``pause`` or (a ``wait``) ``rate_limit``."""
     author: str
     """The agent the span belongs to."""
     branch: str | None
@@ -156,6 +158,8 @@ class SpanTree:
             self._tool_response(wire)
         elif kind in _WAIT_OPENED or kind in _WAIT_CLOSED:
             self._wait(str(kind), wire)
+        elif kind in (EventType.RATE_LIMIT_WAITING, EventType.RATE_LIMIT_WAIT):
+            self._rate_limit(wire)
         elif kind == EventType.ERROR:
             self._error(wire)
 
@@ -316,6 +320,21 @@ class SpanTree:
                 "answer"
             )
             self._close(wire, "error" if unanswered else "ok")
+
+    def _rate_limit(self, wire: Wire) -> None:
+        """A model call's wait for its rate limit: open from ``rate_limit_waiting`` (or,
+        stored before that event existed, only the closing event's ``started_at``)."""
+        start = _time(wire.get("started_at") or wire["created_at"])
+        built = self._open(wire, "wait", "rate_limit", start)
+        if built is None:
+            return
+        text = "".join(p.get("text", "") for p in wire.get("parts", ()) if p["kind"] == "text")
+        built.attributes["text"] = _clip(text)
+        if wire["type"] == EventType.RATE_LIMIT_WAIT:
+            error = wire.get("error")
+            self._close(wire, "error" if error else "ok")
+            if error:
+                built.fields["error"] = f"{error.get('code')}: {error.get('message')}"
 
     def _question(self, wire: Wire) -> None:
         built = self._spans.get(wire.get("span_id") or "")

@@ -3,9 +3,9 @@
 ``agents_core.ledger.CallLedger`` knows a turn's open tool calls and pending approvals;
 this module reads one for a run from the database and answers, from it, every question
 about what the run waits on: the live status (``waiting_for``: a person's approval or
-answer, a tool, or else the model), recovery (which tool calls were left unanswered when its
-executor died, and whether each may have taken effect) and approval decisions (does
-this call wait for one?).
+answer, a tool, the model's rate limit, or else the model), recovery (which tool calls
+were left unanswered when its executor died, and whether each may have taken effect)
+and approval decisions (does this call wait for one?).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from studio.models import Event, Run, RunStatus
 
 __all__ = ["TRACKED_TYPES", "CallLedger", "WaitingFor", "ledger_of", "run_awaiting", "waiting_for"]
 
-WaitingFor = Literal["model", "tool", "approval", "answer", "paused"] | None
+WaitingFor = Literal["model", "tool", "approval", "answer", "paused", "rate_limit"] | None
 
 
 def waiting_for(ledger: CallLedger, run_status: str | None) -> WaitingFor:
@@ -35,6 +35,8 @@ def waiting_for(ledger: CallLedger, run_status: str | None) -> WaitingFor:
         return "approval"
     if ledger.waits_for_answer:
         return "answer"
+    if ledger.open_waits:
+        return "rate_limit"
     return "tool" if ledger.open_calls else "model"
 
 

@@ -53,6 +53,7 @@ def anthropic_chat(
         provider=f"anthropic:{base_url or 'default'}:{model}",
         streaming=streaming,
         vision=vision,
+        replays_thinking=True,
     )
 
 

@@ -47,6 +47,11 @@ class ChatMessage(Contract):
     """Tool turns: the tool's name."""
     attachments: list[Attachment] = Field(default_factory=list)
     """User turns: files attached to the message (images, PDFs, text)."""
+    thinking: str = ""
+    """Assistant turns: the model's thinking, as it answered."""
+    thinking_signature: str = ""
+    """Assistant turns: the provider's signature of ``thinking`` (Anthropic's), which
+    adapters that replay thinking send back with it; empty when there is none."""
 
 
 class MessageLog(list[ChatMessage]):
@@ -171,6 +176,10 @@ class LlmResponse(Contract):
 
     text: str = ""
     thinking: str = ""
+    thinking_signature: str = ""
+    """The provider's signature of the complete answer's ``thinking`` (Anthropic signs
+    its thinking blocks and requires them back, signed, on the next request of a
+    tool-use turn)."""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage | None = None
     model_name: str | None = None

@@ -64,6 +64,9 @@ class LangChainModel(BaseLlm):
     classify: Classifier | None = None
     vision: bool = False
     """Whether the chat model takes images and files (``accepts_attachments``)."""
+    replays_thinking: bool = False
+    """Send an assistant turn's signed thinking back as a ``thinking`` content block
+    (Anthropic requires it on a tool-use turn); other providers never see one."""
     _bound: dict[
         tuple[int, ...], tuple[list[ToolSchema], Runnable[LanguageModelInput, BaseMessage]]
     ] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -89,7 +92,7 @@ class LangChainModel(BaseLlm):
 
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
         runnable = self._bind(request.tools)
-        messages = to_langchain_messages(request)
+        messages = to_langchain_messages(request, thinking=self.replays_thinking)
         try:
             if not self.streaming:
                 message = await runnable.ainvoke(messages)
@@ -141,8 +144,9 @@ def _as_chunk(piece: BaseMessage) -> AIMessageChunk | None:
     return None
 
 
-def to_langchain_messages(request: LlmRequest) -> list[BaseMessage]:
-    """The request's messages as LangChain messages.
+def to_langchain_messages(request: LlmRequest, *, thinking: bool = False) -> list[BaseMessage]:
+    """The request's messages as LangChain messages; with ``thinking``, an assistant
+    turn's signed thinking goes first in its content, as Anthropic's ``thinking`` block.
 
     The stretches of a ``Conversation`` over the history builder's ``MessageLog`` are
     converted once per message and the same LangChain objects handed out again on
@@ -154,16 +158,17 @@ def to_langchain_messages(request: LlmRequest) -> list[BaseMessage]:
     if request.system_instruction:
         out.append(_system_message(request.system_instruction))
     messages = request.messages
-    convert = functools.partial(_to_langchain, blobs=request.blobs)
+    convert = functools.partial(_to_langchain, blobs=request.blobs, thinking=thinking)
     if not isinstance(messages, Conversation):
         out.extend(map(convert, messages))
         return out
     # Blobs are addressed by their content, so a message derived with its files' bytes
     # stays right for every later call.
-    derive = functools.partial(_derive, blobs=request.blobs)
+    derive = functools.partial(_derive, blobs=request.blobs, thinking=thinking)
+    key = _DERIVED_KEY + (":thinking" if thinking else "")
     for source, start, stop in messages.stretches:
         if isinstance(source, MessageLog):
-            out.extend(source.derive(_DERIVED_KEY, derive, stop)[start:stop])
+            out.extend(source.derive(key, derive, stop)[start:stop])
         else:
             out.extend(map(convert, source[start:stop]))
     return out
@@ -179,12 +184,14 @@ def _system_message(text: str) -> SystemMessage:
 
 
 def _derive(
-    _: list[BaseMessage], message: ChatMessage, *, blobs: Mapping[str, bytes]
+    _: list[BaseMessage], message: ChatMessage, *, blobs: Mapping[str, bytes], thinking: bool
 ) -> BaseMessage:
-    return _to_langchain(message, blobs=blobs)
+    return _to_langchain(message, blobs=blobs, thinking=thinking)
 
 
-def _to_langchain(message: ChatMessage, *, blobs: Mapping[str, bytes]) -> BaseMessage:
+def _to_langchain(
+    message: ChatMessage, *, blobs: Mapping[str, bytes], thinking: bool = False
+) -> BaseMessage:
     match message.role:
         case "system":
             return SystemMessage(message.text)
@@ -199,11 +206,24 @@ def _to_langchain(message: ChatMessage, *, blobs: Mapping[str, bytes]) -> BaseMe
                 {"id": c.id, "name": c.name, "args": c.args, "type": "tool_call"}
                 for c in message.tool_calls
             ]
+            if thinking and message.thinking_signature:
+                return AIMessage(content=_signed_blocks(message), tool_calls=calls)
             return AIMessage(content=message.text, tool_calls=calls)
         case "tool":
             return ToolMessage(
                 content=message.text, tool_call_id=message.tool_call_id or "", name=message.name
             )
+
+
+def _signed_blocks(message: ChatMessage) -> list[str | dict[str, Any]]:
+    """An assistant turn's content with its signed thinking first, as Anthropic sent it."""
+    block = {
+        "type": "thinking",
+        "thinking": message.thinking,
+        "signature": message.thinking_signature,
+    }
+    text = [{"type": "text", "text": message.text}] if message.text else []
+    return [block, *text]
 
 
 def _file_block(attachment: Attachment, blobs: Mapping[str, bytes]) -> dict[str, Any]:
@@ -245,6 +265,7 @@ def from_langchain_message(message: BaseMessage) -> LlmResponse:
     return LlmResponse(
         text=_text_of(message.content),
         thinking=_thinking_of(message),
+        thinking_signature=_signature_of(message),
         tool_calls=calls,
         usage=usage,
         model_name=meta.get("model_name") or meta.get("model"),
@@ -288,6 +309,17 @@ def _thinking_of(message: BaseMessage) -> str:
             if isinstance(b, dict) and b.get("type") in {"reasoning", "thinking"}
         )
     return ""
+
+
+def _signature_of(message: BaseMessage) -> str:
+    """The signature of a message's thinking blocks (Anthropic signs each one)."""
+    if not isinstance(message.content, list):
+        return ""
+    return "".join(
+        str(b.get("signature") or "")
+        for b in message.content
+        if isinstance(b, dict) and b.get("type") == "thinking"
+    )
 
 
 def _tool_dict(tool: ToolSchema) -> dict[str, Any]:

@@ -96,7 +96,12 @@ class PlanReActPlanner(BasePlanner):
             text = "\n\n".join(s.text for s in sections if s.tag not in _NARRATION)
             thoughts = [s for s in sections if s.tag in _NARRATION]
         thinking = "\n".join(t for t in (response.thinking, join_sections(thoughts)) if t)
-        return response.model_copy(update={"text": text, "thinking": thinking})
+        # A provider's signature signs its own thinking only: merged with the planner's
+        # sections it would no longer match.
+        signature = response.thinking_signature if thinking == response.thinking else ""
+        return response.model_copy(
+            update={"text": text, "thinking": thinking, "thinking_signature": signature}
+        )
 
 
 def latest_plan(ctx: ReadonlyContext) -> str | None:

@@ -72,7 +72,14 @@ class RedactHook(Hook):
         return text
 
     async def after_model(self, ctx: ReadonlyContext, response: LlmResponse) -> LlmResponse:
-        masked = {"text": self.mask(response.text), "thinking": self.mask(response.thinking)}
+        thinking = self.mask(response.thinking)
+        # A provider's signature signs the thinking as written: masked, it no longer does.
+        signature = response.thinking_signature if thinking == response.thinking else ""
+        masked = {
+            "text": self.mask(response.text),
+            "thinking": thinking,
+            "thinking_signature": signature,
+        }
         return response.model_copy(update=masked)
 
 

@@ -44,11 +44,11 @@ class SpanCostSerializer(serializers.Serializer[SpanCost]):
 
 
 class SpanSerializer(serializers.Serializer[Span]):
-    """One agent run, model call, tool call or wait for a person."""
+    """One agent run, model call, tool call, wait for a person or for a rate limit."""
 
     span_id = serializers.CharField()
     parent_span_id = serializers.CharField(allow_null=True)
-    kind = serializers.ChoiceField(choices=["agent", "model", "tool", "human"])
+    kind = serializers.ChoiceField(choices=["agent", "model", "tool", "human", "wait"])
     name = serializers.CharField(help_text="The agent's or tool's name, `model` or `approval`.")
     author = serializers.CharField(help_text="The agent the span belongs to.")
     branch = serializers.CharField(allow_null=True)

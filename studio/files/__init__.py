@@ -4,14 +4,18 @@ The type of a file is what its bytes are (``sniff``), never what the client decl
 PNG, JPEG, GIF and WebP images, PDF documents and UTF-8 plain text, at most
 ``STUDIO_UPLOAD_MAX_BYTES`` each and ``STUDIO_UPLOAD_MAX_FILES`` a message. Every file
 of a message is checked before any is stored. Bytes are stored once in the default
-storage under their SHA-256; an ``Upload`` row per owner says who may read them.
+storage under their SHA-256 (a ``Blob`` row says so); an ``Upload`` row per owner says
+who may read them. Bytes nobody refers to any more are swept (``studio.files.sweep``).
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -20,11 +24,12 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.http import Http404
+from django.utils import timezone
 
 from agents_core.blobs import blob_id_of
 from agents_core.events import FilePart
 from studio.errors import InvalidInputError, Problem
-from studio.models import Upload
+from studio.models import Blob, Upload
 
 FIELD = "files"
 ALLOWED_TYPES = frozenset(
@@ -115,18 +120,12 @@ def _check(upload: UploadedFile[bytes]) -> Checked | Problem:
 def store(owner: AbstractBaseUser, files: Sequence[Checked]) -> list[FilePart]:
     """Store checked ``files`` for ``owner`` (bytes once per content, a row once per
     owner and content) and return their references. Call inside the transaction that
-    stores the message: a failure leaves no row (at worst bytes nobody references)."""
+    stores the message: a failure leaves no row (at worst bytes nobody references,
+    which the sweeper removes)."""
     parts = []
     for file in files:
         blob_id = blob_id_of(file.data)
-        path = _path(blob_id)
-        if not default_storage.exists(path):
-            default_storage.save(path, ContentFile(file.data))
-        Upload.objects.get_or_create(
-            owner_id=owner.pk,
-            blob_id=blob_id,
-            defaults={"content_type": file.content_type, "size": len(file.data)},
-        )
+        _keep(owner, blob_id, file)
         parts.append(
             FilePart(
                 blob_id=blob_id,
@@ -138,6 +137,22 @@ def store(owner: AbstractBaseUser, files: Sequence[Checked]) -> list[FilePart]:
     return parts
 
 
+def _keep(owner: AbstractBaseUser, blob_id: str, file: Checked) -> None:
+    """The blob's row locked (or made) first, as the sweeper locks it: while this
+    transaction lasts the sweeper cannot remove the bytes. Then the owner's row, its
+    use noted; then the bytes, if they are not there (a sweep may just have taken
+    them)."""
+    Blob.objects.select_for_update().get_or_create(blob_id=blob_id)
+    used = Upload.objects.filter(owner_id=owner.pk, blob_id=blob_id)
+    if not used.update(used_at=timezone.now()):
+        Upload.objects.create(
+            owner_id=owner.pk, blob_id=blob_id, content_type=file.content_type, size=len(file.data)
+        )
+    path = blob_path(blob_id)
+    if not default_storage.exists(path):
+        default_storage.save(path, ContentFile(file.data))
+
+
 def owned(owner: AbstractBaseUser, blob_id: str) -> Upload:
     """``owner``'s upload of ``blob_id``; ``Http404`` for anyone else's or none."""
     upload = Upload.objects.filter(owner_id=owner.pk, blob_id=blob_id).first()
@@ -146,13 +161,38 @@ def owned(owner: AbstractBaseUser, blob_id: str) -> Upload:
     return upload
 
 
+def exported(owner: AbstractBaseUser, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The files ``events`` (wire JSON) attach that ``owner`` may read, each once, in
+    the order first attached: SHA-256, type, size and the bytes in base64. A file
+    whose bytes are gone (swept) is listed without ``data``."""
+    named = dict.fromkeys(
+        part["blob_id"]
+        for event in events
+        for part in event.get("parts", ())
+        if part.get("kind") == "file"
+    )
+    uploads = {u.blob_id: u for u in Upload.objects.filter(owner_id=owner.pk, blob_id__in=named)}
+    out: list[dict[str, Any]] = []
+    for blob_id in (b for b in named if b in uploads):
+        upload = uploads[blob_id]
+        entry: dict[str, Any] = {
+            "sha256": blob_id,
+            "content_type": upload.content_type,
+            "size": upload.size,
+        }
+        with contextlib.suppress(FileNotFoundError):
+            entry["data"] = base64.b64encode(read(blob_id)).decode("ascii")
+        out.append(entry)
+    return out
+
+
 def read(blob_id: str) -> bytes:
-    with default_storage.open(_path(blob_id), "rb") as handle:
+    with default_storage.open(blob_path(blob_id), "rb") as handle:
         data: bytes = handle.read()
     return data
 
 
-def _path(blob_id: str) -> str:
+def blob_path(blob_id: str) -> str:
     return f"blobs/{blob_id[:2]}/{blob_id}"
 
 

@@ -4,7 +4,7 @@ Each config's use is counted in windows of ``STUDIO_RATE_WINDOW_S`` (a minute) i
 ``RateWindow`` rows. A call takes its room with one conditional UPDATE that matches
 only while the window has room, so two processes can never both take the last of it
 (SQLite and PostgreSQL alike); a call that finds no room is told how long until the
-next window, and the core waits (``agents_core._step_loop.wait_for_rate_limit``).
+next window, and the core waits (``agents_core._rate_limit_wait``).
 """
 
 from __future__ import annotations

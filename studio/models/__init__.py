@@ -395,5 +395,6 @@ from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of it
 from studio.models.prompts import PromptTemplate as PromptTemplate  # noqa: E402
 from studio.models.runs import Run as Run  # noqa: E402
 from studio.models.traces import RunSpans as RunSpans  # noqa: E402
+from studio.models.uploads import Blob as Blob  # noqa: E402
 from studio.models.uploads import Upload as Upload  # noqa: E402
 from studio.models.usage import ModelDay as ModelDay  # noqa: E402

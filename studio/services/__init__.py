@@ -24,6 +24,7 @@ from studio.services.prompts import delete_template, preview_template, save_temp
 from studio.services.sessions import (
     FORMAT_VERSION,
     SESSION_FORMAT,
+    SESSION_FORMAT_VERSION,
     cancel_active_run,
     cancel_run,
     delete_session,
@@ -43,6 +44,7 @@ __all__ = [
     "FORMAT_VERSION",
     "PRICE_FIELDS",
     "SESSION_FORMAT",
+    "SESSION_FORMAT_VERSION",
     "ConnectionCheck",
     "answer_question",
     "cancel_active_run",

@@ -26,7 +26,10 @@ from studio.runs import records
 
 SESSION_FORMAT = "studio.session"
 FORMAT_VERSION = 1
-"""The version of the export formats (sessions, and agents: ``services.agents``)."""
+"""The version of the agent export format (``services.agents``); sessions' was too."""
+SESSION_FORMAT_VERSION = 2
+"""The version of the session export format: 2 adds ``files``, the bytes of the files
+its messages attach (version 1 documents had the references only)."""
 
 
 def start_session(owner: AbstractBaseUser, agent: Agent, *, title: str = "") -> Session:
@@ -234,12 +237,15 @@ def delete_session(session: Session) -> None:
 
 
 def export_session(session: Session) -> dict[str, Any]:
-    """Everything needed to read a session elsewhere: its events (wire JSON), runs
-    and the agent version it ran. Contains no secret: model configs appear by name."""
+    """Everything needed to read a session elsewhere: its events (wire JSON), runs,
+    the agent version it ran and the files its messages attach (``files``: each once,
+    with its SHA-256, type, size and base64 bytes). Contains no secret: model configs
+    appear by name."""
     version = session.agent_version
+    events = [event.payload for event in session.events.order_by("seq")]
     return {
         "format": SESSION_FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": SESSION_FORMAT_VERSION,
         "session": {
             "id": str(session.id),
             "title": session.title,
@@ -262,5 +268,6 @@ def export_session(session: Session) -> dict[str, Any]:
             },
         },
         "runs": [wire.run_payload(run) for run in session.runs.order_by("created_at")],
-        "events": [event.payload for event in session.events.order_by("seq")],
+        "events": events,
+        "files": stored_files.exported(session.owner, events),
     }

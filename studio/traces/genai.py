@@ -272,7 +272,11 @@ def _human(facts: RunFacts, span: Span, capture: bool) -> Described:
     return "studio.approval", SpanKind.INTERNAL, attributes
 
 
-_KINDS = {"agent": _agent, "model": _model, "tool": _tool, "human": _human}
+def _wait(facts: RunFacts, span: Span, capture: bool) -> Described:
+    return "studio.rate_limit_wait", SpanKind.INTERNAL, {"studio.wait.reason": span.name}
+
+
+_KINDS = {"agent": _agent, "model": _model, "tool": _tool, "human": _human, "wait": _wait}
 
 
 def _error(span: Span, capture: bool) -> str:

@@ -1,7 +1,8 @@
 """Where a run's wall time went: queued, the model, tools, waiting on a person, and the
 runner's own overhead.
 
-Read from the run's spans (``agents_core.spans``): a model call's span, the time a tool
+Read from the run's spans (``agents_core.spans``): a model call's span (and its wait
+for the model's rate limit), the time a tool
 itself ran (``ran_from`` for ``ran_ms`` within its span, leaving out any wait for
 approval), a wait for a person's span. Time when several of these happen at once
 (parallel branches) counts once, for the first of ``human``, ``tools``, ``model``; what
@@ -46,7 +47,7 @@ def wall_time(
 def _intervals(spans: Iterable[Span], ended_at: datetime) -> list[Interval]:
     found: list[Interval] = []
     for span in spans:
-        if span.kind == "model":
+        if span.kind in ("model", "wait"):  # a wait for a model's rate limit is its time
             found.append((span.start, span.end or ended_at, "model"))
         elif span.kind == "human":
             found.append((span.start, span.end or ended_at, "human"))

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from agents_core import BaseAgent, InMemorySessionService, RetryPolicy, RunConfig
 from agents_core.builder import build_agent, check_spec
-from agents_core.events import Event, EventType
+from agents_core.events import Event, EventType, TextPart
 from agents_core.exceptions import ModelRateLimitError, ModelRequestError, ModelServerError
 from agents_core.llm import ChatMessage, LlmRequest, LlmResponse, ScriptedModel
 from agents_core.llm.chain import ModelChain, ModelLink, request_key
 from agents_core.llm.resilience import BreakerRegistry
+from agents_core.spans import spans_of
 from agents_core.specs import AgentSpec
 from agents_core.testing import reply
 from agents_core.tools.registry import default_registry
@@ -149,10 +151,52 @@ async def test_a_call_over_the_rate_limit_waits_and_the_wait_is_stored() -> None
     events, _ = await run(agent, rate_limiter=limiter)
 
     types = [e.type for e in complete(events)]
+    assert types.index(EventType.RATE_LIMIT_WAITING) < types.index(EventType.RATE_LIMIT_WAIT)
     assert types.index(EventType.RATE_LIMIT_WAIT) < types.index(EventType.AGENT_MESSAGE)
-    wait = next(e for e in events if e.type is EventType.RATE_LIMIT_WAIT)
-    assert wait.started_at is not None and wait.span_id is not None
+    [opened] = [e for e in events if e.type is EventType.RATE_LIMIT_WAITING]
+    [wait] = [e for e in events if e.type is EventType.RATE_LIMIT_WAIT]
+    assert wait.span_id is not None and wait.span_id == opened.span_id
+    assert wait.started_at == opened.created_at and wait.error is None
+    [span] = [s for s in spans_of(e.to_wire() for e in complete(events)) if s.kind == "wait"]
+    assert (span.name, span.status, span.start_seq, span.end_seq) == (
+        "rate_limit",
+        "ok",
+        opened.seq,
+        wait.seq,
+    )
     assert len(limiter.asked) == 3
+
+
+async def test_a_wait_that_gives_up_is_closed_as_an_error_before_the_run_fails() -> None:
+    limiter = OneCallLimiter(max_wait_s=0.05, delay=0.03, refusals=5, allowed=0)
+    agent = agent_of({"name": "bot", "model": "a"}, a=ScriptedModel([reply("hi")], name="a"))
+
+    events, _ = await run(agent, rate_limiter=limiter)
+
+    types = [e.type for e in complete(events)]
+    assert types.index(EventType.RATE_LIMIT_WAIT) < types.index(EventType.ERROR)
+    assert events[-1].error is not None and events[-1].error.code == ModelRateLimitError.code
+    [wait] = [e for e in events if e.type is EventType.RATE_LIMIT_WAIT]
+    assert wait.error is not None and wait.error.code == ModelRateLimitError.code
+    assert not wait.error.terminal
+    [span] = [s for s in spans_of(e.to_wire() for e in complete(events)) if s.kind == "wait"]
+    assert span.status == "error"
+
+
+def test_a_wait_stored_before_the_opening_event_is_still_a_closed_span() -> None:
+    wait = Event(
+        type=EventType.RATE_LIMIT_WAIT,
+        invocation_id="inv",
+        session_id="s",
+        author="bot",
+        seq=3,
+        parts=[TextPart(text="waited 1.0s for the rate limit of a")],
+        span_id="w1",
+        started_at=datetime(2026, 1, 1, tzinfo=UTC),
+        created_at=datetime(2026, 1, 1, 0, 0, 1, tzinfo=UTC),
+    )
+    [span] = spans_of([wait.to_wire()])
+    assert (span.kind, span.status, span.duration_ms) == ("wait", "ok", 1000.0)
 
 
 async def test_a_call_that_would_wait_past_the_bound_fails_as_rate_limited() -> None:

@@ -6,6 +6,7 @@ nothing stored."""
 from __future__ import annotations
 
 import base64
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +172,31 @@ def test_plain_text_is_taken_and_downloaded_not_shown(ada: User, recording_execu
     served = client.get(f"/files/{upload.blob_id}/")
     assert served["Content-Type"] == "text/plain"
     assert served["Content-Disposition"].startswith("attachment;")
+
+
+def test_a_session_export_carries_its_files_bytes_once_each(
+    ada: User, bob: User, recording_executor: Any
+) -> None:
+    _model(ada, "anthropic")
+    session = make_session(ada, make_agent(ada, "looker", model="eyes"))
+    text = b"plain notes\n"
+    assert _post(ada, session.pk, _image(), _image("again.png")).status_code == 202
+    Run.objects.filter(session=session).update(status=RunStatus.SUCCEEDED)
+    notes = SimpleUploadedFile("notes.txt", text, content_type="text/plain")
+    assert _post(ada, session.pk, notes).status_code == 202
+
+    response = client_for(ada).get(f"/api/sessions/{session.pk}/export/")
+
+    assert response.status_code == 200, response.content
+    document = response.json()
+    assert (document["format"], document["format_version"]) == ("studio.session", 2)
+    exported = [
+        (f["sha256"], f["content_type"], f["size"], base64.b64decode(f["data"]))
+        for f in document["files"]
+    ]
+    assert exported == [
+        (hashlib.sha256(png()).hexdigest(), "image/png", len(png()), png()),
+        (hashlib.sha256(text).hexdigest(), "text/plain", len(text), text),
+    ]
+    missing = client_for(bob).get(f"/api/sessions/{session.pk}/export/")
+    assert missing.status_code == 404

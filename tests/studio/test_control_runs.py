@@ -11,7 +11,9 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.test import Client
 
+from agents_core.llm import LlmResponse
 from studio import services
+from studio.agents.hooks import RedactHook, RedactSettings
 from studio.asgi import application
 from studio.models import Run, RunStatus, Session
 from studio.runs.execute import execute_run
@@ -245,3 +247,17 @@ async def test_a_sub_agent_that_degrades_lets_the_pipeline_finish_degraded(ada: 
     assert viewer.events_of_type("agent_message")[-1]["parts"][0]["text"] == "second done"
     assert viewer.status is not None
     assert "agent 'first' failed" in viewer.status["run"]["error_message"]
+
+
+@pytest.mark.parametrize(
+    ("thinking", "kept"), [("plain thought", "sig-1"), ("the secret thought", "")]
+)
+async def test_redacting_thinking_drops_a_signature_that_would_no_longer_match(
+    thinking: str, kept: str
+) -> None:
+    hook = RedactHook(RedactSettings(terms=["secret"]))
+    response = LlmResponse(text="ok", thinking=thinking, thinking_signature="sig-1")
+
+    masked = await hook.after_model(None, response)  # type: ignore[arg-type]  # unread
+
+    assert masked.thinking_signature == kept

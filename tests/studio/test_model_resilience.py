@@ -263,3 +263,56 @@ def test_configs_count_apart(ada: User) -> None:
         limits = rate_limits.Limits(config.pk, requests=1, tokens=None)
         assert rate_limits.take(limits, 5, 0.0, 60.0) is None
         assert rate_limits.take(limits, 5, 1.0, 60.0) == 59.0
+
+
+def two_turns(api: APIClient, agent: str) -> list[Any]:
+    """Two turns in one new session (the second one's end compacts it, at a threshold
+    of two conversation events); the session's events after both."""
+    session = api.post("/api/sessions/", {"agent": agent}, format="json").json()
+    for text in ("hello", "and again"):
+        path = f"/api/sessions/{session['id']}/messages/"
+        queued = api.post(path, {"text": text}, format="json")
+        assert queued.status_code == 202, queued.content
+        async_to_sync(execute_run)(Run.objects.get(pk=queued.json()["id"]))
+    events: list[Any] = api.get(f"/api/sessions/{session['id']}/events/").json()["results"]
+    return events
+
+
+COMPACT_SOON = {"threshold": 2, "keep_last": 1}
+
+
+def test_a_compaction_summary_over_the_rate_limit_is_skipped_not_sent(
+    api: APIClient, servers: tuple[OpenAIServer, OpenAIServer], settings: Any
+) -> None:
+    settings.STUDIO_RATE_WINDOW_S = 3600.0
+    settings.STUDIO_RATE_MAX_WAIT_S = 0.0
+    server = servers[0]
+    for text in ("one", "two", "a summary that must not be asked for"):
+        server.reply(text, usage=USAGE)
+    create_model(api, "limited", server, requests_per_minute=2)
+    agent = create_agent(api, model="limited", compaction=COMPACT_SOON)
+
+    events = two_turns(api, agent)
+
+    assert [e["parts"][0]["text"] for e in of_type(events, "agent_message")] == ["one", "two"]
+    assert of_type(events, "compaction") == []
+    assert len(server.requests) == 2
+
+
+def test_an_agent_with_a_cache_takes_a_compaction_summary_from_it(
+    api: APIClient, servers: tuple[OpenAIServer, OpenAIServer]
+) -> None:
+    server = servers[0]
+    for text in ("one", "two", "the summary"):
+        server.reply(text, usage=USAGE)  # a fourth request would find no script: 400
+    create_model(api, "cached", server)
+    spec = {"model": "cached", "cache": {"ttl_s": 600}, "compaction": COMPACT_SOON}
+    agent = create_agent(api, **spec)
+
+    first = two_turns(api, agent)
+    second = two_turns(api, agent)
+
+    [fresh], [kept] = of_type(first, "compaction"), of_type(second, "compaction")
+    assert fresh["parts"][0]["text"] == kept["parts"][0]["text"] == "the summary"
+    assert fresh["usage"] is not None and kept["usage"] is None
+    assert len(server.requests) == 3

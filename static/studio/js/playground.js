@@ -15,6 +15,7 @@ const WAITING = {
   approval: "Waiting for your approval",
   answer: "Waiting for your answer",
   paused: "Paused: resume to go on",
+  rate_limit: "Waiting for the model's rate limit…",
 };
 
 const data = readJsonScript("playground-data");

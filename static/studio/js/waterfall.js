@@ -153,9 +153,10 @@ function sectionFor(run, stored = false) {
 
 function currentOptions() {
   const kinds = new Set([...filters.querySelectorAll("input[name=kind]:checked")].map((el) => el.value));
+  if (kinds.has("human")) kinds.add("wait"); // "Waits": for a person or for a rate limit
   const agent = $("wf-agent").value;
   const errors = $("wf-errors").checked;
-  const all = kinds.size === 4 && !agent && !errors;
+  const all = kinds.size === 5 && !agent && !errors;
   const show = all ? null : (span) => kinds.has(span.kind) && (!agent || span.author === agent) && (!errors || span.status === "error");
   return { show, colour: $("wf-colour").value, critical: $("wf-critical").checked };
 }

@@ -71,6 +71,9 @@ export class ChatView {
       case "model_fallback":
         this.bubble("policy fallback", "Fallback", fallbackText(event), event);
         break;
+      case "rate_limit_waiting":
+        this.bubble("policy waiting", "Rate limit", textOf(event), event);
+        break;
       case "rate_limit_wait":
         this.bubble("policy waited", "Rate limit", textOf(event), event);
         break;

@@ -165,4 +165,5 @@ export const WAITING_LABELS = {
   approval: "waiting for your approval",
   answer: "waiting for your answer",
   paused: "paused until resumed",
+  rate_limit: "waiting for the model's rate limit",
 };

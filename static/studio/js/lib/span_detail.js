@@ -61,6 +61,8 @@ function kindFacts(span, end) {
       if (a.ran_ms !== undefined && waited >= 1) facts.push(["Waited to run", formatDuration(waited)]);
       return facts;
     }
+    case "wait":
+      return [["Waited for", "the model's rate limit"], ["State", span.end === null ? "waiting" : span.status]];
     case "human":
       return [
         ["Tool", a.tool ?? "—"],
@@ -89,6 +91,8 @@ function sections(span, tree, run) {
         section("Result", a.result ?? (span.end === null ? "(running…)" : "—")),
         a.transfer_to ? section("Handed over to", a.transfer_to) : null,
       ];
+    case "wait":
+      return [section("Wait", a.text || "")];
     case "human":
       return [a.edited_args ? section("Edited arguments", pretty(a.edited_args)) : null];
     default:

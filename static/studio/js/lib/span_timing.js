@@ -29,8 +29,9 @@ export function wallTime(createdIso, startedIso, endedUs, spans) {
 function intervals(spans, ended) {
   const found = [];
   for (const span of spans) {
-    if (span.kind === "model" || span.kind === "human") {
-      found.push([span.start, span.end ?? ended, span.kind]);
+    if (span.kind === "model" || span.kind === "human" || span.kind === "wait") {
+      // a wait for the model's rate limit is time spent on the model
+      found.push([span.start, span.end ?? ended, span.kind === "wait" ? "model" : span.kind]);
     } else if (span.kind === "tool" && "ran_from" in span.attributes) {
       const from = micros(span.attributes.ran_from);
       found.push([from, from + msToMicros(span.attributes.ran_ms), "tools"]);

@@ -109,11 +109,26 @@ export class SpanStore {
       case "run_resumed":
         this.close(wire, "ok");
         break;
+      case "rate_limit_waiting": // a model call's wait for its rate limit, until rate_limit_wait
+      case "rate_limit_wait":
+        this.rateLimit(wire);
+        break;
       case "error":
         this.error(wire);
         break;
       default:
     }
+  }
+
+  /** SpanTree._rate_limit: a wait opened by rate_limit_waiting (or, in runs stored
+   * before it, only the closing event's started_at) and closed by rate_limit_wait. */
+  rateLimit(wire) {
+    const span = this.open(wire, "wait", "rate_limit", micros(wire.started_at || wire.created_at));
+    if (!span) return;
+    span.attributes.text = (wire.parts || []).filter((p) => p.kind === "text").map((p) => p.text).join("");
+    if (wire.type !== "rate_limit_wait") return;
+    this.close(wire, wire.error ? "error" : "ok");
+    if (wire.error) span.error = `${wire.error.code}: ${wire.error.message}`;
   }
 
   /** SpanTree.finish for one run (``invocationId``) that ended at ``atIso``. */

@@ -80,6 +80,7 @@ export class TimelineView {
     for (const stack of inv.stacks.values()) for (const step of stack) if (step.timer.dataset.stopped) this.stop(step);
     for (const call of inv.calls.values()) call.ended(run);
     for (const card of inv.approvals.values()) card.expired(run);
+    for (const row of inv.waits.values()) row.querySelector(".wait-state").textContent = "stopped";
   }
 
   /** The run now executing (null when none) and what it waits on. */
@@ -185,8 +186,11 @@ export class TimelineView {
       case "model_fallback":
         this.place(inv, event, this.row(event, "Fallback", h("div", { class: "text" }, fallbackText(event))));
         break;
+      case "rate_limit_waiting":
+        this.rateLimitWaiting(inv, event);
+        break;
       case "rate_limit_wait":
-        this.place(inv, event, this.row(event, "Waited for the rate limit", this.textBlock(event)));
+        this.rateLimitWaited(inv, event);
         break;
       default:
         this.place(inv, event, this.row(event, event.type, h("pre", {}, pretty(event.parts))));
@@ -241,7 +245,7 @@ export class TimelineView {
     this.root.append(el);
     inv = {
       id: event.invocation_id, el, body, titleEl: title, statusEl: status, totalsEl: totals, wallEl: wall,
-      title: "", stacks: new Map(), calls: new Map(), approvals: new Map(),
+      title: "", stacks: new Map(), calls: new Map(), approvals: new Map(), waits: new Map(),
       stats: { events: 0, toolCalls: 0, errors: 0, terminal: false, input: 0, output: 0, first: null, last: null, firstSeq: event.seq },
     };
     this.invocations.set(event.invocation_id, inv);
@@ -400,6 +404,31 @@ export class TimelineView {
     if (call) call.awaitApproval(card, event);
     else this.place(inv, event, this.row(event, "Approval request", card.el));
     if (this.isFinished(inv)) card.expired(this.runs.get(inv.id));
+  }
+
+  /** A model call waits for its rate limit: an open row until its wait ends. */
+  rateLimitWaiting(inv, event) {
+    const state = h("span", { class: "chip wait-state" }, this.isFinished(inv) ? "stopped" : "waiting…");
+    const row = this.row(event, "Waiting for the rate limit", this.textBlock(event));
+    row.querySelector(".line").append(state);
+    row.classList.add("open");
+    if (event.span_id) inv.waits.set(event.span_id, row);
+    this.place(inv, event, row);
+  }
+
+  /** The wait ends: its open row closes (runs stored before open rows get their own). */
+  rateLimitWaited(inv, event) {
+    const open = event.span_id && inv.waits.get(event.span_id);
+    const label = event.error ? "Stopped waiting for the rate limit" : "Waited for the rate limit";
+    if (!open) {
+      this.place(inv, event, this.row(event, label, this.textBlock(event)));
+      return;
+    }
+    inv.waits.delete(event.span_id);
+    open.classList.remove("open");
+    open.querySelector(".kind").textContent = label;
+    open.querySelector(".wait-state").textContent = event.error ? "stopped" : "done";
+    open.querySelector(".text").textContent = textOf(event) || "";
   }
 
   questionRow(inv, event) {

@@ -12,7 +12,7 @@
 //   that ended last before that one began, and so on, each followed down: the chain of
 //   spans that set when the run ended.
 
-export const KINDS = ["agent", "model", "tool", "human"];
+export const KINDS = ["agent", "model", "tool", "human", "wait"];
 
 /** spans: one run's spans. options: {collapsed: Set of lane keys, show(span) -> bool,
  * now: microseconds, for open spans}. */

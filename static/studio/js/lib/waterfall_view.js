@@ -16,7 +16,7 @@ export const ROW_H = 26;
 const OVERSCAN = 12;
 const MIN_WINDOW_US = 100;
 const SVG = "http://www.w3.org/2000/svg";
-const ICONS = { agent: "◆", model: "✦", tool: "⚙", human: "◷" };
+const ICONS = { agent: "◆", model: "✦", tool: "⚙", human: "◷", wait: "◔" };
 const VIA = { tool: "called as a tool", transfer: "handed over" };
 let charts = 0;
 
