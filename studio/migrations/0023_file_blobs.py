@@ -14,7 +14,7 @@ def blobs_of_uploads(apps, schema_editor):  # type: ignore[no-untyped-def]
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('studio', '0021_uploads'),
+        ('studio', '0022_prompt_templates'),
     ]
 
     operations = [
