@@ -27,8 +27,12 @@ def gemini_chat(
 
     One attempt per call (``agents_core`` retries itself), no redirects followed, every
     request over ``transport`` (``agents_core.llm.http``). ``options`` go to
-    ``ChatGoogleGenerativeAI`` (``temperature``, ``max_output_tokens`` ...).
+    ``ChatGoogleGenerativeAI`` (``temperature``, ``max_output_tokens`` ...); with a
+    ``thinking_budget`` the model's thoughts come back too (``include_thoughts``), so
+    they stream into the timeline like Anthropic's thinking.
     """
+    if options.get("thinking_budget"):
+        options.setdefault("include_thoughts", True)
     chat = ChatGoogleGenerativeAI(
         model=model,
         google_api_key=SecretStr(api_key),

@@ -320,6 +320,37 @@ async def test_anthropic_thinking_streams_apart_from_the_answer() -> None:
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "whole"])
+async def test_gemini_thinking_budget_is_sent_and_thoughts_come_apart_from_the_answer(
+    streaming: bool,
+) -> None:
+    from agents_core.llm.gemini import gemini_chat
+
+    with GeminiServer() as server:
+        server.reply("Four.", thinking="Two plus two makes four.")
+        model = gemini_chat(
+            model="gemini-test",
+            api_key=API_KEY,
+            base_url=server.base_url,
+            streaming=streaming,
+            thinking_budget=1024,
+        )
+
+        responses = [r async for r in model.astream(LlmRequest(messages=[_ASK]))]
+
+        sent = server.requests[-1].body
+    assert sent["generationConfig"]["thinkingConfig"] == {
+        "include_thoughts": True,
+        "thinking_budget": 1024,
+    }
+    final = responses[-1]
+    assert (final.text, final.thinking) == ("Four.", "Two plus two makes four.")
+    assert final.usage is not None and final.usage.reasoning_tokens == 5
+    if streaming:
+        thought = [r.thinking for r in responses if r.partial and r.thinking]
+        assert len(thought) > 1 and "".join(thought) == "Two plus two makes four."
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "whole"])
 async def test_openai_reasoning_effort_is_sent_and_thinking_tokens_counted_apart(
     streaming: bool,
 ) -> None:

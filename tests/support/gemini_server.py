@@ -1,6 +1,7 @@
 """A small server speaking the Gemini Developer API (``POST /v1beta/models/<model>:
 generateContent`` and ``:streamGenerateContent?alt=sse``), for tests: text and
-``functionCall`` parts, usage metadata, Google-style errors. The script and its use:
+``functionCall`` parts, thought parts (``"thought": true``, counted in
+``thoughtsTokenCount``), usage metadata, Google-style errors. The script and its use:
 ``tests.support.wire_server``."""
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ class GeminiServer(WireServer):
             return self.error(Fault(404, f"no route {path}"))
         if route.group(1) == "streamGenerateContent":
             return Answer(200, "text/event-stream", _stream(reply))
+        thought = [{"text": reply.thinking, "thought": True}] if reply.thinking else []
         parts = [{"text": reply.text}] if reply.text else []
-        return json_answer(200, _response(parts + _calls(reply), reply, last=True))
+        return json_answer(200, _response(thought + parts + _calls(reply), reply, last=True))
 
     def error(self, fault: Fault) -> Answer:
         status = _STATUSES.get(fault.status, "UNKNOWN")
@@ -48,16 +50,22 @@ def _response(parts: list[dict[str, Any]], reply: Reply, *, last: bool) -> dict[
     if last:
         candidate["finishReason"] = "STOP"
         prompt, output = reply.usage
+        thoughts = len(reply.thinking.split()) if reply.thinking else 0
         response["usageMetadata"] = {
             "promptTokenCount": prompt,
             "candidatesTokenCount": output,
-            "totalTokenCount": prompt + output,
+            "totalTokenCount": prompt + output + thoughts,
         }
+        if thoughts:
+            response["usageMetadata"]["thoughtsTokenCount"] = thoughts
     return response
 
 
 def _stream(reply: Reply) -> Iterator[bytes]:
-    pieces: list[list[dict[str, Any]]] = [[{"text": t}] for t in reply.tokens()]
+    thought = [[{"text": w + " ", "thought": True}] for w in reply.thinking.split(" ")[:-1]]
+    if reply.thinking:
+        thought.append([{"text": reply.thinking.split(" ")[-1], "thought": True}])
+    pieces: list[list[dict[str, Any]]] = thought + [[{"text": t}] for t in reply.tokens()]
     if reply.tool_calls:
         pieces.append(_calls(reply))
     pieces = pieces or [[{"text": ""}]]
