@@ -115,22 +115,29 @@ def _append_in_transaction(cursor: Any, session_key: str, event: core_events.Eve
 
 
 def _event_params(session_key: str, event: core_events.Event, seq: int | None = None) -> list[Any]:
-    """The values of ``_INSERT_COLUMNS`` after session and seq, ready for the database."""
+    """The values of ``_INSERT_COLUMNS`` after session and seq, ready for the database.
+
+    Adapted as the ORM's fields would (``get_db_prep_save``) but straight through the
+    backend's ``ops``: the hot path of a batch, where the fields' own machinery cost
+    ~40 us a value (``studio/models``' event fields carry no custom encoder)."""
+    ops, native_uuid = connection.ops, connection.features.has_native_uuid_field
     payload = event.to_wire()
     payload.update(session_id=session_key, seq=seq)  # as the stored copy's to_wire()
+    row_id = event_row_id(session_key, event.id)
+    usage = event.usage.model_dump(mode="json") if event.usage else None
     return [
-        _db(Event, "id", event_row_id(session_key, event.id)),
+        row_id if native_uuid else row_id.hex,
         event.type.value,
         event.author,
         event.branch or "",
         event.invocation_id,
         event.text,
-        _db(Event, "payload", payload),
+        ops.adapt_json_value(payload, None),
         event.schema_version,
-        _db(Event, "usage", event.usage.model_dump(mode="json") if event.usage else None),
-        _db(Event, "cost", event.cost.amount if event.cost else None),
+        None if usage is None else ops.adapt_json_value(usage, None),
+        _db(Event, "cost", event.cost.amount) if event.cost else None,
         event.cost.currency if event.cost else "",
-        _db(Event, "created_at", event.created_at),
+        ops.adapt_datetimefield_value(event.created_at),
     ]
 
 
