@@ -36,6 +36,8 @@ from bench.pgdb import throwaway_database
 from bench.workload import clone_turn, sample_turn
 
 TARGETS = {"sqlite": 5000, "postgresql": 5000}
+MAX_BATCH = 500
+"""``studio.group_commit.MAX_BATCH``, restored after the variant without group commit."""
 BENCH_USER = "bench"
 
 
@@ -242,17 +244,27 @@ def measure_rounds(
     rounds, and the diagnostics."""
     from django.test import override_settings
 
+    from studio import group_commit
+
     share = (ns.events // rounds, ns.seconds / rounds)
-    durable, floor, fast = Rate(), Rate(), Rate()
+    durable, floor, fast, alone = Rate(), Rate(), Rate(), Rate()
     for _ in range(rounds):
         with override_settings(STUDIO_EVENT_COMMIT="durable"):
             done = asyncio.run(service_rate(share[0], ns.warmup, share[1], ns.runs))
+            group_commit.MAX_BATCH = 1  # before group commit: one commit an event
+            try:
+                alone.add(asyncio.run(service_rate(share[0], ns.warmup, share[1], ns.runs)))
+            finally:
+                group_commit.MAX_BATCH = MAX_BATCH
         durable.add(done)
         floor.add(floor_rate(done.count, max(1, round(done.mean_batch)), ns.runs))
         if backend == "postgresql":
             with override_settings(STUDIO_EVENT_COMMIT="async"):
                 fast.add(asyncio.run(service_rate(share[0], ns.warmup, share[1], ns.runs)))
-    details: dict[str, Any] = {"rounds": rounds}
+    details: dict[str, Any] = {
+        "rounds": rounds,
+        "one_commit_an_event_per_s": rounded(alone.per_second),
+    }
     if fast.count:
         details["service_event_commit_async_per_s"] = rounded(fast.per_second)
     return durable, floor, details
