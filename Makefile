@@ -20,7 +20,7 @@ run: $(STAMP)
 # tests/scale (PostgreSQL, Redis, Daphnes and a worker). Without those servers it is
 # skipped, saying so; under CI=true it fails instead.
 SCALE_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/15
-SCALE_TESTS := tests/scale tests/studio/test_session_service.py tests/studio/test_api_*.py \
+SCALE_TESTS := tests/scale tests/studio/test_session_service.py tests/studio/test_group_commit.py tests/studio/test_api_*.py \
 	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py
 
 test: $(STAMP) lint

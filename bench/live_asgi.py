@@ -1,9 +1,10 @@
 """Studio's ASGI application, plus a commit clock for ``bench.live_fanout``.
 
 Every event that ``DjangoSessionService`` stores goes through
-``studio.session_service.append_event_sync``, which returns once its transaction has
-committed. Wrapped here, it appends ``<seq> <time.monotonic_ns()>`` to the file named by
-``BENCH_COMMIT_LOG`` right after the commit. ``CLOCK_MONOTONIC`` is system-wide, so the
+``studio.session_service.append_event_sync`` (alone) or ``studio.event_rows.insert_batch``
+(a group commit), each of which returns once its transaction has committed. Wrapped
+here, they append ``<seq> <time.monotonic_ns()>`` for each event stored to the file
+named by ``BENCH_COMMIT_LOG`` right after the commit. ``CLOCK_MONOTONIC`` is system-wide, so the
 benchmark's websocket clients on the same machine can subtract it from their receive
 times. Nothing else changes.
 """
@@ -21,9 +22,11 @@ __all__ = ["application"]
 
 
 def _install_commit_clock() -> None:
-    from studio import session_service
+    from agents_core.events import Event
+    from studio import event_rows, session_service
 
     append_event_sync = session_service.append_event_sync
+    insert_batch = event_rows.insert_batch
     log = open(os.environ["BENCH_COMMIT_LOG"], "a", buffering=1)  # noqa: SIM115 (process-long)
     lock = threading.Lock()
 
@@ -34,7 +37,17 @@ def _install_commit_clock() -> None:
             log.write(f"{stored.seq} {committed}\n")
         return stored
 
+    def timed_insert_batch(items: Any) -> Any:
+        answers = insert_batch(items)
+        committed = time.monotonic_ns()
+        with lock:
+            for stored in answers:
+                if isinstance(stored, Event):
+                    log.write(f"{stored.seq} {committed}\n")
+        return answers
+
     session_service.append_event_sync = timed_append_event_sync
+    event_rows.insert_batch = timed_insert_batch
 
 
 _install_commit_clock()

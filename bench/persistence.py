@@ -35,7 +35,9 @@ from bench.common import Measurement, add_backend_args, each_backend, emit, log,
 from bench.pgdb import throwaway_database
 from bench.workload import clone_turn, sample_turn
 
-TARGETS = {"sqlite": 2000, "postgresql": 3000}
+TARGETS = {"sqlite": 5000, "postgresql": 5000}
+MAX_BATCH = 500
+"""``studio.group_commit.MAX_BATCH``, restored after the variant without group commit."""
 BENCH_USER = "bench"
 
 
@@ -59,21 +61,41 @@ def setup_django(data_dir: Path, database_url: str | None) -> None:
     get_user_model().objects.create_user(BENCH_USER)
 
 
-async def service_rate(events: int, warmup: int, seconds: float) -> Rate:
-    """Appends through ``DjangoSessionService.append_event`` from async code, as the
-    runner makes them."""
+async def service_rate(events: int, warmup: int, seconds: float, runs: int = 1) -> Rate:
+    """Appends through ``DjangoSessionService.append_event`` from async code, as runs
+    make them: ``runs`` sessions, each appended to by its own task that awaits every
+    append before the next (persist then yield), all on one event loop, so all go
+    through its one writer (``studio.group_commit``). ``events`` in all, at most."""
+    from studio import group_commit
     from studio.session_service import DjangoSessionService
 
     service = DjangoSessionService()
-    batch = _events(await sample_turn(), events + warmup)
-    session = await service.create_session(app_name="bench", user_id=BENCH_USER)
-    for event in batch[:warmup]:
-        await service.append_event(session, event)
+    template = await sample_turn()
+    sessions = [
+        await service.create_session(app_name="bench", user_id=BENCH_USER) for _ in range(runs)
+    ]
+    for session in sessions:
+        for event in _events(template, max(1, warmup // runs)):
+            await service.append_event(session, event)
+    share = events // runs + len(template) * 2
+    planned = [_events(template, share, first_turn=share * (n + 1)) for n in range(runs)]
+    writer = group_commit.running_writer()
+    batched_before = (writer.batches, writer.events) if writer else (0, 0)
     rate = Rate()
-    for event in batch[warmup:]:
-        await service.append_event(session, event)
-        if rate.tick(seconds):
-            break
+
+    async def run(session: Any, number: int) -> None:
+        for event in planned[number]:
+            if rate.reserved >= events or rate.elapsed >= seconds:
+                return
+            rate.reserved += 1
+            await service.append_event(session, event)
+            rate.tick(seconds)
+
+    await asyncio.gather(*(run(session, n) for n, session in enumerate(sessions)))
+    writer = group_commit.running_writer()
+    if writer is not None:
+        rate.batches = writer.batches - batched_before[0]
+        rate.batched = writer.events - batched_before[1]
     return rate
 
 
@@ -101,6 +123,10 @@ class Rate:
     count: int = 0
     started: float = field(default_factory=time.perf_counter)
     elapsed: float = 0.0
+    reserved: int = 0
+    batches: int = 0
+    """Group commits of two events or more, and the events in them."""
+    batched: int = 0
 
     def tick(self, budget_s: float) -> bool:
         self.count += 1
@@ -114,11 +140,19 @@ class Rate:
     def add(self, other: Rate) -> None:
         self.count += other.count
         self.elapsed += other.elapsed
+        self.batches += other.batches
+        self.batched += other.batched
+
+    @property
+    def mean_batch(self) -> float:
+        """Events a commit, counting appends that went alone as batches of one."""
+        alone = self.count - self.batched
+        return self.count / max(1, self.batches + alone)
 
 
-def _events(template: list[Any], count: int) -> list[Any]:
+def _events(template: list[Any], count: int, first_turn: int = 0) -> list[Any]:
     events: list[Any] = []
-    number = 0
+    number = first_turn
     while len(events) < count:
         events.extend(clone_turn(template, number))
         number += 1
@@ -148,18 +182,27 @@ def measure(backend: str, ns: argparse.Namespace) -> None:
     from django.test import override_settings
 
     budget = (ns.events, ns.seconds)
-    if backend == "postgresql":
-        rate, details = measure_commit_modes(ns)
-    else:
-        rate = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
-        details = {}
-    log(f"persistence: {backend}: {rate.per_second:.0f} events/s through the service")
+    rate, floor, details = measure_rounds(backend, ns)
+    closeness = rate.per_second / floor.per_second
+    log(
+        f"persistence: {backend}: {rate.per_second:.0f} events/s through the service"
+        f" ({ns.runs} runs), the bare driver {floor.per_second:.0f}/s in batches of"
+        f" {rate.mean_batch:.1f}: {closeness:.2f}x"
+    )
+    one_run = asyncio.run(service_rate(*budget[:1], ns.warmup, budget[1] / 3))
     details = {
         "events": rate.count,
-        "writer": "one: sequential awaits of DjangoSessionService.append_event",
+        "writer": f"one writer task; {ns.runs} sessions appending concurrently through"
+        " DjangoSessionService.append_event, each awaiting every append",
+        "runs": ns.runs,
+        "mean_batch": rounded(rate.mean_batch),
+        "floor_per_s": rounded(floor.per_second),
+        "service_over_floor": rounded(closeness, 2),
+        "one_run_per_s": rounded(one_run.per_second),
         "database": database_version(connection),
         "conn_max_age": connection.settings_dict["CONN_MAX_AGE"],
         "append_event_sync_direct_per_s": rounded(sync_rate(*budget).per_second),
+        "load_average": [rounded(x, 2) for x in os.getloadavg()],
         **details,
     }
     if backend == "postgresql":  # the statement and Python alone, without the flush
@@ -168,9 +211,12 @@ def measure(backend: str, ns: argparse.Namespace) -> None:
         details["append_event_sync_direct_event_commit_async_per_s"] = rounded(
             direct_async.per_second
         )
+        details.update(
+            zip(COMMIT_COST_KEYS, (rounded(ms, 3) for ms in commit_costs()), strict=True)
+        )
     if settings.DEBUG:
         with override_settings(DEBUG=False):  # no query log, no SQL formatting
-            quiet = asyncio.run(service_rate(ns.events, ns.warmup, ns.seconds))
+            quiet = asyncio.run(service_rate(*budget[:1], ns.warmup, budget[1] / 3, ns.runs))
         details["service_debug_off_per_s"] = rounded(quiet.per_second)
     target = TARGETS[backend]
     emit(
@@ -185,28 +231,107 @@ def measure(backend: str, ns: argparse.Namespace) -> None:
     )
 
 
-def measure_commit_modes(ns: argparse.Namespace, rounds: int = 3) -> tuple[Rate, dict[str, Any]]:
-    """The service with durable (the default) and async event commits, alternating in
-    ``rounds`` rounds of a third of the budget each: the durable rate over all rounds,
-    and the diagnostics."""
+COMMIT_COST_KEYS = ("insert_commit_ms", "insert_commit_no_flush_ms", "select_1_round_trip_ms")
+
+
+def measure_rounds(
+    backend: str, ns: argparse.Namespace, rounds: int = 3
+) -> tuple[Rate, Rate, dict[str, Any]]:
+    """The service (durable commits, the default) and the bare driver writing the same
+    rows in batches of the service's mean size, alternating in ``rounds`` rounds of a
+    third of the budget each; on PostgreSQL also the service with
+    ``STUDIO_EVENT_COMMIT=async``. Returns the service's and the floor's rates over all
+    rounds, and the diagnostics."""
     from django.test import override_settings
 
+    from studio import group_commit
+
     share = (ns.events // rounds, ns.seconds / rounds)
-    durable, fast = Rate(), Rate()
+    durable, floor, fast, alone = Rate(), Rate(), Rate(), Rate()
     for _ in range(rounds):
-        for mode, total in (("durable", durable), ("async", fast)):
-            with override_settings(STUDIO_EVENT_COMMIT=mode):
-                total.add(asyncio.run(service_rate(share[0], ns.warmup, share[1])))
-    flush_ms, no_flush_ms, round_trip_ms = commit_costs()
-    log(f"persistence: postgresql: {fast.per_second:.0f} events/s with STUDIO_EVENT_COMMIT=async")
-    details = {
+        with override_settings(STUDIO_EVENT_COMMIT="durable"):
+            done = asyncio.run(service_rate(share[0], ns.warmup, share[1], ns.runs))
+            group_commit.MAX_BATCH = 1  # before group commit: one commit an event
+            try:
+                alone.add(asyncio.run(service_rate(share[0], ns.warmup, share[1], ns.runs)))
+            finally:
+                group_commit.MAX_BATCH = MAX_BATCH
+        durable.add(done)
+        floor.add(floor_rate(done.count, max(1, round(done.mean_batch)), ns.runs))
+        if backend == "postgresql":
+            with override_settings(STUDIO_EVENT_COMMIT="async"):
+                fast.add(asyncio.run(service_rate(share[0], ns.warmup, share[1], ns.runs)))
+    details: dict[str, Any] = {
         "rounds": rounds,
-        "service_event_commit_async_per_s": rounded(fast.per_second),
-        "insert_commit_ms": rounded(flush_ms, 3),
-        "insert_commit_no_flush_ms": rounded(no_flush_ms, 3),
-        "select_1_round_trip_ms": rounded(round_trip_ms, 3),
+        "one_commit_an_event_per_s": rounded(alone.per_second),
     }
-    return durable, details
+    if fast.count:
+        details["service_event_commit_async_per_s"] = rounded(fast.per_second)
+    return durable, floor, details
+
+
+def floor_rate(events: int, batch: int, runs: int) -> Rate:
+    """The floor: the rows the service stores for ``events`` events of ``runs``
+    sessions, written by the bare driver (``sqlite3``, ``psycopg``) with the same SQL
+    in transactions of ``batch`` events (each session's seqs allocated by one
+    ``UPDATE``, the events inserted by one ``executemany``). Rows are built before the
+    clock starts: what is left is the database and its driver."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from studio import event_rows
+    from studio.models import Session
+
+    owner = get_user_model().objects.get(username=BENCH_USER)
+    sessions = [Session.objects.create(app_name="bench", owner=owner) for _ in range(runs)]
+    template = asyncio.run(sample_turn())
+    planned = _events(template, events)
+    work = []
+    for start in range(0, len(planned), batch):
+        chunk = planned[start : start + batch]
+        work.append(_floor_batch(sessions, start, chunk, event_rows, connection.vendor))
+    connection.ensure_connection()
+    raw = connection.connection
+    begin = "BEGIN IMMEDIATE" if connection.vendor == "sqlite" else "BEGIN"
+    rate = Rate()
+    cursor = raw.cursor()
+    for allocate, allocate_params, insert, rows in work:
+        cursor.execute(begin)
+        cursor.execute(allocate, allocate_params)
+        cursor.fetchall()
+        cursor.executemany(insert, rows)
+        cursor.execute("COMMIT")
+    rate.count = len(planned)
+    rate.elapsed = time.perf_counter() - rate.started
+    return rate
+
+
+def _floor_batch(
+    sessions: list[Any], start: int, chunk: list[Any], event_rows: Any, vendor: str
+) -> tuple[str, list[Any], str, list[list[Any]]]:
+    """One batch's SQL and parameters, as ``event_rows.insert_batch`` builds them: the
+    ``n``-th event of the run goes to session ``n % len(sessions)``, as concurrent runs'
+    events interleave."""
+    from studio.models import Session
+
+    groups: dict[int, list[tuple[Any, int]]] = {}
+    for offset, event in enumerate(chunk):
+        number = start + offset
+        index = number % len(sessions)
+        groups.setdefault(index, []).append((event, number // len(sessions) + 1))
+    params: list[Any] = []
+    rows: list[list[Any]] = []
+    for index, pairs in groups.items():
+        session = sessions[index]
+        newest = event_rows._db(Session, "updated_at", pairs[-1][0].created_at)
+        params += [session.key, len(pairs), newest]
+        pk = event_rows._db(Session, "id", session.pk)
+        rows += [[pk, seq, *event_rows._event_params(session.key, e, seq)] for e, seq in pairs]
+    allocate = event_rows._allocate_sql(len(groups), vendor, with_state=False)
+    insert = event_rows._insert_sql()
+    if vendor == "sqlite":
+        allocate, insert = allocate.replace("%s", "?"), insert.replace("%s", "?")
+    return allocate, params, insert, rows
 
 
 def commit_costs(count: int = 100) -> tuple[float, float, float]:
@@ -246,6 +371,7 @@ def main() -> None:
     args.add_argument("--events", type=int, default=5000, help="at most, per variant")
     args.add_argument("--seconds", type=float, default=8.0, help="at most, per variant")
     args.add_argument("--warmup", type=int, default=200)
+    args.add_argument("--runs", type=int, default=50, help="sessions appending concurrently")
     ns = args.parse_args()
     if not each_backend("bench.persistence", TARGETS, ns.backend):
         run_backend(ns.backend, ns)

@@ -186,7 +186,15 @@ def _history_notes(d: dict[str, Any]) -> str:
 
 
 def _persistence_notes(d: dict[str, Any]) -> str:
-    text = (
+    text = ""
+    if "floor_per_s" in d:
+        text = (
+            f"{d['runs']} runs appending at once, {d['mean_batch']} events a commit;"
+            f" {d['service_over_floor']}x the bare driver ({_per_s(d['floor_per_s'])}),"
+            f" one commit an event (before) {_per_s(d['one_commit_an_event_per_s'])},"
+            f" one run alone {_per_s(d['one_run_per_s'])}; load {d['load_average'][0]}; "
+        )
+    text += (
         f"{d['database']}, CONN_MAX_AGE={d['conn_max_age']}; direct `append_event_sync` "
         f"{_per_s(d['append_event_sync_direct_per_s'])}"
     )

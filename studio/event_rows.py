@@ -1,0 +1,303 @@
+"""The SQL that stores events: one append (``insert_one``) and a group commit of many
+(``insert_batch``), both allocating each event's seq from its session row.
+
+``studio.session_service`` calls these on Django's ORM thread; nothing here awaits.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Field, Model
+
+from agents_core import events as core_events
+from agents_core import exceptions as core_exceptions
+from agents_core.sessions import base as core_sessions
+from studio import metrics
+from studio.models import Event, Session
+
+
+def insert_one(session_key: str, event: core_events.Event) -> int:
+    """Store ``event`` in the session keyed ``session_key``; returns its seq.
+
+    The session row's ``UPDATE ... SET last_seq = last_seq + 1 ... RETURNING`` allocates
+    the seq and holds the row until commit, so concurrent writers queue on it and never
+    share a seq or leave a gap; ``state`` is only rewritten when the event carries a
+    ``state_delta``. On PostgreSQL that update, the state merge and the event's insert
+    are one statement (one round trip, atomic on its own); elsewhere (SQLite) they are
+    three statements in one transaction. Joins the caller's transaction if there is one.
+    """
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            seq = _append_postgresql(cursor, session_key, event)
+        else:
+            with transaction.atomic():
+                seq = _append_in_transaction(cursor, session_key, event)
+    if seq is None:
+        raise core_exceptions.SessionNotFoundError(f"no session {session_key!r}")
+    metrics.stored(event)
+    return seq
+
+
+def event_row_id(session_key: str, event_id: str) -> uuid.UUID:
+    """The primary key of the row storing event ``event_id`` of a session. Derived from
+    both, so the same event can never be stored twice in a session (a key conflict),
+    and a retry finds the row its lost commit stored."""
+    return uuid.uuid5(_EVENT_ROW_NAMESPACE, f"{session_key}\n{event_id}")
+
+
+_EVENT_ROW_NAMESPACE = uuid.UUID("6f1e2c47-52a4-4c55-9b3e-3f0c1d8a9e21")
+_INSERT_COLUMNS = (
+    "session",
+    "seq",
+    "id",
+    "type",
+    "author",
+    "branch",
+    "invocation_id",
+    "text",
+    "payload",
+    "schema_version",
+    "usage",
+    "cost",
+    "cost_currency",
+    "created_at",
+)
+
+
+def _append_postgresql(cursor: Any, session_key: str, event: core_events.Event) -> int | None:
+    delta = event.actions.state_delta
+    sets = {key: value for key, value in delta.items() if value is not None}
+    removals = [key for key, value in delta.items() if value is None]
+    sql = _postgresql_append_sql(
+        removals=bool(removals), sets=bool(sets), async_commit=_async_commit()
+    )
+    params: list[Any] = [_db(Session, "updated_at", event.created_at)]
+    params += [removals] if removals else []
+    params += [_db(Session, "state", sets)] if sets else []
+    params += [session_key, *_event_params(session_key, event)]
+    cursor.execute(sql, params)
+    found = cursor.fetchone()
+    return None if found is None else int(found[0])
+
+
+def _append_in_transaction(cursor: Any, session_key: str, event: core_events.Event) -> int | None:
+    delta = event.actions.state_delta
+    session, last_seq, updated_at, key, state = _names(
+        Session, "id", "last_seq", "updated_at", "key", "state"
+    )
+    table = _table(Session)
+    returning = f"{session}, {last_seq}" + (f", {state}" if delta else "")
+    cursor.execute(
+        f"UPDATE {table} SET {last_seq} = {last_seq} + 1, {updated_at} = %s"  # noqa: S608 (names from the model)
+        f" WHERE {key} = %s RETURNING {returning}",
+        [_db(Session, "updated_at", event.created_at), session_key],
+    )
+    found = cursor.fetchone()
+    if found is None:
+        return None
+    session_pk, seq = found[0], int(found[1])
+    if delta:
+        merged = json.loads(found[2]) if isinstance(found[2], str) else dict(found[2])
+        core_sessions.apply_state_delta(merged, delta)
+        cursor.execute(
+            f"UPDATE {table} SET {state} = %s WHERE {session} = %s",  # noqa: S608
+            [_db(Session, "state", merged), session_pk],
+        )
+    cursor.execute(_insert_sql(), [session_pk, seq, *_event_params(session_key, event, seq)])
+    return seq
+
+
+def _event_params(session_key: str, event: core_events.Event, seq: int | None = None) -> list[Any]:
+    """The values of ``_INSERT_COLUMNS`` after session and seq, ready for the database.
+
+    Adapted as the ORM's fields would (``get_db_prep_save``) but straight through the
+    backend's ``ops``: the hot path of a batch, where the fields' own machinery cost
+    ~40 us a value (``studio/models``' event fields carry no custom encoder)."""
+    ops, native_uuid = connection.ops, connection.features.has_native_uuid_field
+    payload = event.to_wire()
+    payload.update(session_id=session_key, seq=seq)  # as the stored copy's to_wire()
+    row_id = event_row_id(session_key, event.id)
+    usage = event.usage.model_dump(mode="json") if event.usage else None
+    return [
+        row_id if native_uuid else row_id.hex,
+        event.type.value,
+        event.author,
+        event.branch or "",
+        event.invocation_id,
+        event.text,
+        ops.adapt_json_value(payload, None),
+        event.schema_version,
+        None if usage is None else ops.adapt_json_value(usage, None),
+        _db(Event, "cost", event.cost.amount) if event.cost else None,
+        event.cost.currency if event.cost else "",
+        ops.adapt_datetimefield_value(event.created_at),
+    ]
+
+
+@functools.cache
+def _postgresql_append_sql(*, removals: bool, sets: bool, async_commit: bool) -> str:
+    """One statement: allocate the seq (and merge the state delta: ``- keys`` removes,
+    ``|| object`` sets top-level keys, as ``apply_state_delta`` does), then insert the
+    event with that seq written into its payload. Parameters: updated_at, [removed
+    keys], [set keys], the session key, then ``_event_params``."""
+    session, last_seq, updated_at, key, state = _names(
+        Session, "id", "last_seq", "updated_at", "key", "state"
+    )
+    merged = state
+    if removals:
+        merged = f"({merged} - %s::text[])"
+    if sets:
+        merged = f"({merged} || %s::jsonb)"
+    set_state = f", {state} = {merged}" if merged != state else ""
+    # STUDIO_EVENT_COMMIT=async: this transaction's commit does not wait for the WAL
+    # flush (studio/settings.py says what that risks).
+    no_flush = ", set_config('synchronous_commit', 'off', true)" if async_commit else ""
+    values = ", ".join(["%s"] * 5)
+    return (
+        f"WITH allocated AS (UPDATE {_table(Session)}"  # noqa: S608 (names from the models)
+        f" SET {last_seq} = {last_seq} + 1, {updated_at} = %s{set_state}"
+        f" WHERE {key} = %s RETURNING {session} AS session, {last_seq} AS seq{no_flush})"
+        f" INSERT INTO {_table(Event)} ({', '.join(_names(Event, *_INSERT_COLUMNS))})"
+        f" SELECT allocated.session, allocated.seq, %s, {values},"
+        " jsonb_set(%s::jsonb, '{seq}', to_jsonb(allocated.seq)), %s, %s, %s, %s, %s"
+        f" FROM allocated RETURNING {_names(Event, 'seq')[0]}"
+    )
+
+
+@functools.cache
+def _insert_sql() -> str:
+    columns = _names(Event, *_INSERT_COLUMNS)
+    placeholders = ", ".join(["%s"] * len(columns))
+    return f"INSERT INTO {_table(Event)} ({', '.join(columns)}) VALUES ({placeholders})"  # noqa: S608
+
+
+def _async_commit() -> bool:
+    return getattr(settings, "STUDIO_EVENT_COMMIT", "durable") == "async"
+
+
+def _table(model: type[Model]) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+def _names(model: type[Model], *fields: str) -> list[str]:
+    """The quoted column names of ``fields`` (SQL built here names nothing else)."""
+    return [connection.ops.quote_name(_column(model, name)) for name in fields]
+
+
+def _db(model: type[Model], field: str, value: Any) -> Any:
+    """``value`` as ``field`` hands it to the database driver."""
+    return _field(model, field).get_db_prep_save(value, connection)
+
+
+@functools.cache
+def _field(model: type[Model], name: str) -> Field[Any, Any]:
+    field = model._meta.get_field(name)
+    if not isinstance(field, Field):
+        raise TypeError(f"{model.__name__}.{name} is not a concrete field")
+    return field
+
+
+def _column(model: type[Model], name: str) -> str:
+    column = _field(model, name).column
+    if column is None:
+        raise TypeError(f"{model.__name__}.{name} has no column")
+    return column
+
+
+# Group commit
+
+
+Stored = core_events.Event | core_exceptions.SessionNotFoundError
+"""What ``insert_batch`` answers for one event: the event as stored, or why not."""
+
+
+def insert_batch(items: Sequence[tuple[str, core_events.Event]]) -> list[Stored]:
+    """Store ``items`` (session key, event), in order, in one transaction: one
+    ``UPDATE ... FROM (VALUES ...)`` allocates every session's seqs at once
+    (``last_seq + n``, holding each session row until the commit, as ``insert_one``
+    does), the state deltas are merged in order, and one ``executemany`` inserts the
+    events. Events of a session that does not exist are answered with
+    ``SessionNotFoundError`` and not stored. Any database error rolls the whole batch
+    back and propagates (``studio.group_commit`` then tries each event alone)."""
+    groups: dict[str, list[int]] = {}
+    for index, (key, _event) in enumerate(items):
+        groups.setdefault(key, []).append(index)
+    answers: list[Stored] = [
+        core_exceptions.SessionNotFoundError(f"no session {key!r}") for key, _ in items
+    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and _async_commit():
+            cursor.execute("SET LOCAL synchronous_commit = off")
+        rows: list[list[Any]] = []
+        states: list[list[Any]] = []
+        for key, pk, last_seq, state in _allocate(cursor, items, groups):
+            indexes = groups[key]
+            changed = any(items[index][1].actions.state_delta for index in indexes)
+            merged = _state(state) if changed else None
+            for offset, index in enumerate(indexes):
+                event, seq = items[index][1], last_seq - len(indexes) + 1 + offset
+                if merged is not None:
+                    core_sessions.apply_state_delta(merged, event.actions.state_delta)
+                rows.append([pk, seq, *_event_params(key, event, seq)])
+                answers[index] = event.model_copy(update={"seq": seq, "session_id": key})
+            if merged is not None:
+                states.append([_db(Session, "state", merged), pk])
+        if states:
+            cursor.executemany(_state_sql(), states)
+        cursor.executemany(_insert_sql(), rows)
+    for answer in answers:
+        if isinstance(answer, core_events.Event):
+            metrics.stored(answer)
+    return answers
+
+
+def _allocate(
+    cursor: Any, items: Sequence[tuple[str, core_events.Event]], groups: dict[str, list[int]]
+) -> list[tuple[str, Any, int, Any]]:
+    """Allocate ``len(indexes)`` seqs in each session of ``groups``: rows of (key,
+    session pk, its new last seq, its state if an event of the batch has a delta)."""
+    params: list[Any] = []
+    for key, indexes in groups.items():
+        newest = items[indexes[-1]][1].created_at
+        params += [key, len(indexes), _db(Session, "updated_at", newest)]
+    with_state = any(event.actions.state_delta for _key, event in items)
+    cursor.execute(_allocate_sql(len(groups), connection.vendor, with_state=with_state), params)
+    return [(row[0], row[1], int(row[2]), row[3]) for row in cursor.fetchall()]
+
+
+def _state(value: Any) -> dict[str, Any]:
+    return json.loads(value) if isinstance(value, str) else dict(value)
+
+
+@functools.lru_cache(maxsize=64)
+def _allocate_sql(sessions: int, vendor: str, *, with_state: bool) -> str:
+    """Parameters: (key, count, updated_at) for each of ``sessions``. ``VALUES``
+    columns are ``column1``.. on both PostgreSQL and SQLite; PostgreSQL is told their
+    types. (SQLite's ``RETURNING`` may not name ``v``.)"""
+    session, last_seq, updated_at, key, state = _names(
+        Session, "id", "last_seq", "updated_at", "key", "state"
+    )
+    table = _table(Session)
+    typed = "(%s, %s::integer, %s::timestamptz)"
+    row = typed if vendor == "postgresql" else "(%s, %s, %s)"
+    values = ", ".join([row] * sessions)
+    return (
+        f"UPDATE {table} SET {last_seq} = {table}.{last_seq} + v.column2,"  # noqa: S608 (names from the model)
+        f" {updated_at} = v.column3 FROM (VALUES {values}) AS v"
+        f" WHERE {table}.{key} = v.column1"
+        f" RETURNING {table}.{key}, {table}.{session}, {table}.{last_seq},"
+        f" {f'{table}.{state}' if with_state else 'NULL'}"
+    )
+
+
+@functools.cache
+def _state_sql() -> str:
+    session, state = _names(Session, "id", "state")
+    return f"UPDATE {_table(Session)} SET {state} = %s WHERE {session} = %s"  # noqa: S608
