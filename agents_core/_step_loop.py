@@ -175,14 +175,14 @@ async def _guarded(
 ) -> AsyncGenerator[Event]:
     """One model's call, after its rate limit (for a named model) and the run's limits
     and spend guard admit it."""
-    prompt = estimate_prompt_tokens(request)
+    prompt, ceiling = estimate_prompt_tokens(request), model.max_output_tokens
     if name is not None:
-        await wait_for_rate_limit(ctx, name, prompt + (model.max_output_tokens or 0))
-    ctx.budget.reserve_tokens(prompt, model.max_output_tokens or 0)
+        await wait_for_rate_limit(ctx, name, prompt + (ceiling or 0))
+    ctx.budget.reserve_tokens(prompt, ceiling or 0)
     guard = ctx.invocation.spend_guard
     hold = None
     if guard is not None:  # may refuse the call (BudgetExceededError) before it is made
-        estimate = CallEstimate(ctx.agent_name, model.provider_key, prompt, model.max_output_tokens)
+        estimate = CallEstimate(ctx.agent_name, model.provider_key, prompt, ceiling)
         hold = await guard.reserve(estimate)
     try:
         async with aclosing(_attempts(ctx, model, request, turn, stream=stream)) as partials:

@@ -27,6 +27,11 @@ def built[M: BaseModel](contract: type[M], /, **values: Any) -> M:
     Unset fields get their defaults, as ``model_construct`` gives them, but from a dict
     made once per contract (``model_construct`` walks the fields in Python on every call
     and costs several times a validation here). Anything from outside is validated.
+
+    Instances of a frozen contract built with the same fields share one set of the
+    fields set (pydantic changes that set only on assignment, which a frozen model
+    refuses, and copies it in ``model_copy``): a stored event then keeps one object
+    fewer for the garbage collector to walk.
     """
     defaults, factories = _templates.get(contract) or _template(contract)
     data = defaults.copy()
@@ -36,13 +41,48 @@ def built[M: BaseModel](contract: type[M], /, **values: Any) -> M:
     data.update(values)
     instance = contract.__new__(contract)
     object.__setattr__(instance, "__dict__", data)
-    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
+    object.__setattr__(instance, "__pydantic_fields_set__", _fields_set(contract, values))
     object.__setattr__(instance, "__pydantic_extra__", None)
     object.__setattr__(instance, "__pydantic_private__", None)
     return instance
 
 
+def replaced[M: BaseModel](instance: M, /, **values: Any) -> M:
+    """``instance.model_copy(update=values)`` for a session service stamping the ``seq``
+    it assigned on every stored event: a shallow copy with ``values`` set, not
+    validated (as ``model_copy``), whose fields set is shared as ``built`` shares it.
+    Same rule as ``built``: ``values`` must already be what validation would produce."""
+    model = type(instance)
+    if model not in _templates:
+        _template(model)  # refuses models with private or extra attributes
+    data = instance.__dict__.copy()
+    data.update(values)
+    copy = model.__new__(model)
+    object.__setattr__(copy, "__dict__", data)
+    fields = dict.fromkeys(instance.__pydantic_fields_set__) | dict.fromkeys(values)
+    object.__setattr__(copy, "__pydantic_fields_set__", _fields_set(model, fields))
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
+
+
 _templates: dict[type[BaseModel], tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]]] = {}
+_shared_sets: dict[tuple[type[BaseModel], tuple[str, ...]], set[str]] = {}
+SHARED_FIELDS_SETS = 1024
+"""Distinct (contract, fields) pairs whose fields set ``built`` shares; the SDK's hot
+paths use a few dozen."""
+
+
+def _fields_set(contract: type[BaseModel], values: dict[str, Any]) -> set[str]:
+    if not contract.model_config.get("frozen"):
+        return set(values)
+    key = (contract, tuple(values))
+    shared = _shared_sets.get(key)
+    if shared is None:
+        shared = set(values)
+        if len(_shared_sets) < SHARED_FIELDS_SETS:
+            _shared_sets[key] = shared
+    return shared
 
 
 def _template(

@@ -7,7 +7,8 @@ sharing one ``Runner`` and one ``InMemorySessionService``. The reference
 list of messages. Passes alternate, runner then reference, for ``--rounds`` rounds; each
 side's figure is its median pass.
 
-- ``concurrency.turns_per_second``: target >= 0.7x the reference's.
+- ``concurrency.turns_per_second``: target >= 0.7x the reference's (``cpu_ratio`` in
+  the details: the same ratio from the process's CPU time over each pass).
 - ``concurrency.memory_per_session``: Python memory still allocated per session once
   every session has run, while the sessions live (the runner, with its session
   service and caches; the reference's message lists), from ``tracemalloc``, in an
@@ -85,17 +86,32 @@ def traced_peak_mib(sessions: int, turns: int) -> float:
         tracemalloc.stop()
 
 
-def timed_rounds(sessions: int, turns: int, rounds: int) -> tuple[float, float]:
-    """Median seconds of the runner's and of the reference's passes, alternating."""
-    runner, reference = [], []
+def cpu_timed(run: Pass, sessions: int, turns: int) -> tuple[float, float]:
+    """A pass's wall seconds and the process's CPU seconds over it (on a shared machine
+    the wall time includes waiting for a CPU; the CPU time does not)."""
+    cpu_started = time.process_time()
+    elapsed = asyncio.run(run(sessions, turns))[0]
+    return elapsed, time.process_time() - cpu_started
+
+
+def timed_rounds(sessions: int, turns: int, rounds: int) -> tuple[float, float, float]:
+    """Median seconds of the runner's and of the reference's passes, alternating, and
+    the ratio of their median CPU times (the reference's over the runner's)."""
+    runner, reference, runner_cpu, reference_cpu = [], [], [], []
     for round_no in range(1, rounds + 1):
-        runner.append(asyncio.run(runner_pass(sessions, turns))[0])
-        reference.append(asyncio.run(reference_pass(sessions, turns))[0])
+        for run, wall, cpu in (
+            (runner_pass, runner, runner_cpu),
+            (reference_pass, reference, reference_cpu),
+        ):
+            elapsed, used = cpu_timed(run, sessions, turns)
+            wall.append(elapsed)
+            cpu.append(used)
         log(
-            f"concurrency: round {round_no}: runner {runner[-1]:.2f}s, "
-            f" reference {reference[-1]:.2f}s"
+            f"concurrency: round {round_no}: runner {runner[-1]:.2f}s ({runner_cpu[-1]:.2f}s"
+            f" CPU), reference {reference[-1]:.2f}s ({reference_cpu[-1]:.2f}s CPU)"
         )
-    return statistics.median(runner), statistics.median(reference)
+    cpu_ratio = statistics.median(reference_cpu) / statistics.median(runner_cpu)
+    return statistics.median(runner), statistics.median(reference), cpu_ratio
 
 
 def main() -> None:
@@ -107,7 +123,7 @@ def main() -> None:
     for warm in (runner_pass, reference_pass):  # imports and code paths
         asyncio.run(warm(5, 2))
     rss_before = peak_rss_mib()
-    elapsed, reference_elapsed = timed_rounds(ns.sessions, ns.turns, ns.rounds)
+    elapsed, reference_elapsed, cpu_ratio = timed_rounds(ns.sessions, ns.turns, ns.rounds)
     rss_peak = peak_rss_mib()
     total = ns.sessions * ns.turns
     shape = {
@@ -126,6 +142,7 @@ def main() -> None:
             details={
                 **shape,
                 "ratio": round(per_s / reference_per_s, 2),
+                "cpu_ratio": round(cpu_ratio, 2),
                 "reference_turns_per_s": rounded(reference_per_s),
                 "rounds": ns.rounds,
             },

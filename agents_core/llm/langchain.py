@@ -85,7 +85,7 @@ class LangChainModel(BaseLlm):
     def max_output_tokens(self) -> int | None:
         """The chat model's ``max_tokens`` (or ``max_output_tokens``), when it has one."""
         for name in ("max_tokens", "max_output_tokens"):
-            value = getattr(self.chat_model, name, None)
+            value = _attribute(self.chat_model, name)
             if isinstance(value, int) and value > 0:
                 return value
         return None
@@ -131,6 +131,26 @@ class LangChainModel(BaseLlm):
             del self._bound[next(iter(self._bound))]
         self._bound[key] = (list(tools), bound)  # holding the schemas keeps their ids unique
         return bound
+
+
+def _attribute(chat_model: BaseChatModel, name: str) -> object:
+    """``getattr(chat_model, name, None)`` without asking pydantic for a name the model
+    does not have: its ``__getattr__`` builds an ``AttributeError`` with a message, ~5 us
+    a miss, and this is read on every model call. Fields are in the instance's dict,
+    properties on its class, undeclared values in its extras."""
+    found = vars(chat_model).get(name)
+    if found is None and _class_has(type(chat_model), name):
+        found = getattr(chat_model, name, None)
+    if found is None:
+        found = (getattr(chat_model, "__pydantic_extra__", None) or {}).get(name)
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _class_has(cls: type, name: str) -> bool:
+    """Whether ``cls`` defines ``name`` (asked once per class: pydantic's metaclass
+    answers a missing name through a costly ``__getattr__`` too)."""
+    return any(name in vars(klass) for klass in cls.__mro__)
 
 
 def _as_chunk(piece: BaseMessage) -> AIMessageChunk | None:

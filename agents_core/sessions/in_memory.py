@@ -6,6 +6,7 @@ import asyncio
 import copy
 from typing import Any
 
+from agents_core.contracts import replaced
 from agents_core.events import Event
 from agents_core.exceptions import SessionError, SessionNotFoundError
 from agents_core.sessions.base import (
@@ -74,7 +75,7 @@ class InMemorySessionService(BaseSessionService):
             raise SessionError("partial events are never stored")
         async with self._lock:
             stored = self._require(session.id)
-            event = event.model_copy(update={"seq": stored.last_seq + 1, "session_id": stored.id})
+            event = replaced(event, seq=stored.last_seq + 1, session_id=stored.id)
             apply_state_delta(stored.state, event.actions.state_delta)
             stored_events(stored).append(event)
             touch(stored, event.created_at)

@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from agents_core import Usage
-from agents_core.contracts import built
+from agents_core.contracts import built, replaced
 from agents_core.events import NO_ACTIONS, Event, EventType, TextPart, built_event, utc_now
 
 
@@ -59,6 +59,36 @@ def test_built_event_equals_the_validated_event_with_the_same_values() -> None:
     stored = fast.model_copy(update={"seq": 1})
     assert stored.seq == 1 and fast.seq is None
     assert built(Event, **values) == checked
+
+
+def test_built_events_share_their_fields_set_and_a_copy_does_not_change_it() -> None:
+    first = built_event(type=EventType.AGENT_START, invocation_id="i", session_id="s", author="a")
+    second = built_event(type=EventType.AGENT_START, invocation_id="j", session_id="s", author="b")
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__
+    stored = first.model_copy(update={"seq": 1})
+    assert stored.model_fields_set == {"type", "invocation_id", "session_id", "author", "seq"}
+    assert first.model_fields_set == {"type", "invocation_id", "session_id", "author"}
+    assert second.model_fields_set == first.model_fields_set
+    with pytest.raises(ValidationError):
+        first.seq = 2  # type: ignore[misc]  # frozen: nothing can add to the shared set
+    assert "seq" not in second.model_fields_set
+
+
+def test_replaced_is_model_copy_with_an_update() -> None:
+    checked = Event(
+        type=EventType.USER_MESSAGE,
+        invocation_id="i",
+        session_id="s",
+        author="user",
+        parts=[TextPart(text="hi")],
+    )
+    fast = replaced(checked, seq=4, session_id="t")
+    slow = checked.model_copy(update={"seq": 4, "session_id": "t"})
+    assert fast == slow and fast.to_wire() == slow.to_wire()
+    assert fast.model_fields_set == slow.model_fields_set
+    assert list(fast.__dict__) == list(slow.__dict__)
+    assert checked.seq is None and checked.session_id == "s"
+    assert replaced(checked, seq=5).__pydantic_fields_set__ is not checked.model_fields_set
 
 
 def test_built_fills_defaults_and_makes_a_fresh_value_for_each_factory() -> None:
