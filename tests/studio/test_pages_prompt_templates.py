@@ -89,3 +89,12 @@ def test_deleting_a_template_an_agent_renders_is_refused_with_its_users(ada: Use
     response = signed_in(ada).post(f"{LIST}support/delete/", follow=True)
     assert "used by: helper" in response.content.decode()
     assert PromptTemplate.objects.count() == 1
+
+
+def test_a_sessions_timeline_names_the_template_version_its_agent_renders(ada: User) -> None:
+    services.save_template(ada, "support", "Hi")
+    agent = make_agent(ada, "helper", instruction="", instruction_template={"name": "support"})
+    services.save_template(ada, "support", "Hello")
+    session = services.start_session(ada, agent)
+    html = signed_in(ada).get(f"/sessions/{session.pk}/").content.decode()
+    assert 'Instruction from <a href="/templates/support/">support</a> v1' in html
