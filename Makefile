@@ -65,6 +65,14 @@ run-scaled: $(STAMP)
 	for i in $$(seq $(WORKERS)); do $(SCALED_RUN) $(BIN)/python manage.py run_worker & done; \
 	wait
 
+# Many users on the scaled deployment (bench/load/run.py): two Daphnes and workers on a
+# throwaway PostgreSQL database and Redis db 13, Locust headless; prints the figures.
+# LOAD_ARGS: e.g. '--users 50 --live 10 --seconds 120' (default 200 + 50 for 10 min).
+.PHONY: load
+load: $(STAMP)
+	DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres REDIS_URL=redis://127.0.0.1:6379/13 \
+		$(BIN)/python -m bench.load.run $(LOAD_ARGS)
+
 # Benchmarks (bench/README.md): figures, not assertions; refreshes the README's table.
 .PHONY: bench
 bench: $(STAMP)

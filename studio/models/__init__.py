@@ -344,11 +344,14 @@ class Event(models.Model):
         ]
         indexes = [
             models.Index(fields=["session", "invocation_id"], name="event_invocation"),
-            # The cost roll-ups': an owner's model calls in a date range.
+            # The cost roll-ups': an owner's model calls (in a date range), each session's
+            # read by index. The condition is the roll-ups' MODEL_CALL exactly
+            # (studio.rollups.queries), or PostgreSQL cannot use it and scans every event.
             models.Index(
                 fields=["session", "created_at"],
-                condition=models.Q(type="agent_message"),
-                name="event_model_call_day",
+                condition=models.Q(type__in=("agent_message", "compaction"))
+                & (models.Q(usage__isnull=False) | models.Q(cost__isnull=False)),
+                name="event_model_call",
             ),
             # The overview's sums of model calls by day: only events with usage.
             models.Index(

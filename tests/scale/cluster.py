@@ -81,12 +81,14 @@ class Worker:
     """A ``manage.py run_worker`` process."""
 
     env: dict[str, str]
+    command: tuple[str, ...] = (str(ROOT / "manage.py"), "run_worker")
+    """What ``python`` runs: ``run_worker``, or a wrapper of it (``bench.load``)."""
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
 
     def start(self, within: float = 30.0) -> Worker:
         self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "manage.py"), "run_worker"],
+            [sys.executable, *self.command],
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.PIPE,

@@ -41,8 +41,15 @@ def test_big_history_generates_and_times_its_reads(backend: str) -> None:
         "session_list",
         "session_search",
         "run_spans",
+        "big_run_timeline",
+        "big_run_waterfall",
+        "big_run_events_api",
+        "overview_14d",
+        "costs_by_user_staff",
         "admin_sessions",
         "admin_runs",
+        "admin_sessions_search",
+        *(f"costs_by_{key}" for key in ("agent", "model", "day", "tool", "session", "run")),
     ]
     assert results[0]["details"]["sessions"] == 8
 
