@@ -64,13 +64,7 @@ def env_choice(name: str, default: str, choices: set[str]) -> str:
 
 def dev_secret(path: Path) -> str:
     """A random secret kept in a file under the data directory, for development only."""
-    if path.exists():
-        return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    secret = secrets.token_urlsafe(50)
-    path.write_text(secret)
-    path.chmod(0o600)
-    return secret
+    return _dev_file(path, secrets.token_urlsafe(50))
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
@@ -103,13 +97,26 @@ def env_fernet_keys(name: str) -> list[str]:
 
 def dev_fernet_key(path: Path) -> str:
     """A Fernet key kept in a file under the data directory, for development only."""
-    if path.exists():
-        return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = Fernet.generate_key().decode()
-    path.write_text(key)
-    path.chmod(0o600)
-    return key
+    return _dev_file(path, Fernet.generate_key().decode())
+
+
+def _dev_file(path: Path, fresh: str) -> str:
+    """``path``'s value, or ``fresh`` written there if it has none yet. Processes that
+    start together on a new data directory (two Daphnes, test workers) all get the value
+    of the one that wrote first: the file appears whole (written aside, then linked
+    into place, which fails if it exists) and is never overwritten."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        aside = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        aside.write_text(fresh)
+        aside.chmod(0o600)
+        try:
+            os.link(aside, path)
+        except FileExistsError:
+            pass
+        finally:
+            aside.unlink()
+    return path.read_text().strip()
 
 
 def env_database(name: str) -> dict[str, object] | None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -129,3 +132,29 @@ def test_a_malformed_encryption_key_in_the_environment_fails_loudly(
 
 def test_the_encryption_key_is_not_the_secret_key(settings: Any) -> None:
     assert settings.SECRET_KEY not in settings.FIELD_ENCRYPTION_KEYS
+
+
+def test_processes_starting_together_on_a_new_data_directory_agree_on_its_keys(
+    tmp_path: Path,
+) -> None:
+    """Two Daphnes (or test workers) started at once on a new data directory must use
+    one secret key and one encryption key, else each rejects the other's sessions and
+    cannot decrypt what the other stored."""
+    probe = (
+        "import sys; from pathlib import Path; from studio.conf import dev_fernet_key, "
+        "dev_secret; d = Path(sys.argv[1]); "
+        "print(dev_secret(d / 'secret_key'), dev_fernet_key(d / 'field_encryption_key'))"
+    )
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", probe, str(tmp_path / "data")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    printed = {process.communicate(timeout=60)[0].strip() for process in started}
+    secret, key = (tmp_path / "data" / name for name in ("secret_key", "field_encryption_key"))
+    assert printed == {f"{secret.read_text()} {key.read_text()}"}
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [key.name, secret.name]
+    assert secret.stat().st_mode & 0o077 == 0
