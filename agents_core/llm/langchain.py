@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import base64
 import functools
-import re
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core import exceptions as lc_exceptions
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
@@ -25,13 +23,8 @@ from langchain_core.runnables import Runnable
 from agents_core.contracts import ToolCall, Usage
 from agents_core.exceptions import (
     ConfigurationError,
-    ContextOverflowError,
-    ModelConnectionError,
     ModelError,
-    ModelRateLimitError,
-    ModelRequestError,
     ModelServerError,
-    ModelTimeoutError,
 )
 from agents_core.llm.contracts import (
     Attachment,
@@ -43,6 +36,7 @@ from agents_core.llm.contracts import (
     MessageLog,
     ToolSchema,
 )
+from agents_core.llm.errors import classify_error
 
 Classifier = Callable[[Exception], ModelError]
 BOUND_TOOL_SETS_KEPT = 16
@@ -351,76 +345,3 @@ def _tool_dict(tool: ToolSchema) -> dict[str, Any]:
             "parameters": tool.parameters,
         },
     }
-
-
-def classify_error(exc: Exception) -> ModelError:
-    """Map a provider SDK or transport error onto the SDK's error classes.
-
-    The first error along the chain of causes that says what happened decides: a
-    LangChain-classified error (integrations raise ``langchain_core.exceptions``
-    subclasses), an HTTP status, or a time-out or connection error type.
-    """
-    detail = f"{type(exc).__name__}: {exc}"
-    for error in _causes(exc):
-        if (kind := _kind_of(error)) is not None:
-            return kind(detail)
-    return ModelError(detail)
-
-
-_LANGCHAIN_KINDS: tuple[tuple[type[Exception], type[ModelError]], ...] = (
-    (lc_exceptions.ContextOverflowError, ContextOverflowError),
-    (lc_exceptions.ModelRateLimitError, ModelRateLimitError),
-    (lc_exceptions.ModelTimeoutError, ModelTimeoutError),
-    (lc_exceptions.ModelConnectionError, ModelConnectionError),
-    (lc_exceptions.ModelAPIError, ModelServerError),
-)
-_CONTEXT_OVERFLOW = re.compile(
-    r"context[ _-]?(?:length|window)|prompt is too long|maximum context"
-    r"|exceeds the maximum number of tokens",
-    re.IGNORECASE,
-)
-"""How providers word a request longer than the model's context (OpenAI, Anthropic,
-Gemini, Ollama), for the integrations that raise it as a plain 400."""
-
-
-def _kind_of(error: BaseException) -> type[ModelError] | None:
-    for theirs, ours in _LANGCHAIN_KINDS:
-        if isinstance(error, theirs):
-            return ours
-    status = _status_of(error)
-    name = type(error).__name__
-    if isinstance(error, TimeoutError) or "Timeout" in name or status == 408:
-        return ModelTimeoutError
-    if status is not None:
-        return _kind_of_status(status, str(error))
-    if "Connection" in name or isinstance(error, ConnectionError | OSError):
-        return ModelConnectionError
-    return None
-
-
-def _kind_of_status(status: int, text: str) -> type[ModelError] | None:
-    if status == 429:
-        return ModelRateLimitError
-    if status >= 500:
-        return ModelServerError
-    if status in {400, 413} and _CONTEXT_OVERFLOW.search(text):
-        return ContextOverflowError
-    if 400 <= status < 500:
-        return ModelRequestError
-    return None
-
-
-def _status_of(error: BaseException) -> int | None:
-    status = getattr(error, "status_code", None)
-    if status is None:
-        status = getattr(getattr(error, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _causes(error: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__

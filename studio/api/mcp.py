@@ -13,7 +13,6 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.db import IntegrityError, transaction
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import (
     OpenApiResponse,
     PolymorphicProxySerializer,
@@ -30,6 +29,7 @@ from rest_framework.response import Response
 from studio.agents import specs as agent_specs
 from studio.api import mcp_fields as f
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
+from studio.api.schema import OneOfBodySchema
 from studio.errors import ConflictError
 from studio.mcp import checks as mcp_checks
 from studio.mcp import client as mcp
@@ -243,14 +243,8 @@ _ERRORS = {
 _NOT_FOUND = {404: OpenApiResponse(_ERROR_BODY, description="Not one of your servers.")}
 
 
-class _McpServerSchema(AutoSchema):
-    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
-        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[no-untyped-call]
-        # A oneOf body has no top-level "required", so drf-spectacular would call it
-        # optional; registering a server needs one.
-        if body is not None and getattr(self.view, "action", None) == "create":
-            body["required"] = True
-        return body
+class _McpServerSchema(OneOfBodySchema):
+    body_required_for = frozenset({"create"})  # registering a server needs a body
 
 
 @extend_schema_view(

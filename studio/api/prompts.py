@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.parsers import JSONParser
@@ -22,7 +22,9 @@ from rest_framework.views import APIView
 from agents_core import prompts as core_prompts
 from agents_core import specs as core_specs
 from studio import prompts, services
+from studio.api.mcp_fields import ClosedSchema
 from studio.api.permissions import request_owner
+from studio.api.schema import OneOfBodySchema
 from studio.models import PromptTemplate
 
 MAX_PREVIEW_STATE_CHARS = 100_000
@@ -90,6 +92,36 @@ class PreviewSerializer(serializers.Serializer[object]):
         return attrs
 
 
+def _state_field() -> serializers.DictField:
+    return serializers.DictField(
+        required=False, help_text="Sample session state: its keys are the template's variables."
+    )
+
+
+class _TextPreview(ClosedSchema, serializers.Serializer[object]):
+    """Render this text."""
+
+    source = _source_field()  # type: ignore[assignment]
+    state = _state_field()
+
+
+class _StoredPreview(ClosedSchema, serializers.Serializer[object]):
+    """Render one of your stored templates: the latest version, or ``version``."""
+
+    name = serializers.RegexField(core_specs.NAME_PATTERN, max_length=64)
+    version = serializers.IntegerField(min_value=1, required=False)
+    state = _state_field()
+
+
+_PREVIEW_BODY = PolymorphicProxySerializer(
+    component_name="PromptTemplatePreview",
+    serializers=[_TextPreview, _StoredPreview],
+    resource_type_field_name=None,
+)
+"""What the schema says a preview takes: a text or a stored template, never both;
+``PreviewSerializer`` checks the same at run time, saying which."""
+
+
 class PreviewResultSerializer(serializers.Serializer[object]):
     text = serializers.CharField(help_text="What the model would be sent, as plain text.")
 
@@ -141,9 +173,10 @@ class PromptTemplatePreviewView(APIView):
     as a run would: nothing is saved."""
 
     parser_classes = [JSONParser]
+    schema = OneOfBodySchema()
 
     @extend_schema(
-        request=PreviewSerializer, responses={200: PreviewResultSerializer, 404: OpenApiResponse()}
+        request=_PREVIEW_BODY, responses={200: PreviewResultSerializer, 404: OpenApiResponse()}
     )
     def post(self, request: Request) -> Response:
         body = PreviewSerializer(data=request.data)

@@ -15,10 +15,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}
+
+
+class OneOfBodySchema(AutoSchema):
+    """A view whose request body is a ``oneOf``: it has no top-level ``required``, so
+    drf-spectacular would call the body optional. ``body_required_for`` names the
+    actions (or, on a plain view, the methods) that need one."""
+
+    body_required_for: frozenset[str] = frozenset({"create", "post"})
+
+    def _get_request_body(self, direction: str = "request") -> dict[str, Any] | None:
+        body: dict[str, Any] | None = super()._get_request_body(direction)  # type: ignore[no-untyped-call]
+        action = getattr(self.view, "action", None) or self.method.lower()
+        if body is not None and action in self.body_required_for:
+            body["required"] = True
+        return body
+
+
 NO_NUL = "^[^\\x00]*$"
 NOT_BLANK = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import httpcore2
 
 from agents_core import exceptions as core_exceptions
+from agents_core.llm.errors import causes, status_of
 from studio import security
 from studio.agents.llms import OutboundRefusedError
 from studio.agents.providers import PROVIDERS, MissingApiKeyError, ProviderUnavailableError
@@ -76,21 +77,12 @@ def explain_failure(
 ) -> Failure:
     """The first rule that recognises the failure says it; the last resort quotes the
     (redacted) error."""
-    chain = list(_causes(error))
+    chain = list(causes(error))
     for rule in _RULES:
         if (found := rule(chain, endpoint, timeout_s)) is not None:
             return Failure(found.code, security.redact(found.detail, secrets))
     text = _quotable(str(error), secrets)
     return Failure("failed", f"The test of {endpoint.base_url} failed: {text}")
-
-
-def _causes(error: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen and len(seen) < 30:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
 
 
 def _first[E: BaseException](chain: list[BaseException], kind: type[E]) -> E | None:
@@ -119,7 +111,7 @@ def _refused(chain: list[BaseException], endpoint: Endpoint, _: float) -> Failur
 
 
 def _http_status(chain: list[BaseException], endpoint: Endpoint, _: float) -> Failure | None:
-    status = next((s for e in chain if isinstance(s := _status_of(e), int)), None)
+    status = next((s for e in chain if isinstance(s := status_of(e), int)), None)
     if status is None:
         return None
     code, advice = _advice(status, endpoint)
@@ -241,13 +233,6 @@ def _advice(status: int, endpoint: Endpoint) -> tuple[str, str]:
             "the model server failed: try again later, or read its logs if it is yours"
         )
     return "request_refused", f"check the model name {model} and the options"
-
-
-def _status_of(error: BaseException) -> int | None:
-    status = getattr(error, "status_code", None)
-    if status is None:
-        status = getattr(getattr(error, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
 
 
 def _phrase(status: int) -> str:

@@ -44,6 +44,8 @@ async def test_a_thinking_budget_is_sent_and_the_thinking_stored_apart_from_the_
     assert finished.status == RunStatus.SUCCEEDED, finished.error_message
     assert server.requests[-1].body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     answer = await Event.objects.filter(session_id=run.session_id, type="agent_message").aget()
+    # Kept, so the next request of a tool-use turn can send the signed thinking back.
+    assert answer.payload["parts"][0].pop("signature").startswith("sig-")
     assert answer.payload["parts"] == [
         {"kind": "thinking", "text": "Six times seven is forty-two."},
         {"kind": "text", "text": "Forty-two."},
