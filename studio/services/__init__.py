@@ -20,6 +20,7 @@ from studio.services.model_configs import (
     create_model_config,
     delete_model_config,
 )
+from studio.services.memories import add_memory, edit_memory
 from studio.services.prompts import delete_template, preview_template, save_template
 from studio.services.sessions import (
     FORMAT_VERSION,
@@ -44,6 +45,7 @@ __all__ = [
     "PRICE_FIELDS",
     "SESSION_FORMAT",
     "ConnectionCheck",
+    "add_memory",
     "answer_question",
     "cancel_active_run",
     "cancel_run",
@@ -55,6 +57,7 @@ __all__ = [
     "delete_model_config",
     "delete_session",
     "delete_template",
+    "edit_memory",
     "export_agent",
     "export_session",
     "import_agent",
