@@ -18,13 +18,13 @@ from studio.models import Memory, Session
 __all__ = ["DjangoMemoryService", "add", "owned", "search"]
 
 
-def owned(owner_id: object, agent: str | None = None) -> QuerySet[Memory]:
+def owned(owner_id: int, agent: str | None = None) -> QuerySet[Memory]:
     """``owner_id``'s memories (of ``agent`` only, when given), newest first."""
     found = Memory.objects.filter(owner_id=owner_id).select_related("session")
     return found.filter(agent=agent) if agent else found
 
 
-def add(owner_id: object, agent: str, text: str, session: Session | None = None) -> Memory:
+def add(owner_id: int, agent: str, text: str, session: Session | None = None) -> Memory:
     """A new memory; ``MemoryStoreError`` when the text is empty or too long."""
     return Memory.objects.create(
         owner_id=owner_id, agent=agent, text=core_memory.checked_text(text), session=session

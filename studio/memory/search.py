@@ -25,7 +25,7 @@ def words(query: str) -> list[str]:
     return list(seen)[:MAX_QUERY_WORDS]
 
 
-def search(owner_id: object, agent: str | None, query: str, limit: int) -> list[Memory]:
+def search(owner_id: int, agent: str | None, query: str, limit: int) -> list[Memory]:
     """``owner_id``'s memories (of ``agent`` only, when given) matching ``query``'s
     words, best first; the newest ones when it has none."""
     owned = Memory.objects.filter(owner_id=owner_id).select_related("session")
@@ -56,7 +56,7 @@ def has_fts() -> bool:
     return _FTS_PRESENT[key]
 
 
-def _ranked(owner_id: object, agent: str | None, found: list[str], limit: int) -> list[int]:
+def _ranked(owner_id: int, agent: str | None, found: list[str], limit: int) -> list[int]:
     """The ids of the owner's best matches, best first (FTS5's bm25 ``rank``)."""
     match = " OR ".join(f'"{word}"' for word in found)  # \w+ only: no quote inside
     sql = (
@@ -64,7 +64,7 @@ def _ranked(owner_id: object, agent: str | None, found: list[str], limit: int) -
         "WHERE studio_memory_fts MATCH %s AND m.owner_id = %s AND (%s = '' OR m.agent = %s) "
         "ORDER BY f.rank LIMIT %s"
     )
-    params = [match, owner_id, agent or "", agent or "", limit]
+    params: list[str | int] = [match, owner_id, agent or "", agent or "", limit]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [row[0] for row in cursor.fetchall()]

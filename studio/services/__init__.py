@@ -13,6 +13,7 @@ from studio.services.agents import (
 )
 from studio.services.approvals import answer_question, decide_approval
 from studio.services.budgets import set_user_budget, user_budget
+from studio.services.memories import add_memory, edit_memory
 from studio.services.model_configs import (
     PRICE_FIELDS,
     ConnectionCheck,
@@ -20,7 +21,6 @@ from studio.services.model_configs import (
     create_model_config,
     delete_model_config,
 )
-from studio.services.memories import add_memory, edit_memory
 from studio.services.prompts import delete_template, preview_template, save_template
 from studio.services.sessions import (
     FORMAT_VERSION,

@@ -39,7 +39,7 @@ def test_search_finds_memories_sharing_a_word_best_first_and_only_the_owners(
     write(bob, "Bob's dog is called Max")
     assert texts(ada, q="dog") == ["Ada's dog is called Rex"]
     assert texts(ada, q="tea", agent="helper") == ["Ada drinks green tea; tea every morning"]
-    assert sorted(texts(ada, q="tea OR \"; DROP")) == [
+    assert sorted(texts(ada, q='tea OR "; DROP')) == [
         "Ada drinks green tea; tea every morning",
         "Ada likes tea",
     ]
@@ -117,9 +117,7 @@ async def test_a_memory_remembered_in_one_session_is_recalled_in_the_next(ada: U
 
     memory = await Memory.objects.aget(owner=ada)
     assert (memory.agent, memory.session_id) == ("helper", first.pk)
-    answers = [
-        e.payload async for e in Event.objects.filter(session=second, type="agent_message")
-    ]
+    answers = [e.payload async for e in Event.objects.filter(session=second, type="agent_message")]
     assert answers[-1]["parts"][0]["text"].startswith("- Ada's dog is called Rex (id ")
     listed = await sync_to_async(client_for(ada).get)(URL, {"q": "Rex"})
     assert listed.json()[0]["session"] == str(first.pk)
