@@ -4,6 +4,8 @@ wrote it."""
 
 from __future__ import annotations
 
+import json
+
 from playwright.sync_api import Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
@@ -54,3 +56,27 @@ def test_a_memory_written_in_one_session_is_recalled_in_the_next(page: Page, api
     screenshot(page, "memories-page")
     link.click()
     expect(page.locator(".tool[data-tool=remember]")).to_be_visible()
+
+
+def test_memory_is_set_in_the_builder_and_saved_with_the_spec(page: Page, api: Api) -> None:
+    page.set_viewport_size(WIDE)  # type: ignore[arg-type]
+    page.goto("/agents/new/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "builder")
+    page.fill("#f-name", "diarist")
+    tools = page.get_by_label("Memory tools: remember, recall, forget")
+    expect(tools).not_to_be_checked()
+    tools.check()
+    page.get_by_label("Save each turn's key facts as memories").check()
+    tools.uncheck()
+    editor = json.loads(page.locator("#json-editor").input_value())
+    assert editor["memory"] == {"tools": False, "save_at_end": True}
+    expect(page.locator("#validity")).to_have_text("Valid")
+    page.locator("[data-field=memory]").scroll_into_view_if_needed()
+    screenshot(page, "builder-memory")
+    page.click("#save")
+    expect(page.locator("#version-badge")).to_have_text("v1")
+    agent_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+    assert api.get(f"/api/agents/{agent_id}/")["spec"]["memory"] == {
+        "tools": False,
+        "save_at_end": True,
+    }
