@@ -121,3 +121,18 @@ async def test_a_memory_remembered_in_one_session_is_recalled_in_the_next(ada: U
     assert answers[-1]["parts"][0]["text"].startswith("- Ada's dog is called Rex (id ")
     listed = await sync_to_async(client_for(ada).get)(URL, {"q": "Rex"})
     assert listed.json()[0]["session"] == str(first.pk)
+
+
+async def test_a_turns_key_facts_are_saved_with_their_session_when_asked(ada: User) -> None:
+    def setup() -> Session:
+        make_agent(ada, memory={"tools": False, "save_at_end": True})
+        return make_session(ada)
+
+    session = await sync_to_async(setup)()
+    await _run(session, "I am Ada and I live in Oslo")
+    # The scripted model's summary digests the transcript: the user's message is in it.
+    saved = [m async for m in Memory.objects.filter(owner=ada, session=session)]
+    assert saved and all(m.agent == "helper" for m in saved)
+    assert any("Oslo" in m.text for m in saved)
+    listed = await sync_to_async(client_for(ada).get)(URL, {"q": "Oslo"})
+    assert listed.json()[0]["session"] == str(session.pk)
