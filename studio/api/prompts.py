@@ -115,7 +115,10 @@ class PromptTemplateListView(APIView):
 class PromptTemplateDetailView(APIView):
     """Every version of one of your templates, newest first; deleting removes them all."""
 
-    @extend_schema(responses={200: PromptTemplateSerializer(many=True), 404: OpenApiResponse()})
+    @extend_schema(
+        operation_id="prompt_templates_versions",
+        responses={200: PromptTemplateSerializer(many=True), 404: OpenApiResponse()},
+    )
     def get(self, request: Request, name: str) -> Response:
         return Response(PromptTemplateSerializer(self._versions(request, name), many=True).data)
 
