@@ -28,7 +28,7 @@ from typing import Protocol
 
 from agents_core.compaction import transcript
 from agents_core.events import Event, new_id, utc_now
-from agents_core.exceptions import AgentsCoreError, ToolExecutionError
+from agents_core.exceptions import ToolExecutionError
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
 from agents_core.tools.base import BaseTool, ToolContext
 from agents_core.tools.function import FunctionTool
@@ -228,7 +228,8 @@ async def save_key_facts(
 
     Bounded: the model reads the newest ``TRANSCRIPT_EVENTS`` events, and at most
     ``MAX_KEY_FACTS`` facts are kept, each cut to ``MAX_MEMORY_CHARS``. A failing model
-    or service is logged and skipped: the turn has already ended well.
+    or service (whatever it raises) is logged and skipped: the turn has already ended
+    well, and memory is no reason to fail it.
     """
     wanted = config.key_facts
     if wanted is None:
@@ -246,7 +247,7 @@ async def save_key_facts(
                 answer = chunk.text
         for fact in parse_facts(answer):
             saved.append(await config.service.add(user_id, wanted.agent, fact, session_id))
-    except AgentsCoreError:
+    except Exception:  # a memory store's own errors are not the SDK's
         logger.warning("key facts not saved: the model or the memory failed", exc_info=True)
     return saved
 

@@ -1,6 +1,8 @@
 import django.db.models.deletion
 from django.conf import settings
-from django.db import migrations, models, transaction
+import logging
+
+from django.db import OperationalError, migrations, models, transaction
 
 # SQLite: an FTS5 index over the memories' text, kept in step by triggers (an
 # external-content table: it reads the text from studio_memory by rowid, the integer id).
@@ -39,8 +41,10 @@ def add_search_index(apps, schema_editor):
             with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
                 for statement in SQLITE_FTS:
                     cursor.execute(statement)
-        except Exception:  # noqa: BLE001 - sqlite3.OperationalError: no such module
-            pass
+        except OperationalError:  # "no such module: fts5"
+            logging.getLogger("studio.memory").warning(
+                "SQLite has no FTS5: memory search matches words without an index"
+            )
 
 
 def drop_search_index(apps, schema_editor):
