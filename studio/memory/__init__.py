@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
 from agents_core import memory as core_memory
-from studio.memory.search import search
+from studio.memory.fulltext import search
 from studio.models import Memory, Session
 
 __all__ = ["DjangoMemoryService", "add", "owned", "search"]

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from studio import services
-from studio.memory.search import has_fts
+from studio.memory.fulltext import has_fts
 from studio.models import Event, Memory, ModelConfig, RunStatus, Session
 from studio.runs.execute import execute_run
 from tests.studio.conftest import client_for, make_agent, make_session
@@ -136,3 +136,15 @@ async def test_a_turns_key_facts_are_saved_with_their_session_when_asked(ada: Us
     assert any("Oslo" in m.text for m in saved)
     listed = await sync_to_async(client_for(ada).get)(URL, {"q": "Oslo"})
     assert listed.json()[0]["session"] == str(session.pk)
+
+
+def test_without_fts5_search_still_matches_words_of_the_owner(
+    ada: User, bob: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("the fallback is SQLite's")
+    monkeypatch.setattr("studio.memory.fulltext.has_fts", lambda: False)
+    write(ada, "Ada's dog is called Rex")
+    write(ada, "Ada likes tea")
+    write(bob, "Bob's dog is called Max")
+    assert texts(ada, q="DOG cat") == ["Ada's dog is called Rex"]
