@@ -28,6 +28,7 @@ from agents_core.exceptions import SpecError
 from agents_core.hooks import Hook, HookRegistry
 from agents_core.llm.chain import ModelChain, ModelLink
 from agents_core.llm.contracts import BaseLlm
+from agents_core.memory import KeyFacts, memory_tools
 from agents_core.planners.base import BasePlanner
 from agents_core.planners.plan_react import PlanReActPlanner
 from agents_core.planners.task import TaskPlanner
@@ -41,6 +42,7 @@ from agents_core.tools.registry import ToolRegistry
 __all__ = [
     "build_agent",
     "build_compaction",
+    "build_key_facts",
     "check_spec",
     "compaction_model",
     "mcp_server_names",
@@ -103,6 +105,15 @@ def build_compaction(
         model_name=name,
         cache_ttl_s=spec.cache.ttl_s if spec.cache else None,
     )
+
+
+def build_key_facts(spec: AgentSpec, *, models: Mapping[str, BaseLlm]) -> KeyFacts | None:
+    """Who writes the key facts of ``spec``'s turns (its root's model, for its root's
+    memory), or ``None`` unless its ``memory`` asks for them."""
+    model = models.get(spec.model or "")
+    if spec.memory is None or not spec.memory.save_at_end or model is None:
+        return None
+    return KeyFacts(model=model, agent=spec.name)
 
 
 def compaction_model(spec: AgentSpec, agents: Mapping[str, AgentSpec] | None = None) -> str | None:
@@ -253,6 +264,8 @@ class _Builder:
                 gated.update(tool.name for tool in offered)
             failures.update((tool.name, mcp_ref.on_failure) for tool in offered)
         built.extend(AgentTool(self.build(child)) for child in spec.agent_tools)
+        if spec.memory is not None and spec.memory.tools:
+            built.extend(memory_tools())
         _check_unique_names(spec, built)
         return built, frozenset(gated), failures
 

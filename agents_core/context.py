@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from agents_core.approvals import ApprovalBroker
     from agents_core.blobs import BlobStore
     from agents_core.llm.resilience import BreakerRegistry
+    from agents_core.memory import MemoryConfig
     from agents_core.model_gates import RateLimiter, ResponseCache
     from agents_core.resume import ResumePoint
     from agents_core.sessions.base import Session
@@ -211,6 +212,8 @@ class Invocation:
     """Read and filled by agents that cache their answers."""
     blobs: BlobStore | None = None
     """Where the bytes of files attached to user messages are read from."""
+    memory: MemoryConfig | None = None
+    """The user's long-term memory, for the memory tools (``agents_core.memory``)."""
 
 
 @dataclass(slots=True)

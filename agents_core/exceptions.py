@@ -25,7 +25,8 @@ attribute; the runner's retry / fail / continue decisions read nothing else::
     │   ├── ToolTimeoutError          non-fatal
     │   └── ToolExecutionError        non-fatal
     │       ├── PathEscapeError       non-fatal  (tools.filesystem) a path leaving the jail
-    │       └── CommandNotAllowedError non-fatal (tools.shell) a program not allowlisted
+    │       ├── CommandNotAllowedError non-fatal (tools.shell) a program not allowlisted
+    │       └── MemoryStoreError      non-fatal  (memory) a memory refused or not reachable
     ├── HookError                     terminal   a hook raised (has .hook, .stage); on a tool
     │                                            call it is that call's error result instead
     ├── FailedByPolicyError           terminal   a tool or agent whose failure policy is "fail"

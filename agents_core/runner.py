@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
 from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 
 from agents_core import ledger
+from agents_core._channel import Channel
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalBroker
 from agents_core.blobs import BlobStore
@@ -26,6 +26,7 @@ from agents_core.events import ErrorInfo, Event, EventType, new_id, user_message
 from agents_core.exceptions import AgentsCoreError, LimitExceededError, SessionError
 from agents_core.ledger import CallLedger
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
+from agents_core.memory import MemoryConfig, save_key_facts
 from agents_core.model_gates import RateLimiter, ResponseCache
 from agents_core.resume import ResumePoint
 from agents_core.sessions.base import BaseSessionService, Session
@@ -65,6 +66,7 @@ class Runner:
         rate_limiter: RateLimiter | None = None,
         response_cache: ResponseCache | None = None,
         blobs: BlobStore | None = None,
+        memory: MemoryConfig | None = None,
     ) -> None:
         self.agent = agent
         self.session_service = session_service
@@ -82,6 +84,8 @@ class Runner:
         """Shared limits and kept answers of named models (``agents_core.model_gates``)."""
         self.blobs = blobs
         """Where files attached to user messages are read from (``agents_core.blobs``)."""
+        self.memory = memory
+        """The memory the run's tools use, and whether turns save their key facts."""
 
     async def astream(
         self,
@@ -142,7 +146,7 @@ class Runner:
             user_event = await self._opening(session, message, telemetry)
             yield user_event
             invocation_id, text = user_event.invocation_id, user_event.text
-        channel = _Channel()
+        channel = Channel()
         ctx = Context(
             session=session,
             invocation=Invocation(
@@ -159,6 +163,7 @@ class Runner:
                 rate_limiter=self.rate_limiter,
                 response_cache=self.response_cache,
                 blobs=self.blobs,
+                memory=self.memory,
             ),
             user_input=text,
         )
@@ -238,14 +243,20 @@ class Runner:
         telemetry: TelemetryDispatcher,
     ) -> AsyncGenerator[Event]:
         """The turn's last events: its cancellation (the calls it left open answered
-        first) or, when it ended normally, its compaction summary if one is due."""
+        first) or, when it ended normally, its compaction summary if one is due (its key
+        facts saved to memory first, when the runner's memory asks for them)."""
         if cancelled:
             reason = ctx.invocation.cancel_token.reason or CANCELLED
             ending = self._error_event(ctx, CANCELLED, reason)
             async for closing in self._close_calls(session, ctx, calls, ending, telemetry):
                 yield closing
             yield await self._store(session, ending, telemetry)
-        elif self.compaction is not None:
+            return
+        if self.memory is not None and not _failed(session, ctx.invocation_id):
+            await save_key_facts(
+                session.events, self.memory, user_id=session.user_id, session_id=session.id
+            )
+        if self.compaction is not None:
             summary = await compact(
                 session.events,
                 self.compaction,
@@ -287,7 +298,7 @@ class Runner:
             calls.observe(stored)
             yield stored
 
-    async def _produce(self, ctx: Context, channel: _Channel) -> None:
+    async def _produce(self, ctx: Context, channel: Channel) -> None:
         """Runs the agent tree. Failures are sent as one terminal error event; a
         cancellation leaves the task cancelled, and the consumer records it."""
         resume = ctx.invocation.resume
@@ -363,6 +374,12 @@ class _Controls:
     pause_gate: PauseGate
 
 
+def _failed(session: Session, invocation_id: str) -> bool:
+    """Whether the invocation's last stored event is a terminal error."""
+    last = session.events[-1] if session.events else None
+    return last is not None and last.invocation_id == invocation_id and last.is_terminal_error
+
+
 def _stored_user_message(session: Session, event: Event) -> Event:
     """``event``, checked to be a stored user message of ``session``."""
     if event.type is not EventType.USER_MESSAGE or event.seq is None:
@@ -370,50 +387,3 @@ def _stored_user_message(session: Session, event: Event) -> Event:
     if event.session_id != session.id:
         raise SessionError(f"the user message belongs to session {event.session_id!r}")
     return event
-
-
-class _Channel:
-    """A rendezvous between the agent tree and the runner: ``send`` returns once the
-    runner has stored the event, so agents never run ahead of what is persisted.
-    Partial events are never stored, so ``post`` hands one over without waiting; the
-    runner still takes every item in order.
-
-    A deque and one waiter rather than an ``asyncio.Queue``: this is on the path of
-    every event of a turn, and a queue's getters, putters and size bookkeeping cost a
-    fifth of the hand-over."""
-
-    __slots__ = ("_closed", "_items", "_waiter")
-
-    def __init__(self) -> None:
-        self._items: deque[tuple[Event, asyncio.Future[Event] | None] | None] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._closed = False
-
-    async def send(self, event: Event) -> Event:
-        ack: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
-        self._push((event, ack))
-        return await ack
-
-    def post(self, event: Event) -> None:
-        self._push((event, None))
-
-    async def receive(self) -> tuple[Event, asyncio.Future[Event] | None] | None:
-        while not self._items:
-            self._waiter = waiter = asyncio.get_running_loop().create_future()
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-        return self._items.popleft()
-
-    def close(self) -> None:
-        """The agent tree is done (once; later calls do nothing)."""
-        if not self._closed:
-            self._closed = True
-            self._push(None)
-
-    def _push(self, item: tuple[Event, asyncio.Future[Event] | None] | None) -> None:
-        self._items.append(item)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)

@@ -27,6 +27,7 @@ MAX_AGENTS = 200
 _WORKFLOW_LACKS = (
     "model", "instruction", "tools", "mcp", "agent_tools", "planner", "output_key",
     "output_schema", "hooks", "policies", "fallback_models", "cache", "instruction_template",
+    "memory",
 )  # fmt: skip
 
 
@@ -116,6 +117,11 @@ class _Checker:
             )
         if spec.compaction is not None:
             self.check_compaction(spec, path, root=root)
+        if spec.memory is not None and spec.memory.save_at_end and not root:
+            self.fail(
+                (*path, "memory", "save_at_end"),
+                "saving key facts ends a whole turn: set it on the root agent",
+            )
         if spec.type in MODEL_TYPES:
             self.check_model_agent(spec, path)
         else:

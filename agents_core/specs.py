@@ -169,6 +169,17 @@ class CacheSpec(Contract):
     ttl_s: PositiveInt = Field(default=3600, le=MAX_CACHE_TTL_S)
 
 
+class MemorySpec(Contract):
+    """``llm`` and ``react`` agents: long-term memory of their user (``agents_core.memory``).
+
+    ``tools`` offers the agent ``remember``, ``recall`` and ``forget_memory``;
+    ``save_at_end`` (root agent only) ends each turn by storing the conversation's key
+    facts, written by the agent's model, as its memories."""
+
+    tools: bool = True
+    save_at_end: bool = False
+
+
 class AgentRef(Contract):
     """Another stored agent, by name, used as a sub-agent."""
 
@@ -231,6 +242,8 @@ class AgentSpec(Contract):
     """Root only: what the version may spend (``BudgetSpec``); enforced by whoever runs
     it, through a spend guard (``agents_core.spend``)."""
     approval: ApprovalSpec | None = None
+    memory: MemorySpec | None = None
+    """``llm`` and ``react`` agents: their user's long-term memory (``MemorySpec``)."""
     compaction: CompactionSpec | None = None
     """Root only; unset means the defaults (on)."""
 

@@ -23,6 +23,7 @@ from agents_core import specs as core_specs
 from agents_core.agents.base import BaseAgent
 from agents_core.compaction import CompactionConfig
 from agents_core.llm import BaseLlm
+from agents_core.memory import KeyFacts
 from agents_core.tools.base import BaseTool
 from studio.agents.hooks import hook_registry
 from studio.agents.llms import build_llm
@@ -91,6 +92,8 @@ class Built:
     agent: BaseAgent
     run_config: core_config.RunConfig
     compaction: CompactionConfig | None
+    key_facts: KeyFacts | None = None
+    """Who saves each turn's key facts to memory (``MemorySpec.save_at_end``)."""
 
 
 def build(
@@ -113,7 +116,8 @@ def build(
         templates=OwnerTemplates(owner.pk),
     )
     compaction = core_builder.build_compaction(spec, models=models, agents=agents)
-    return Built(agent, spec.run_config(), compaction)
+    key_facts = core_builder.build_key_facts(spec, models=models)
+    return Built(agent, spec.run_config(), compaction, key_facts)
 
 
 def model_configs(owner: AbstractBaseUser) -> dict[str, ModelConfig]:

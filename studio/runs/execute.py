@@ -33,6 +33,7 @@ from agents_core import failures as core_failures
 from agents_core.approvals import ApprovalBroker
 from agents_core.context import CancellationToken, PauseGate
 from agents_core.contracts import Usage
+from agents_core.memory import MemoryConfig
 from agents_core.runner import Runner
 from studio import budgets, wire
 from studio.agents import specs
@@ -43,6 +44,7 @@ from studio.gates import rate_limits, response_cache
 from studio.ledger import CallLedger, waiting_for
 from studio.live import Publisher, Status, snapshot
 from studio.mcp import client as mcp
+from studio.memory import DjangoMemoryService
 from studio.models import DEFAULT_APP_NAME, Event, Run, RunStatus, Session
 from studio.runs import records, recovery
 from studio.runs.records import Ending
@@ -271,6 +273,7 @@ def _prepare(
         rate_limiter=rate_limits.limiter_for(configs),
         response_cache=response_cache.DatabaseResponseCache(configs),
         blobs=StorageBlobStore(),
+        memory=MemoryConfig(DjangoMemoryService(), built.key_facts),
     )
     user_id = session.owner.get_username()
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record

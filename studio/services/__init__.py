@@ -13,6 +13,7 @@ from studio.services.agents import (
 )
 from studio.services.approvals import answer_question, decide_approval
 from studio.services.budgets import set_user_budget, user_budget
+from studio.services.memories import add_memory, edit_memory
 from studio.services.model_configs import (
     PRICE_FIELDS,
     ConnectionCheck,
@@ -46,6 +47,7 @@ __all__ = [
     "SESSION_FORMAT",
     "SESSION_FORMAT_VERSION",
     "ConnectionCheck",
+    "add_memory",
     "answer_question",
     "cancel_active_run",
     "cancel_run",
@@ -57,6 +59,7 @@ __all__ = [
     "delete_model_config",
     "delete_session",
     "delete_template",
+    "edit_memory",
     "export_agent",
     "export_session",
     "import_agent",

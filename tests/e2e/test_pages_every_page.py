@@ -58,6 +58,7 @@ FOLDERS = {
     "agents": "agent",
     "models": "model",
     "mcp-servers": "mcp_server",
+    "memories": "memory",
     "sessions": "session",
     "templates": "template",
 }
@@ -91,6 +92,7 @@ class Objects:
     run: str
     template: str = ""
     """A prompt template's name."""
+    memory: str = ""
     user_budget: str = ""
     day_spend: str = ""
     """Staff's: a user's daily budget and a day's spend row, as the admin shows them."""
@@ -167,6 +169,9 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         "source": "You help {{ customer }}.\n{% if tier %}Tier: {{ tier }}{% endif %}",
     }
     api.post("/api/prompt-templates/", template)
+    memory = api.post(
+        "/api/memories/", {"agent": agent["spec"]["name"], "text": "<b>Likes tea</b>"}
+    )
     wait_for_run_end(api, run["id"])
     return Objects(
         agent=agent["id"],
@@ -176,6 +181,7 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         session=session["id"],
         run=run["id"],
         template=template["name"],
+        memory=str(memory["id"]),
     )
 
 
@@ -309,6 +315,7 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     assert {"prompt-templates", "prompt-template"} <= names and "prompt-template-delete" in set(
         site.actions
     )
+    assert "memories" in names and {"memory-edit", "memory-delete"} <= set(site.actions)
     assert not names & set(site.actions)
 
 
