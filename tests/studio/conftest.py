@@ -10,6 +10,7 @@ from asgiref.local import Local
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.tasks import task_backends
+from django.test import Client
 from rest_framework.test import APIClient
 
 from studio import costs, runs, services
@@ -137,6 +138,13 @@ def recording_executor() -> Any:
     runs._executor = recording = RecordingExecutor()
     yield recording
     runs._executor = chosen
+
+
+def signed_in(user: User) -> Client:
+    """A page client signed in as ``user`` (a session cookie, as a browser has)."""
+    client = Client()
+    client.force_login(user)
+    return client
 
 
 def post_agent(user: User, spec: dict[str, Any]) -> Any:

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from studio import services
 from studio.models import McpServer, ModelConfig
+from tests.studio.conftest import signed_in
 from tests.support.mcp_server import serve_http
 
 pytestmark = pytest.mark.django_db
@@ -28,12 +29,6 @@ NEW = "/mcp-servers/new/"
 def mcp_url() -> Iterator[str]:
     with serve_http() as url:
         yield url
-
-
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def http_server(

@@ -9,17 +9,11 @@ from django.test import Client
 
 from studio import memory
 from studio.models import Memory
-from tests.studio.conftest import make_session
+from tests.studio.conftest import make_session, signed_in
 
 pytestmark = pytest.mark.django_db
 
 LIST = "/memories/"
-
-
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_the_page_needs_a_signed_in_user(ada: User) -> None:

@@ -9,17 +9,11 @@ from django.test import Client
 
 from studio import services
 from studio.models import PromptTemplate
-from tests.studio.conftest import make_agent
+from tests.studio.conftest import make_agent, signed_in
 
 pytestmark = pytest.mark.django_db
 
 LIST = "/templates/"
-
-
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_every_page_needs_a_signed_in_user(ada: User) -> None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from django.urls import reverse
 
 from agents_core import events as core_events
@@ -18,7 +17,7 @@ from studio.models import Event, Session
 from studio.session_service import append_event_sync
 from studio.web.format import duration, tokens
 from studio.web.sessions import TIMELINE_PAGE_SIZE
-from tests.studio.conftest import make_session
+from tests.studio.conftest import make_session, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -34,12 +33,6 @@ def add_event(session: Session, text: str) -> core_events.Event:
         parts=[core_events.TextPart(text=text)],
     )
     return append_event_sync(session.key, event)
-
-
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def timeline_data(html: str) -> dict[str, Any]:
