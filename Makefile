@@ -23,15 +23,18 @@ SCALE_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redi
 SCALE_TESTS := tests/scale tests/studio/test_session_service.py tests/studio/test_group_commit.py tests/studio/test_api_*.py \
 	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py
 
-# Both runs use two pytest-xdist workers, each taking whole files (tests/conftest.py);
-# PYTEST_XDIST=-n0 runs them in one process, PYTEST_ARGS narrows the first run.
+# The first run uses two pytest-xdist workers, each taking whole files
+# (tests/conftest.py); PYTEST_XDIST=-n0 runs it in one process, PYTEST_ARGS narrows it.
+# The PostgreSQL run stays in one process: with API tests running beside tests/scale on a
+# second worker, two scale tests' approval relay between servers and the worker timed
+# out (they pass in one process); until that is understood, the run is serial.
 PYTEST_XDIST ?= -n 2 --dist loadgroup
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 	@if [ "$$CI" = true ] || $(SCALE_ENV) $(BIN)/python -m tests.scale.reachable; then \
-		echo "$(SCALE_ENV) pytest $(PYTEST_XDIST) $(SCALE_TESTS)"; \
-		$(SCALE_ENV) $(BIN)/python -m pytest $(PYTEST_XDIST) $(SCALE_TESTS); \
+		echo "$(SCALE_ENV) pytest $(SCALE_TESTS)"; \
+		$(SCALE_ENV) $(BIN)/python -m pytest $(SCALE_TESTS); \
 	else \
 		echo "PostgreSQL or Redis unreachable: skipping the PostgreSQL run (CI=true fails)"; \
 	fi
