@@ -162,7 +162,7 @@ class PromptTemplateDetailView(APIView):
 
     @staticmethod
     def _versions(request: Request, name: str) -> list[PromptTemplate]:
-        found = list(PromptTemplate.objects.filter(owner_id=request.user.pk, name=name))
+        found = prompts.versions(request.user.pk, name)
         if not found:
             raise NotFound(f"no prompt template {name!r}")
         return found

@@ -1,14 +1,13 @@
 """Memories in the database: what the API, the pages and runs read and write.
 
 ``DjangoMemoryService`` is ``agents_core.memory.MemoryService`` over the ``Memory``
-rows: a run's ``user_id`` is its owner's username and its ``session_id`` a session
-key, both resolved here so that a memory only ever belongs to the run's owner.
+rows of the run's owner (bound when the run starts, so no tool call looks the owner up
+again); a run's ``session_id`` is a session key, resolved among the owner's sessions.
 """
 
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
-from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
 from agents_core import memory as core_memory
@@ -32,7 +31,12 @@ def add(owner_id: int, agent: str, text: str, session: Session | None = None) ->
 
 
 class DjangoMemoryService:
-    """The core's memory port over ``Memory`` rows."""
+    """The core's memory port over ``owner_id``'s ``Memory`` rows: one per run, bound to
+    the run's owner, so a memory only ever belongs to them (``user_id`` names them on
+    the core's side)."""
+
+    def __init__(self, owner_id: int) -> None:
+        self.owner_id = owner_id
 
     async def add(
         self, user_id: str, agent: str, text: str, session_id: str | None
@@ -48,24 +52,20 @@ class DjangoMemoryService:
         if not memory_id.isdigit():
             return False
         deleted, _ = await Memory.objects.filter(
-            owner__username=user_id, pk=int(memory_id)
+            owner_id=self.owner_id, pk=int(memory_id)
         ).adelete()
         return deleted > 0
 
     def _add(
         self, user_id: str, agent: str, text: str, session_id: str | None
     ) -> core_memory.Memory:
-        owner = get_user_model().objects.get(username=user_id)
         session = (
-            Session.objects.filter(owner=owner, key=session_id).first() if session_id else None
+            Session.objects.filter(owner_id=self.owner_id, key=session_id).first()
+            if session_id
+            else None
         )
-        return add(owner.pk, agent, text, session).to_core(user_id)
+        return add(self.owner_id, agent, text, session).to_core(user_id)
 
     def _search(self, user_id: str, agent: str, query: str, limit: int) -> list[core_memory.Memory]:
-        owner_id = (
-            get_user_model().objects.filter(username=user_id).values_list("pk", flat=True).first()
-        )
-        if owner_id is None:
-            return []
         limit = max(1, min(limit, core_memory.MAX_RESULTS))
-        return [m.to_core(user_id) for m in search(owner_id, agent, query, limit)]
+        return [m.to_core(user_id) for m in search(self.owner_id, agent, query, limit)]

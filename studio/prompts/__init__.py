@@ -13,13 +13,21 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Max, QuerySet
+from django.db.models import Max
 
 from agents_core import prompts as core_prompts
 from agents_core import specs as core_specs
 from studio.models import AgentVersion, PromptTemplate
 
-__all__ = ["OwnerTemplates", "latest_versions", "pin", "preview", "save", "users_of"]
+__all__ = [
+    "OwnerTemplates",
+    "latest_versions",
+    "pin",
+    "preview",
+    "save",
+    "users_of",
+    "versions",
+]
 
 
 class OwnerTemplates:
@@ -36,21 +44,15 @@ class OwnerTemplates:
 
 def latest_versions(owner_id: Any) -> list[PromptTemplate]:
     """The latest version of each of the owner's templates, by name."""
-    rows = PromptTemplate.objects.filter(owner_id=owner_id).order_by("name", "-version")
-    return list(rows.distinct("name")) if _distinct_on() else _first_per_name(rows)
+    latest: dict[str, PromptTemplate] = {}
+    for row in PromptTemplate.objects.filter(owner_id=owner_id).order_by("name", "-version"):
+        latest.setdefault(row.name, row)
+    return list(latest.values())
 
 
-def _distinct_on() -> bool:
-    from django.db import connection
-
-    return bool(connection.features.can_distinct_on_fields)
-
-
-def _first_per_name(rows: QuerySet[PromptTemplate]) -> list[PromptTemplate]:
-    seen: dict[str, PromptTemplate] = {}
-    for row in rows:
-        seen.setdefault(row.name, row)
-    return list(seen.values())
+def versions(owner_id: Any, name: str) -> list[PromptTemplate]:
+    """Every version of the owner's template ``name``, newest first (empty: none)."""
+    return list(PromptTemplate.objects.filter(owner_id=owner_id, name=name))
 
 
 def save(owner: AbstractBaseUser, name: str, source: str, description: str = "") -> PromptTemplate:

@@ -273,7 +273,7 @@ def _prepare(
         rate_limiter=rate_limits.limiter_for(configs),
         response_cache=response_cache.DatabaseResponseCache(configs),
         blobs=StorageBlobStore(),
-        memory=MemoryConfig(DjangoMemoryService(), built.key_facts),
+        memory=MemoryConfig(DjangoMemoryService(session.owner_id), built.key_facts),
     )
     user_id = session.owner.get_username()
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record

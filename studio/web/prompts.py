@@ -115,7 +115,7 @@ def template_delete(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _versions(request: HttpRequest, name: str) -> list[PromptTemplate]:
-    found = list(PromptTemplate.objects.filter(owner_id=request.user.pk, name=name))
+    found = prompts.versions(request.user.pk, name)
     if not found:
         raise Http404("no such template")
     return found
