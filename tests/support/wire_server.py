@@ -155,6 +155,11 @@ def _handler_for(server: WireServer) -> type[BaseHTTPRequestHandler]:
                 return
             self.send_response(answer.status)
             self.send_header("content-type", answer.content_type)
+            if isinstance(answer.pieces, list):
+                # A whole answer says its length, so the client stops reading at its
+                # end instead of racing the close (a close-delimited error body was
+                # read as a ReadError by one client now and then).
+                self.send_header("content-length", str(sum(map(len, answer.pieces))))
             self.end_headers()
             for piece in answer.pieces:
                 self.wfile.write(piece)
