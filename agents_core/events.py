@@ -88,6 +88,10 @@ class EventType(StrEnum):
     """A model call waits for its model's shared rate limit; opens a wait span."""
     RATE_LIMIT_WAIT = "rate_limit_wait"
     """A model call waited for its model's shared rate limit; closes that wait span."""
+    MEMORY_SAVED = "memory_saved"
+    """A turn's key facts, saved to long-term memory as it ended: one text part per fact
+    (none when the model found nothing worth keeping); ``usage`` is the model call that
+    found them, priced like the author's (the root agent's) other calls."""
     TOOL_STARTED = "tool_started"
     """The effect journal: a tool with side effects is about to run the call its one
     ``tool_call`` part names. Stored before the tool runs, so a run that dies before

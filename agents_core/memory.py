@@ -10,7 +10,8 @@ service (``Runner(memory=MemoryConfig(...))``) hands it to the run, where:
   on with ``memory: {"tools": true}``;
 - with ``key_facts`` set (``memory: {"save_at_end": true}`` on the root agent), each
   turn that ends normally asks a model for the conversation's key facts, a short JSON
-  list, and stores each as a memory of the root agent.
+  list, stores each as a memory of the root agent, and records them and the call's
+  usage as a ``memory_saved`` event (so its cost counts like any model call's).
 
 Memories are plain text, at most ``MAX_MEMORY_CHARS`` each; a search returns at most
 ``MAX_RESULTS``.
@@ -21,13 +22,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from agents_core.compaction import transcript
-from agents_core.events import Event, new_id, utc_now
+from agents_core.events import Event, EventType, TextPart, new_id, utc_now
 from agents_core.exceptions import ToolExecutionError
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
 from agents_core.tools.base import BaseTool, ToolContext
@@ -222,34 +224,55 @@ KEY_FACTS_INSTRUCTION = (
 
 
 async def save_key_facts(
-    events: Sequence[Event], config: MemoryConfig, *, user_id: str, session_id: str
-) -> list[Memory]:
-    """Ask ``config.key_facts.model`` for the key facts of ``events`` and store each.
+    events: Sequence[Event],
+    config: MemoryConfig,
+    *,
+    user_id: str,
+    session_id: str,
+    invocation_id: str,
+) -> Event | None:
+    """Ask ``config.key_facts.model`` for the key facts of ``events``, store each, and
+    return the ``memory_saved`` event that records them and what the call cost.
 
     Bounded: the model reads the newest ``TRANSCRIPT_EVENTS`` events, and at most
     ``MAX_KEY_FACTS`` facts are kept, each cut to ``MAX_MEMORY_CHARS``. A failing model
-    or service (whatever it raises) is logged and skipped: the turn has already ended
-    well, and memory is no reason to fail it.
+    (whatever it raises) is logged and gives no event: the turn has already ended well,
+    and memory is no reason to fail it. A memory store that fails part-way is logged
+    too; the event then names the facts stored before it failed.
     """
     wanted = config.key_facts
     if wanted is None:
-        return []
+        return None
     request = LlmRequest(
         system_instruction=KEY_FACTS_INSTRUCTION,
         messages=[ChatMessage(role="user", text=transcript(events[-TRANSCRIPT_EVENTS:]))],
         purpose="summary",
     )
-    saved: list[Memory] = []
+    answer = None
+    started = time.monotonic()
     try:
-        answer = ""
         async for chunk in wanted.model.astream(request):
             if not chunk.partial:
-                answer = chunk.text
-        for fact in parse_facts(answer):
-            saved.append(await config.service.add(user_id, wanted.agent, fact, session_id))
+                answer = chunk
+    except Exception:  # any provider's failure: the turn stands without its key facts
+        logger.warning("key facts not saved: the model failed", exc_info=True)
+        return None
+    saved: list[str] = []
+    try:
+        for fact in parse_facts(answer.text if answer else ""):
+            await config.service.add(user_id, wanted.agent, fact, session_id)
+            saved.append(fact)
     except Exception:  # a memory store's own errors are not the SDK's
-        logger.warning("key facts not saved: the model or the memory failed", exc_info=True)
-    return saved
+        logger.warning("key facts not all saved: the memory store failed", exc_info=True)
+    return Event(
+        type=EventType.MEMORY_SAVED,
+        invocation_id=invocation_id,
+        session_id=session_id,
+        author=wanted.agent,
+        parts=[TextPart(text=fact) for fact in saved],
+        usage=answer.usage if answer else None,
+        latency_ms=(time.monotonic() - started) * 1000,
+    )
 
 
 def parse_facts(answer: str) -> list[str]:

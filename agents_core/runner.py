@@ -253,9 +253,15 @@ class Runner:
             yield await self._store(session, ending, telemetry)
             return
         if self.memory is not None and not _failed(session, ctx.invocation_id):
-            await save_key_facts(
-                session.events, self.memory, user_id=session.user_id, session_id=session.id
+            saved = await save_key_facts(
+                session.events,
+                self.memory,
+                user_id=session.user_id,
+                session_id=session.id,
+                invocation_id=ctx.invocation_id,
             )
+            if saved is not None:
+                yield await self._store(session, saved, telemetry)
         if self.compaction is not None:
             summary = await compact(
                 session.events,

@@ -140,8 +140,9 @@ def priced(
 ) -> core_events.Event:
     """``event`` with its cost, when it reports its usage and is a model call of an
     agent in ``prices`` (by agent name; by model config name in ``model_prices`` when
-    the event names the model that answered: a fallback's) or a compaction summary (at
-    ``summary_price``, its summariser's); otherwise unchanged (cost unknown). An answer
+    the event names the model that answered: a fallback's), a compaction summary (at
+    ``summary_price``, its summariser's) or a turn's key facts (at its author's price);
+    otherwise unchanged (cost unknown). An answer
     from the response cache costs exactly nothing."""
     if event.cost is not None or event.partial:
         return event
@@ -152,6 +153,8 @@ def priced(
         price = _price_of(event, prices, model_prices)
     elif event.type is core_events.EventType.COMPACTION:
         price = summary_price
+    elif event.type is core_events.EventType.MEMORY_SAVED:
+        price = prices.get(event.author)  # the key facts came from the root's model
     else:
         return event
     cost = cost_of(event.usage, price)

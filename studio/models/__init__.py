@@ -349,7 +349,7 @@ class Event(models.Model):
             # (studio.rollups.queries), or PostgreSQL cannot use it and scans every event.
             models.Index(
                 fields=["session", "created_at"],
-                condition=models.Q(type__in=("agent_message", "compaction"))
+                condition=models.Q(type__in=("agent_message", "compaction", "memory_saved"))
                 & (models.Q(usage__isnull=False) | models.Q(cost__isnull=False)),
                 name="event_model_call",
             ),

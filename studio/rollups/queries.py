@@ -63,10 +63,10 @@ class RollUp:
     output_tokens: int
 
 
-MODEL_CALL_TYPES = (EventType.AGENT_MESSAGE, EventType.COMPACTION)
+MODEL_CALL_TYPES = (EventType.AGENT_MESSAGE, EventType.COMPACTION, EventType.MEMORY_SAVED)
 MODEL_CALL = Q(type__in=MODEL_CALL_TYPES) & (Q(usage__isnull=False) | Q(cost__isnull=False))
-"""A stored model call: a complete ``agent_message``, or a compaction summary, that
-reports its usage or has a cost."""
+"""A stored model call: a complete ``agent_message``, a compaction summary or a turn's
+key facts (``memory_saved``), that reports its usage or has a cost."""
 
 
 def model_calls(

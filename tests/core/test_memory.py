@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents_core.builder import build_agent, build_key_facts, check_spec
-from agents_core.events import EventType
+from agents_core.events import EventType, TextPart
 from agents_core.exceptions import ModelError
 from agents_core.llm import ScriptedModel
 from agents_core.memory import (
@@ -136,6 +136,13 @@ async def test_key_facts_are_saved_when_a_turn_ends_and_bounded() -> None:
     await _turn(runner, "s", "I am Ada")
     assert [m.text for m in service.memories] == facts[:MAX_KEY_FACTS]
     assert {m.session_id for m in service.memories} == {"s"}
+    sessions = runner.session_service
+    assert isinstance(sessions, InMemorySessionService)
+    stored = await stored_events(sessions, "s")
+    (saved,) = [e for e in stored if e.type is EventType.MEMORY_SAVED]
+    # The call is recorded, with what it found and what it used, after the answer.
+    assert [p.text for p in saved.parts if isinstance(p, TextPart)] == facts[:MAX_KEY_FACTS]
+    assert saved.author == "helper" and saved.usage is not None and saved.seq == stored[-1].seq
     assert "user: I am Ada" in model.requests[-1].messages[0].text
     assert "remember" not in {t.name for t in model.requests[0].tools}
 
@@ -147,6 +154,10 @@ async def test_a_failing_key_facts_model_leaves_the_turn_as_it_was() -> None:
     runner = _runner(model, spec, MemoryConfig(service, build_key_facts(spec, models={"m": model})))
     assert await _turn(runner, "s", "hello") == ["Hi."]
     assert service.memories == []
+    sessions = runner.session_service
+    assert isinstance(sessions, InMemorySessionService)
+    stored = await stored_events(sessions, "s")
+    assert EventType.MEMORY_SAVED not in {e.type for e in stored}
 
 
 def test_facts_come_from_a_json_list_or_else_from_lines() -> None:

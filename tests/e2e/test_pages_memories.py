@@ -80,3 +80,15 @@ def test_memory_is_set_in_the_builder_and_saved_with_the_spec(page: Page, api: A
         "tools": False,
         "save_at_end": True,
     }
+
+    # A turn of that agent ends by saving its key facts: a row of the timeline, as text.
+    page.goto(f"/playground/?agent={agent_id}")
+    expect(page.locator("body")).to_have_attribute("data-ready", "playground")
+    _say(page, "I live in <i>Oslo</i>")
+    expect(page.locator(".msg.agent .bubble").last).not_to_be_empty()
+    page.goto(page.locator("#open-timeline").get_attribute("href") or "")
+    facts = page.locator(".ev.memory_saved")
+    expect(facts).to_contain_text("Memory · key facts saved")
+    expect(facts.locator(".key-facts li").first).to_contain_text("<i>Oslo</i>")
+    expect(facts.locator("i")).to_have_count(0)
+    screenshot(page, "timeline-key-facts")

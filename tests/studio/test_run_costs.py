@@ -10,6 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
+from agents_core import events as core_events
 from studio import costs, services, wire
 from studio.agents.prices import price_for
 from studio.models import Event, ModelConfig, ModelDay, Run, Session
@@ -162,6 +163,30 @@ async def test_a_compaction_summary_is_stored_with_its_usage_at_its_summarisers_
     summarised = sum((row.cost for row in summaries if row.cost is not None), Decimal(0))
     day = await ModelDay.objects.aget(owner=ada, model="summariser")
     assert (day.calls, day.cost) == (len(summaries), summarised)
+
+
+async def test_a_turns_key_facts_call_is_stored_priced_and_counted_in_its_run(ada: User) -> None:
+    @sync_to_async
+    def session() -> Session:
+        services.create_model_config(ada.pk, name="scripted", provider="scripted")
+        agent = make_agent(ada, memory={"tools": False, "save_at_end": True})
+        return make_session(ada, agent)
+
+    run = await sync_to_async(services.start_run)(await session(), "I am Ada from Oslo")
+    finished = await execute_run(run)
+    assert finished.status == "succeeded"
+    row = await Event.objects.aget(session_id=run.session_id, type="memory_saved")
+    saved = row.to_core()
+    # The scripted summary digests the transcript: the facts name what the user said.
+    facts = [part.text for part in saved.parts if isinstance(part, core_events.TextPart)]
+    assert facts and any("Oslo" in fact for fact in facts)
+    assert saved.usage is not None and saved.cost == costs.cost_of(saved.usage, DEMO_PRICE)
+    assert (row.run_id, row.model) == (finished.pk, "scripted")
+    own = Event.objects.filter(run_id=finished.pk)
+    assert finished.cost == sum([r.cost async for r in own if r.cost is not None])
+    assert saved.cost is not None and finished.cost > saved.cost.amount
+    day = await ModelDay.objects.aget(owner=ada, model="scripted")
+    assert day.calls == await own.acount()
 
 
 def create_model(user: User, **fields: Any) -> Any:

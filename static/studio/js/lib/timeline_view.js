@@ -168,6 +168,9 @@ export class TimelineView {
       case "compaction":
         this.place(inv, event, this.row(event, "Compaction", this.compactionBlock(event)));
         break;
+      case "memory_saved":
+        this.place(inv, event, this.row(event, "Memory · key facts saved", keyFactsBlock(event)));
+        break;
       case "user_question":
         this.questionRow(inv, event);
         break;
@@ -510,7 +513,7 @@ export class TimelineView {
       s.input += event.usage.input_tokens;
       s.output += event.usage.output_tokens;
     }
-    if (event.type === "agent_message") {
+    if (event.type === "agent_message" || event.type === "memory_saved") {
       this.counts.modelCalls += 1;
       this.counts.latencyMs += event.latency_ms || 0;
     }
@@ -565,3 +568,10 @@ export class TimelineView {
   }
 }
 
+
+/** A turn's key facts (``memory_saved``): one text part per fact saved, as text. */
+function keyFactsBlock(event) {
+  const facts = partsOf(event, "text").map((part) => part.text);
+  if (!facts.length) return h("div", { class: "text muted" }, "Nothing worth keeping.");
+  return h("ul", { class: "key-facts" }, ...facts.map((fact) => h("li", {}, fact)));
+}
