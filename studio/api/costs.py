@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from studio import costs
 from studio.api.schema import error_responses
+from studio.rollups import days
 from studio.rollups.queries import GroupBy, RollUp, model_calls, roll_up
 
 MAX_ROWS = 1_000
@@ -92,9 +93,12 @@ class CostsView(APIView):
         group_by = GroupBy(query.validated_data["group_by"])
         if group_by is GroupBy.USER and not request.user.is_staff:
             raise exceptions.PermissionDenied(STAFF_ONLY, code="staff_only")
-        owner = None if group_by is GroupBy.USER else request.user.pk
         start: date | None = query.validated_data.get("from")
-        calls = model_calls(owner, start=start, end=query.validated_data.get("to"))
-        rows = roll_up(calls, group_by, limit=MAX_ROWS + 1)
+        end: date | None = query.validated_data.get("to")
+        if group_by is GroupBy.USER:  # every user's: from the day totals, not every call
+            rows = days.per_user(start, end, limit=MAX_ROWS + 1)
+        else:
+            calls = model_calls(request.user.pk, start=start, end=end)
+            rows = roll_up(calls, group_by, limit=MAX_ROWS + 1)
         body = {"group_by": group_by, "rows": rows[:MAX_ROWS], "truncated": len(rows) > MAX_ROWS}
         return Response(CostsSerializer(body).data)

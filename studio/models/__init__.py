@@ -353,6 +353,14 @@ class Event(models.Model):
                 & (models.Q(usage__isnull=False) | models.Q(cost__isnull=False)),
                 name="event_model_call",
             ),
+            # Staff's cost per user: the calls no ended run has claimed (studio.rollups.days).
+            models.Index(
+                fields=["created_at"],
+                condition=models.Q(type__in=("agent_message", "compaction", "memory_saved"))
+                & (models.Q(usage__isnull=False) | models.Q(cost__isnull=False))
+                & models.Q(run__isnull=True),
+                name="event_unattributed_call",
+            ),
             # The overview's sums of model calls by day: only events with usage.
             models.Index(
                 fields=["created_at"],

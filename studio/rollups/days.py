@@ -10,7 +10,8 @@ few per day, whatever the number of events behind them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC
+from datetime import UTC, date
+from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -20,7 +21,7 @@ from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
 from studio.models import Event, ModelDay, Run
-from studio.rollups.queries import MODEL_CALL, tokens
+from studio.rollups.queries import MODEL_CALL, GroupBy, RollUp, model_calls, roll_up, tokens
 
 
 def add_run(run: Run) -> None:
@@ -104,3 +105,52 @@ def _add(owner_id: Any, group: dict[str, Any], sign: int) -> None:
             ModelDay.objects.create(**key, **amounts)
     except IntegrityError:
         rows.update(**increments)
+
+
+def per_user(
+    start: date | None = None, end: date | None = None, *, limit: int | None = None
+) -> list[RollUp]:
+    """Every user's model calls on the days ``start`` to ``end`` (UTC, both included),
+    the costliest first: what ``roll_up(model_calls(None, ...), GroupBy.USER)`` gives,
+    read from the ``ModelDay`` rows of ended runs plus the calls no ended run has
+    claimed yet (a run still going; ``event_unattributed_call`` indexes those), so its
+    time grows with users and days, not with every call ever stored."""
+    days = ModelDay.objects.all()
+    if start is not None:
+        days = days.filter(day__gte=start)
+    if end is not None:
+        days = days.filter(day__lte=end)
+    summed = days.values("owner_id", "owner__username", "currency").annotate(
+        _cost=Sum("cost"),
+        _calls=Sum("calls"),
+        _input=Sum("input_tokens"),
+        _output=Sum("output_tokens"),
+    )
+    totals: dict[tuple[str | None, str | None], RollUp] = {}
+    for row in summed.order_by():
+        currency = row["currency"] or None
+        found = RollUp(
+            key=str(row["owner_id"]),
+            label=row["owner__username"],
+            currency=currency,
+            cost=row["_cost"] if currency else None,
+            calls=row["_calls"],
+            input_tokens=row["_input"],
+            output_tokens=row["_output"],
+        )
+        totals[found.key, currency] = found
+    unclaimed = model_calls(None, start=start, end=end).filter(run__isnull=True)
+    for found in roll_up(unclaimed, GroupBy.USER):
+        known = totals.get((found.key, found.currency))
+        totals[found.key, found.currency] = found if known is None else known.plus(found)
+    kept = [row for row in totals.values() if row.calls]  # a deleted run leaves zeros
+    ranked = sorted(kept, key=_costliest_first)
+    return ranked if limit is None else ranked[:limit]
+
+
+def _costliest_first(row: RollUp) -> tuple[bool, Decimal, int, str, str]:
+    """``roll_up``'s order: cost descending (unknown last), then the user's id (as a
+    number, as the database orders it), then currency."""
+    key = row.key or ""
+    number = int(key) if key.isdigit() else 0
+    return (row.cost is None, -(row.cost or Decimal(0)), number, key, row.currency or "")

@@ -11,7 +11,7 @@ currency, never as zero.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from enum import StrEnum
@@ -61,6 +61,17 @@ class RollUp:
     calls: int
     input_tokens: int
     output_tokens: int
+
+    def plus(self, other: RollUp) -> RollUp:
+        """This row and ``other`` (same key and currency) added up."""
+        cost = None if self.cost is None or other.cost is None else self.cost + other.cost
+        return replace(
+            self,
+            cost=cost,
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
 
 
 MODEL_CALL_TYPES = (EventType.AGENT_MESSAGE, EventType.COMPACTION, EventType.MEMORY_SAVED)

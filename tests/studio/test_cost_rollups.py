@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from studio import services
 from studio.models import Event, ModelConfig, Run, Session
+from studio.rollups import days as model_days
 from studio.rollups.queries import GroupBy, model_calls, roll_up
 from studio.runs.execute import execute_run
 from tests.studio.conftest import client_for, error_paths, make_session
@@ -279,6 +280,13 @@ def test_every_grouping_adds_up_to_the_sum_of_its_calls(
         for grouping in GroupBy:
             owner = None if grouping is GroupBy.USER else ada.pk
             assert _totals_of(roll_up(model_calls(owner), grouping)) == expected, grouping
+        # Staff's per-user rows come from the day totals of ended runs plus the calls no
+        # run claimed: the same rows, in the same order, as adding up every call.
+        model_days.rebuild([ada.pk])
+        later = (DAY.date() + timedelta(days=1), DAY.date() + timedelta(days=2))
+        for start, end in [(None, None), later]:
+            every_call = roll_up(model_calls(None, start=start, end=end), GroupBy.USER)
+            assert model_days.per_user(start, end) == every_call, (start, end)
         transaction.set_rollback(True)
 
 
