@@ -15,6 +15,7 @@ from agents_core.exceptions import ToolArgumentsError
 from agents_core.policies import PolicyTarget
 
 if TYPE_CHECKING:
+    from agents_core.artifacts import LoadedArtifact
     from agents_core.context import Context
     from agents_core.events import Event
 
@@ -26,6 +27,8 @@ class ToolEffects:
     state_delta: dict[str, Any] = field(default_factory=dict)
     escalate: bool = False
     transfer_to_agent: str | None = None
+    artifact_delta: dict[str, int] = field(default_factory=dict)
+    """Artifacts the call saved: name -> the version it saved (``agents_core.artifacts``)."""
 
 
 @dataclass(slots=True)
@@ -46,6 +49,20 @@ class ToolContext:
     async def emit(self, event: Event) -> Event:
         """Stream an event into the run while the tool works (stored, then returned)."""
         return await self.context.event_callback(event)
+
+    async def save_artifact(self, name: str, data: bytes | str, content_type: str) -> int:
+        """Save ``data`` as the next version of the session's artifact ``name`` and
+        answer the version; the call's ``tool_response`` records it. ``ArtifactError``
+        when the run has no artifact service or the artifact is refused."""
+        from agents_core import artifacts
+
+        return await artifacts.save(self, name, data, content_type)
+
+    async def load_artifact(self, name: str, version: int | None = None) -> LoadedArtifact | None:
+        """A version of the session's artifact ``name`` (the newest by default)."""
+        from agents_core import artifacts
+
+        return await artifacts.load(self, name, version)
 
 
 class BaseTool(ABC):

@@ -46,9 +46,15 @@ class ToolRegistry(Registry[ToolEntry]):
         self.add(ToolEntry(tool.name, tool.description, lambda _settings: [tool]))
 
 
+def _artifact_tools() -> list[BaseTool]:
+    from agents_core.artifacts import artifact_tools  # it imports the tools package
+
+    return artifact_tools()
+
+
 def default_registry() -> ToolRegistry:
-    """The SDK's own tools: ``exit_loop``, the jailed ``filesystem`` toolset and ``shell``
-    (refused unless its settings enable it).
+    """The SDK's own tools: ``exit_loop``, the jailed ``filesystem`` toolset, the
+    ``artifacts`` tools and ``shell`` (refused unless its settings enable it).
 
     Their settings (a filesystem root, a shell allowlist) are trusted here. An application
     whose specs come from untrusted users must register narrower entries instead, as
@@ -61,6 +67,11 @@ def default_registry() -> ToolRegistry:
         filesystem_tools,
         description="List, read, write, edit, glob, grep and mkdir inside one directory.",
         settings_model=FilesystemSettings,
+    )
+    registry.register(
+        "artifacts",
+        lambda _settings: _artifact_tools(),
+        description="Save, load and list files of the session (versioned artifacts).",
     )
     registry.register(
         "shell",
