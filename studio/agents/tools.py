@@ -17,6 +17,7 @@ from pathlib import Path
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents_core.artifacts import artifact_tools
 from agents_core.exceptions import ConfigurationError, ToolArgumentsError
 from agents_core.tools import (
     AskUserTool,
@@ -137,6 +138,11 @@ def tool_registry(owner_id: object | None = None) -> ToolRegistry:
     registry = ToolRegistry()
     registry.register_tool(exit_loop_tool)
     registry.register_tool(calculator)
+    registry.register(
+        "artifacts",
+        lambda _settings: artifact_tools(),
+        description="Save, load and list files of the session (versioned artifacts).",
+    )
     registry.register(
         "ask_user",
         lambda chosen: [AskUserTool(timeout_s=chosen.timeout_s)],

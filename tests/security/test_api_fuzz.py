@@ -65,6 +65,9 @@ STATEFUL_CODES = {
     "file_empty",
     "file_too_large",
     "model_takes_no_files",
+    # An artifact name's rules (no control or format characters, no leading or trailing
+    # spaces, not "." or ".."; agents_core.artifacts.checked_name) beyond its pattern.
+    "artifact_name",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
