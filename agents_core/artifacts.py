@@ -13,9 +13,9 @@ A runner given a service (``Runner(artifacts=...)``) hands it to the run, where:
   ``tool_context.load_artifact(name)``); each save is recorded on the tool's
   ``tool_response`` event as ``actions.artifact_delta`` (name -> version saved), so a
   timeline can say "saved report.md v2";
-- the artifact tools (``artifact_tools()``: ``save_artifact``, ``load_artifact``,
-  ``list_artifacts``) let a model do the same with text; the tool registry offers them
-  as the ``artifacts`` entry.
+- the artifact tools (``agents_core.tools.artifacts.artifact_tools()``:
+  ``save_artifact``, ``load_artifact``, ``list_artifacts``) let a model do the same
+  with text; the tool registry offers them as the ``artifacts`` entry.
 
 Every name and file is checked before anything is stored (``checked_name``,
 ``checked_content_type``, the service's size limit): a refused save stores nothing.
@@ -34,8 +34,6 @@ from pydantic import AwareDatetime, Field, NonNegativeInt, PositiveInt
 from agents_core.contracts import Contract
 from agents_core.events import utc_now
 from agents_core.exceptions import ToolExecutionError
-from agents_core.tools.base import BaseTool, ToolContext
-from agents_core.tools.function import FunctionTool
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -43,17 +41,15 @@ __all__ = [
     "Artifact",
     "ArtifactError",
     "ArtifactService",
+    "ArtifactVersions",
     "InMemoryArtifactService",
     "LoadedArtifact",
-    "artifact_tools",
     "checked_content_type",
     "checked_name",
 ]
 
 MAX_NAME_CHARS = 200
 DEFAULT_MAX_BYTES = 10 * 1024 * 1024
-MAX_TOOL_OUTPUT_CHARS = 20_000
-"""What ``load_artifact`` shows a model of one artifact, at most."""
 _CONTENT_TYPE = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$")
 
 
@@ -66,6 +62,11 @@ class Artifact(Contract):
     size: NonNegativeInt
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     created_at: AwareDatetime = Field(default_factory=utc_now)
+
+
+ArtifactVersions = list[Artifact]
+"""Artifacts, as ``list`` and ``versions`` answer them (an alias: inside a service's
+class, ``list`` is the method)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +105,11 @@ class ArtifactService(Protocol):
         """A version of ``name`` (the newest when ``version`` is ``None``), or ``None``."""
         ...
 
-    async def list(self, session_id: str) -> list[Artifact]:
+    async def list(self, session_id: str) -> ArtifactVersions:
         """The newest version of each of the session's artifacts, by name."""
         ...
 
-    async def versions(self, session_id: str, name: str) -> list[Artifact]:
+    async def versions(self, session_id: str, name: str) -> ArtifactVersions:
         """Every version of ``name``, oldest first (empty when there is none)."""
         ...
 
@@ -182,93 +183,9 @@ class InMemoryArtifactService:
             return versions[-1]
         return versions[version - 1] if 1 <= version <= len(versions) else None
 
-    async def list(self, session_id: str) -> list[Artifact]:
+    async def list(self, session_id: str) -> ArtifactVersions:
         newest = [v[-1].artifact for (sid, _), v in self.stored.items() if sid == session_id and v]
         return sorted(newest, key=lambda a: a.name)
 
-    async def versions(self, session_id: str, name: str) -> list[Artifact]:
+    async def versions(self, session_id: str, name: str) -> ArtifactVersions:
         return [loaded.artifact for loaded in self.stored.get((session_id, name), [])]
-
-
-# Saving and loading through a tool's context
-
-
-def service_of(tool_context: ToolContext) -> ArtifactService:
-    service = tool_context.context.invocation.artifacts
-    if service is None:
-        raise ArtifactError("this run has no artifact service: artifacts are not available here")
-    return service
-
-
-async def save(tool_context: ToolContext, name: str, data: bytes | str, content_type: str) -> int:
-    """Save ``data`` (text is stored as UTF-8) as ``name``'s next version in the run's
-    session, and record it on the call's ``tool_response`` (``artifact_delta``)."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    ctx = tool_context.context
-    version = await service_of(tool_context).save(ctx.session_id, name, raw, content_type)
-    tool_context.effects.artifact_delta[name] = version
-    return version
-
-
-async def load(
-    tool_context: ToolContext, name: str, version: int | None = None
-) -> LoadedArtifact | None:
-    """A version of the session's artifact ``name`` (the newest by default), or ``None``."""
-    return await service_of(tool_context).load(tool_context.context.session_id, name, version)
-
-
-# The tools
-
-
-async def save_artifact(
-    name: str, content: str, tool_context: ToolContext, content_type: str = "text/plain"
-) -> str:
-    """Save text as a file of this session (a report, notes, data); saving a name
-    again makes a new version.
-
-    Args:
-        name: The file name, e.g. "report.md" (no folders).
-        content: The text to save.
-        content_type: Its type, e.g. "text/markdown" or "text/csv".
-    """
-    version = await save(tool_context, name, content, content_type)
-    return f"Saved {name} v{version} ({len(content.encode('utf-8'))} bytes)."
-
-
-async def load_artifact(name: str, tool_context: ToolContext, version: int | None = None) -> str:
-    """Read a file saved in this session.
-
-    Args:
-        name: The file name.
-        version: Which version; the newest when left out.
-    """
-    loaded = await load(tool_context, name, version)
-    if loaded is None:
-        which = f" version {version}" if version is not None else ""
-        raise ArtifactError(f"no artifact {name!r}{which} in this session")
-    text = loaded.text()
-    meta = loaded.artifact
-    if text is None:
-        return f"{name} v{meta.version} is binary ({meta.content_type}, {meta.size} bytes)."
-    if len(text) > MAX_TOOL_OUTPUT_CHARS:
-        return text[:MAX_TOOL_OUTPUT_CHARS] + f"\n[... cut at {MAX_TOOL_OUTPUT_CHARS} characters]"
-    return text
-
-
-async def list_artifacts(tool_context: ToolContext) -> str:
-    """List the files saved in this session, with their newest versions."""
-    found = await service_of(tool_context).list(tool_context.context.session_id)
-    if not found:
-        return "No artifacts yet."
-    return "\n".join(f"- {a.name} v{a.version} ({a.content_type}, {a.size} bytes)" for a in found)
-
-
-def artifact_tools() -> list[BaseTool]:
-    """``save_artifact``, ``load_artifact`` and ``list_artifacts`` over the run's artifact
-    service (``Invocation.artifacts``); loading and listing change nothing, so they are
-    not journalled."""
-    return [
-        FunctionTool(save_artifact),
-        FunctionTool(load_artifact, side_effects=False),
-        FunctionTool(list_artifacts, side_effects=False),
-    ]

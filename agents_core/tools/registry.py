@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from agents_core.registry import Entry, Registry
+from agents_core.tools.artifacts import artifact_tools
 from agents_core.tools.base import BaseTool
 from agents_core.tools.control import exit_loop_tool
 from agents_core.tools.filesystem import FilesystemSettings, filesystem_tools
@@ -46,12 +47,6 @@ class ToolRegistry(Registry[ToolEntry]):
         self.add(ToolEntry(tool.name, tool.description, lambda _settings: [tool]))
 
 
-def _artifact_tools() -> list[BaseTool]:
-    from agents_core.artifacts import artifact_tools  # it imports the tools package
-
-    return artifact_tools()
-
-
 def default_registry() -> ToolRegistry:
     """The SDK's own tools: ``exit_loop``, the jailed ``filesystem`` toolset, the
     ``artifacts`` tools and ``shell`` (refused unless its settings enable it).
@@ -70,7 +65,7 @@ def default_registry() -> ToolRegistry:
     )
     registry.register(
         "artifacts",
-        lambda _settings: _artifact_tools(),
+        lambda _settings: artifact_tools(),
         description="Save, load and list files of the session (versioned artifacts).",
     )
     registry.register(

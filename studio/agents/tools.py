@@ -17,7 +17,6 @@ from pathlib import Path
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
-from agents_core.artifacts import artifact_tools
 from agents_core.exceptions import ConfigurationError, ToolArgumentsError
 from agents_core.tools import (
     AskUserTool,
@@ -25,6 +24,7 @@ from agents_core.tools import (
     FilesystemSettings,
     ShellSettings,
     ToolRegistry,
+    artifact_tools,
     exit_loop_tool,
     filesystem_tools,
     function_tool,

@@ -69,7 +69,7 @@ class ArtifactUploadSerializer(serializers.Serializer[object]):
     content_type = serializers.RegexField(
         r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$",
         required=False,
-        help_text="The file's type; application/octet-stream when left out.",
+        help_text="The file's type; when left out, the type its part declares.",
     )
 
 
@@ -110,7 +110,7 @@ class ArtifactListView(APIView):
             message = f"an artifact may be at most {limit} bytes; this one is {upload.size} bytes"
             raise InvalidInputError("file", [Problem((), "file_too_large", message)])
         name = body.validated_data["name"]
-        content_type = body.validated_data.get("content_type") or "application/octet-stream"
+        content_type = body.validated_data.get("content_type") or _declared(upload.content_type)
         try:
             saved = artifacts.save(session, name, upload.read(), content_type)
         except core.ArtifactError as exc:
@@ -161,11 +161,20 @@ def served(artifact: Artifact, data: bytes, *, inline: bool) -> HttpResponse:
     """``data`` as a download: inline only for raster images, and never sniffed."""
     response = HttpResponse(data, content_type=artifact.served_type)
     as_attachment = not (inline and artifact.is_image)
-    response["Content-Disposition"] = content_disposition_header(as_attachment, artifact.name)
+    disposition = content_disposition_header(as_attachment, artifact.name)
+    response["Content-Disposition"] = disposition or "attachment"
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = SANDBOX
     response["Cache-Control"] = "private, no-store"
     return response
+
+
+def _declared(content_type: str | None) -> str:
+    """The type the multipart part declared, when it reads as one."""
+    try:
+        return core.checked_content_type(content_type or "")
+    except core.ArtifactError:
+        return "application/octet-stream"
 
 
 def _version(raw: Any) -> int | None:

@@ -145,10 +145,10 @@ class DjangoArtifactService:
     ) -> core.LoadedArtifact | None:
         return await sync_to_async(self._load)(session_id, name, version)
 
-    async def list(self, session_id: str) -> list[core.Artifact]:
+    async def list(self, session_id: str) -> core.ArtifactVersions:
         return await sync_to_async(self._list)(session_id)
 
-    async def versions(self, session_id: str, name: str) -> list[core.Artifact]:
+    async def versions(self, session_id: str, name: str) -> core.ArtifactVersions:
         return await sync_to_async(self._versions)(session_id, name)
 
     def _session(self, session_id: str) -> Session:
@@ -164,9 +164,9 @@ class DjangoArtifactService:
         found = find(self._session(session_id), name, version)
         return None if found is None else core.LoadedArtifact(found.to_core(), read(found))
 
-    def _list(self, session_id: str) -> list[core.Artifact]:
+    def _list(self, session_id: str) -> core.ArtifactVersions:
         return [row.to_core() for row in newest(self._session(session_id))]
 
-    def _versions(self, session_id: str, name: str) -> list[core.Artifact]:
+    def _versions(self, session_id: str, name: str) -> core.ArtifactVersions:
         rows = versions(self._session(session_id), name)
         return [row.to_core() for row in reversed(list(rows))]
