@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import HttpResponse
 from django.urls import reverse
 from django.utils.http import content_disposition_header
@@ -63,9 +64,19 @@ class ArtifactSerializer(serializers.ModelSerializer[Artifact]):
         return download_url(artifact)
 
 
+class PartField(serializers.FileField):
+    """A multipart part's bytes: a file part, or a part sent without a file name (which
+    Django reads as a form field): its text, as UTF-8."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str):
+            return SimpleUploadedFile("", data.encode("utf-8"), "application/octet-stream")
+        return super().to_internal_value(data)
+
+
 class ArtifactUploadSerializer(serializers.Serializer[object]):
     name = serializers.CharField(max_length=core.MAX_NAME_CHARS, trim_whitespace=False)
-    file = serializers.FileField(allow_empty_file=True, use_url=False)
+    file = PartField(allow_empty_file=True, use_url=False)
     content_type = serializers.RegexField(
         r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}/[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$",
         required=False,
