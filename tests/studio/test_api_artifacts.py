@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from studio import services
 from studio.models import Artifact, Event, ModelConfig, RunStatus, Session
 from studio.runs.execute import execute_run
-from tests.studio.conftest import client_for, make_agent, make_session
+from tests.studio.conftest import client_for, make_agent, make_session, signed_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -176,3 +176,21 @@ async def test_a_run_saves_artifacts_through_the_tools_and_the_timeline_records_
     assert answers[-1]["parts"][0]["text"] == "Read back: # v1"
     listed = await sync_to_async(client_for(ada).get)(url(session))
     assert [(a["name"], a["version"]) for a in listed.json()] == [("report.md", 2)]
+
+
+def test_the_session_page_shows_artifacts_as_text_and_only_to_their_owner(
+    ada: User, bob: User
+) -> None:
+    session = make_session(ada)
+    name = "<img src=x onerror=alert(1)>.html"
+    assert upload(ada, session, name, b"<script>alert(1)</script>", "text/html").status_code == 201
+    upload(ada, session, "chart.png", PNG)
+    for path in [f"/sessions/{session.pk}/", f"/sessions/{session.pk}/artifacts/"]:
+        html = signed_in(ada).get(path).content.decode()
+        assert "&lt;img src=x onerror=alert(1)&gt;.html" in html and "<img src=x" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
+        assert (
+            f"/api/sessions/{session.pk}/artifacts/chart.png/download/?version=1&amp;inline=1"
+            in html
+        )
+        assert signed_in(bob).get(path).status_code == 404
