@@ -269,11 +269,17 @@ def response_event(ctx: Context, outcome: ToolOutcome) -> Event:
         call_id=result.call_id, name=result.name, result=result.output, is_error=result.is_error
     )
     actions = None  # none asked for: the shared empty actions
-    if effects.state_delta or effects.escalate or effects.transfer_to_agent:
+    if (
+        effects.state_delta
+        or effects.escalate
+        or effects.transfer_to_agent
+        or effects.artifact_delta
+    ):
         actions = EventActions(
             state_delta=effects.state_delta,
             escalate=effects.escalate,
             transfer_to_agent=effects.transfer_to_agent,
+            artifact_delta=effects.artifact_delta,
         )
     return ctx.built_event(
         EventType.TOOL_RESPONSE,

@@ -26,6 +26,7 @@ from agents_core.exceptions import LimitExceededError
 
 if TYPE_CHECKING:
     from agents_core.approvals import ApprovalBroker
+    from agents_core.artifacts import ArtifactService
     from agents_core.blobs import BlobStore
     from agents_core.llm.resilience import BreakerRegistry
     from agents_core.memory import MemoryConfig
@@ -109,8 +110,7 @@ class PauseGate:
         self._on_release.append(callback)
 
     def claim_announcement(self) -> bool:
-        """Whether the caller is the first agent held by this pause, which announces it
-        (parallel branches each stop at the gate, but a pause is announced once)."""
+        """Whether the caller is the first agent held by this pause, which announces it."""
         if self._holding:
             return False
         self._holding = True
@@ -214,6 +214,7 @@ class Invocation:
     """Where the bytes of files attached to user messages are read from."""
     memory: MemoryConfig | None = None
     """The user's long-term memory, for the memory tools (``agents_core.memory``)."""
+    artifacts: ArtifactService | None = None  # the session's files (agents_core.artifacts)
 
 
 @dataclass(slots=True)

@@ -38,6 +38,10 @@ carry ``FilePart`` references to files stored once, outside the event, by conten
 the bytes. Thinking streams as partial ``ThinkingPart`` chunks, like text; the stored
 message's ``ThinkingPart`` keeps the provider's ``signature`` when it signed it (a
 field with a default, no new version).
+
+Artifacts (a field with a default, no new version): a ``tool_response`` whose tool saved
+artifacts says which, in ``actions.artifact_delta`` (name -> version saved); the bytes
+live in the run's artifact service, never in the event.
 """
 
 from __future__ import annotations
@@ -197,6 +201,8 @@ class EventActions(Contract):
     escalate: bool = False
     end_invocation: bool = False
     compaction: CompactionRange | None = None
+    artifact_delta: dict[str, PositiveInt] = Field(default_factory=dict)
+    """Artifacts a tool call saved: name -> the version it saved (``agents_core.artifacts``)."""
 
 
 class ErrorInfo(Contract):

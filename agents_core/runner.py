@@ -12,6 +12,7 @@ from agents_core import ledger
 from agents_core._channel import Channel
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalBroker
+from agents_core.artifacts import ArtifactService
 from agents_core.blobs import BlobStore
 from agents_core.compaction import CompactionConfig, compact
 from agents_core.config import RunConfig
@@ -67,6 +68,7 @@ class Runner:
         response_cache: ResponseCache | None = None,
         blobs: BlobStore | None = None,
         memory: MemoryConfig | None = None,
+        artifacts: ArtifactService | None = None,
     ) -> None:
         self.agent = agent
         self.session_service = session_service
@@ -86,6 +88,8 @@ class Runner:
         """Where files attached to user messages are read from (``agents_core.blobs``)."""
         self.memory = memory
         """The memory the run's tools use, and whether turns save their key facts."""
+        self.artifacts = artifacts
+        """Where the run's tools save and load the session's files (``agents_core.artifacts``)."""
 
     async def astream(
         self,
@@ -164,6 +168,7 @@ class Runner:
                 response_cache=self.response_cache,
                 blobs=self.blobs,
                 memory=self.memory,
+                artifacts=self.artifacts,
             ),
             user_input=text,
         )

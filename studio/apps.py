@@ -9,7 +9,7 @@ class StudioConfig(AppConfig):
     def ready(self) -> None:
         # Where runs execute (in the servers, or in workers) and where their traces go
         # (nowhere, or an OTLP collector) are chosen once, here.
-        from studio import runs
+        from studio import artifacts, runs  # noqa: F401  (artifacts: deleted rows' bytes)
         from studio.rollups import days  # noqa: F401  (its receivers: deleted runs)
         from studio.traces import otel
 

@@ -195,8 +195,12 @@ STUDIO_UPLOAD_MAX_BYTES = env_int("STUDIO_UPLOAD_MAX_BYTES", 5 * 1024 * 1024, mi
 STUDIO_UPLOAD_MAX_FILES = env_int("STUDIO_UPLOAD_MAX_FILES", 4, minimum=1)
 # Django refuses a multipart body larger than this outright (the files ride on it).
 DATA_UPLOAD_MAX_MEMORY_SIZE = STUDIO_UPLOAD_MAX_BYTES * STUDIO_UPLOAD_MAX_FILES + 1024 * 1024
+# Artifacts (studio.artifacts): versioned files of a session, each at most this large,
+# stored through the "artifacts" storage (point it at object storage to keep them there).
+STUDIO_ARTIFACT_MAX_BYTES = env_int("STUDIO_ARTIFACT_MAX_BYTES", 10 * 1024 * 1024, minimum=1)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "artifacts": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 

@@ -45,6 +45,7 @@ urlpatterns = [
     path("playground/", sessions.playground, name="playground"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<uuid:pk>/", sessions.session_timeline, name="session-timeline"),
+    path("sessions/<uuid:pk>/artifacts/", sessions.session_artifacts, name="session-artifacts"),
     path("sessions/<uuid:pk>/waterfall/", traces.session_waterfall, name="session-waterfall"),
     path("sessions/<uuid:pk>/delete/", sessions.session_delete, name="session-delete"),
     path("files/<str:blob_id>/", files.attached_file, name="attached-file"),

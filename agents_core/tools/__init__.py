@@ -2,6 +2,7 @@
 import, so it is not loaded here)."""
 
 from agents_core.tools.agent_tool import AgentTool
+from agents_core.tools.artifacts import artifact_tools
 from agents_core.tools.ask_user import AskUserTool
 from agents_core.tools.base import BaseTool, ToolContext, ToolEffects, render_output
 from agents_core.tools.control import ExitLoopTool, TransferTool, exit_loop_tool
@@ -25,6 +26,7 @@ __all__ = [
     "ToolEntry",
     "ToolRegistry",
     "TransferTool",
+    "artifact_tools",
     "default_registry",
     "exit_loop_tool",
     "filesystem_tools",

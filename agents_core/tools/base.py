@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from agents_core.artifacts import ArtifactError
 from agents_core.contracts import ToolCall, ToolSchema
 from agents_core.exceptions import ToolArgumentsError
 from agents_core.policies import PolicyTarget
 
 if TYPE_CHECKING:
+    from agents_core.artifacts import ArtifactService, LoadedArtifact
     from agents_core.context import Context
     from agents_core.events import Event
 
@@ -26,6 +28,8 @@ class ToolEffects:
     state_delta: dict[str, Any] = field(default_factory=dict)
     escalate: bool = False
     transfer_to_agent: str | None = None
+    artifact_delta: dict[str, int] = field(default_factory=dict)
+    """Artifacts the call saved: name -> the version it saved (``agents_core.artifacts``)."""
 
 
 @dataclass(slots=True)
@@ -46,6 +50,27 @@ class ToolContext:
     async def emit(self, event: Event) -> Event:
         """Stream an event into the run while the tool works (stored, then returned)."""
         return await self.context.event_callback(event)
+
+    def artifact_service(self) -> ArtifactService:
+        """The run's artifact service; ``ArtifactError`` when it has none."""
+        service = self.context.invocation.artifacts
+        if service is None:
+            raise ArtifactError("this run has no artifact service: artifacts are not available")
+        return service
+
+    async def save_artifact(self, name: str, data: bytes | str, content_type: str) -> int:
+        """Save ``data`` (text as UTF-8) as the next version of the session's artifact
+        ``name`` and answer the version; the call's ``tool_response`` records it
+        (``artifact_delta``). ``ArtifactError`` when it is refused (nothing stored)."""
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        service = self.artifact_service()
+        version = await service.save(self.context.session_id, name, raw, content_type)
+        self.effects.artifact_delta[name] = version
+        return version
+
+    async def load_artifact(self, name: str, version: int | None = None) -> LoadedArtifact | None:
+        """A version of the session's artifact ``name`` (the newest by default)."""
+        return await self.artifact_service().load(self.context.session_id, name, version)
 
 
 class BaseTool(ABC):

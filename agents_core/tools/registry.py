@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from agents_core.registry import Entry, Registry
+from agents_core.tools.artifacts import artifact_tools
 from agents_core.tools.base import BaseTool
 from agents_core.tools.control import exit_loop_tool
 from agents_core.tools.filesystem import FilesystemSettings, filesystem_tools
@@ -47,8 +48,8 @@ class ToolRegistry(Registry[ToolEntry]):
 
 
 def default_registry() -> ToolRegistry:
-    """The SDK's own tools: ``exit_loop``, the jailed ``filesystem`` toolset and ``shell``
-    (refused unless its settings enable it).
+    """The SDK's own tools: ``exit_loop``, the jailed ``filesystem`` toolset, the
+    ``artifacts`` tools and ``shell`` (refused unless its settings enable it).
 
     Their settings (a filesystem root, a shell allowlist) are trusted here. An application
     whose specs come from untrusted users must register narrower entries instead, as
@@ -61,6 +62,11 @@ def default_registry() -> ToolRegistry:
         filesystem_tools,
         description="List, read, write, edit, glob, grep and mkdir inside one directory.",
         settings_model=FilesystemSettings,
+    )
+    registry.register(
+        "artifacts",
+        lambda _settings: artifact_tools(),
+        description="Save, load and list files of the session (versioned artifacts).",
     )
     registry.register(
         "shell",

@@ -24,6 +24,7 @@ from agents_core.tools import (
     FilesystemSettings,
     ShellSettings,
     ToolRegistry,
+    artifact_tools,
     exit_loop_tool,
     filesystem_tools,
     function_tool,
@@ -137,6 +138,11 @@ def tool_registry(owner_id: object | None = None) -> ToolRegistry:
     registry = ToolRegistry()
     registry.register_tool(exit_loop_tool)
     registry.register_tool(calculator)
+    registry.register(
+        "artifacts",
+        lambda _settings: artifact_tools(),
+        description="Save, load and list files of the session (versioned artifacts).",
+    )
     registry.register(
         "ask_user",
         lambda chosen: [AskUserTool(timeout_s=chosen.timeout_s)],

@@ -37,6 +37,7 @@ from agents_core.memory import MemoryConfig
 from agents_core.runner import Runner
 from studio import budgets, wire
 from studio.agents import specs
+from studio.artifacts import DjangoArtifactService
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
 from studio.files import StorageBlobStore
@@ -274,6 +275,7 @@ def _prepare(
         response_cache=response_cache.DatabaseResponseCache(configs),
         blobs=StorageBlobStore(),
         memory=MemoryConfig(DjangoMemoryService(session.owner_id), built.key_facts),
+        artifacts=DjangoArtifactService(session.owner_id),
     )
     user_id = session.owner.get_username()
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record

@@ -20,6 +20,7 @@ from studio import services
 from studio.api import serializers as s
 from studio.api import session_serializers as ss
 from studio.models import Event, Run, Session
+from studio.web import artifacts
 from studio.web.forms import SessionFilterForm
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
 
@@ -124,13 +125,31 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
         "runs": s.RunSerializer(list(reversed(runs)), many=True).data,
         "events": _newest_events(session),
         "page_size": TIMELINE_PAGE_SIZE,
-        "urls": {**_live_urls(), "waterfall": reverse("session-waterfall", args=[session.pk])},
+        "urls": {
+            **_live_urls(),
+            "waterfall": reverse("session-waterfall", args=[session.pk]),
+            "artifacts": reverse("session-artifacts", args=[session.pk]),
+        },
     }
     return render(
         request,
         "studio/session_timeline.html",
-        {"section": "sessions", "session": session, "data": data},
+        {
+            "section": "sessions",
+            "session": session,
+            "data": data,
+            "artifacts": artifacts.panel(session),
+        },
     )
+
+
+@login_required
+@require_GET
+def session_artifacts(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """The session page's Artifacts panel alone: the page swaps it in when a tool saves."""
+    session = get_object_or_404(owned_sessions(request), pk=pk)
+    context = {"session": session, "artifacts": artifacts.panel(session)}
+    return render(request, "studio/_artifacts.html", context)
 
 
 def _newest_events(session: Session) -> list[dict[str, Any]]:

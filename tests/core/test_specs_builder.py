@@ -76,7 +76,7 @@ def test_unknown_model_and_tool_are_reported_at_their_paths() -> None:
     )
     assert [path for path, _ in found] == ["model", "tools.1.name"]
     assert "unknown model 'gpt-x'" in found[0][1]
-    assert "registered: exit_loop, filesystem, greet, shell" in found[1][1]
+    assert "registered: artifacts, exit_loop, filesystem, greet, shell" in found[1][1]
 
 
 def test_tool_settings_are_validated_with_the_path_inside_the_spec() -> None:

@@ -43,6 +43,8 @@ EXCLUDED = {
     "favicon": "the icon (a redirect to an SVG file), not a page",
     "metrics": "Prometheus' scrape endpoint: plain text for staff or a token, not a page "
     "(tests/studio/test_metrics.py)",
+    "session-artifacts": "the session page's Artifacts panel alone, a fragment it swaps in "
+    "(tests/e2e/test_artifacts.py)",
     "attached-file": "an attached file's bytes, served to its owner only, not a page "
     "(tests/studio/test_api_attachments.py)",
 }

@@ -65,10 +65,16 @@ STATEFUL_CODES = {
     "file_empty",
     "file_too_large",
     "model_takes_no_files",
+    # An artifact name's rules (no control or format characters, no leading or trailing
+    # spaces, not "." or ".."; agents_core.artifacts.checked_name) beyond its pattern.
+    "artifact_name",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
 CONDITIONAL_FIELDS = {("model", "required"), ("url", "required"), ("command", "required")}
+# A schema-valid empty file sent as a part without a file name: Django's multipart parser
+# drops an empty field, so the (required) file arrives missing.
+CONDITIONAL_FIELDS |= {("file", "required")}
 
 
 def test_every_api_route_is_in_the_schema() -> None:

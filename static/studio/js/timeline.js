@@ -64,6 +64,7 @@ const socket = new SessionSocket(session.id, {
     events.push(event);
     view.add(event);
     if (event.seq > session.last_seq) Object.assign(state, event.actions?.state_delta || {});
+    if (event.seq > session.last_seq && Object.keys(event.actions?.artifact_delta || {}).length) refreshArtifacts();
     if (events.length > MAX_LOADED_EVENTS) unloadOldest();
   }),
   onPartial: (event) => receive(() => view.addPartial(event)),
@@ -275,3 +276,23 @@ const wanted = Number(new URLSearchParams(window.location.search).get("seq"));
 refresh(newest.length > 0 && !wanted);
 if (wanted > 0) await focusSeq(wanted);
 document.body.dataset.ready = "timeline";
+
+/** A tool saved artifacts: the Artifacts panel is rendered again by the server (names
+ * and texts escaped there; `data.urls.artifacts`) and swapped in; on failure, a hint
+ * asks for a reload. */
+let artifactsTimer = null;
+function refreshArtifacts() {
+  clearTimeout(artifactsTimer);
+  artifactsTimer = setTimeout(async () => {
+    try {
+      const response = await fetch(data.urls.artifacts, { credentials: "same-origin" });
+      if (!response.ok) throw new Error(String(response.status));
+      const page = new DOMParser().parseFromString(await response.text(), "text/html");
+      const fresh = page.getElementById("artifacts");
+      if (!fresh) throw new Error("no artifacts panel");
+      $("artifacts").replaceWith(document.adoptNode(fresh));
+    } catch {
+      $("artifacts-new").hidden = false;
+    }
+  }, 300);
+}

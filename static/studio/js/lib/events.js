@@ -50,6 +50,16 @@ export function stateDelta(event) {
   return h("details", { class: "delta" }, h("summary", {}, `state: ${keys.join(", ")}`), h("pre", {}, pretty(delta)));
 }
 
+/** The artifacts a tool call saved ("saved report.md v2"), as chips (null when none).
+ * Text only: artifact names come from agents. */
+export function artifactMarks(event) {
+  const saved = Object.entries(event.actions?.artifact_delta || {});
+  if (!saved.length) return null;
+  return h("span", { class: "artifacts-saved" }, saved.map(([name, version]) => h("span", {
+    class: "chip artifact", dataset: { artifact: name, version }, title: "an artifact this call saved (see Artifacts)",
+  }, `saved ${name} v${version}`)));
+}
+
 const HOOK_EFFECTS = { rewrote: "rewrote", short_circuited: "answered instead", recovered: "recovered" };
 const HOOK_STAGES = {
   before_model: "the request", after_model: "the answer", on_model_error: "the failed call",

@@ -12,7 +12,7 @@ import { ApprovalCard } from "./approval.js";
 import { answerText, QuestionCard } from "./question.js";
 import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { attachments, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
+import { artifactMarks, attachments, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { ToolCallView } from "./tool_call.js";
 import { formatClock, formatDuration, formatTime, formatTokens } from "./ui.js";
@@ -385,6 +385,8 @@ export class TimelineView {
       call.answered(part, event, attrs);
       const transfer = event.actions?.transfer_to_agent;
       if (transfer) call.summary.append(h("span", { class: "chip" }, `→ ${transfer}`));
+      const saved = artifactMarks(event);
+      if (saved) call.summary.append(saved);
       const delta = stateDelta(event);
       if (delta) call.body.append(delta);
     }
@@ -394,7 +396,7 @@ export class TimelineView {
         parts.map((p) => h("details", { class: p.is_error ? "tool is-error" : "tool", open: p.is_error },
           h("summary", {}, h("span", { class: "name" }, p.name), h("span", { class: "preview" }, p.result.slice(0, PREVIEW_CHARS))),
           h("div", { class: "tool-body" }, h("pre", {}, p.result)))),
-        stateDelta(event)));
+        artifactMarks(event), stateDelta(event)));
     }
   }
 
