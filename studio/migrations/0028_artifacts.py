@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('studio', '0025_memories'),
+        ('studio', '0027_event_unattributed_call'),
     ]
 
     operations = [
