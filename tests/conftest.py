@@ -15,6 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support import daphne_server
+
 
 def xdist_group(nodeid: str) -> str:
     """The group a test runs in under ``--dist loadgroup``: tests/scale is one group, any
@@ -33,10 +35,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Under xdist, this worker's own channel-layer prefix on a shared Redis: a test that
+    """The servers the tests start hash passwords fast (tests/support/settings.py).
+
+    Under xdist, this worker's own channel-layer prefix on a shared Redis: a test that
     flushes the layer (tests.support.live) deletes the keys starting with its prefix, so
     only its worker's (``gw0-asgi`` is not a prefix of ``gw1-asgi``, nor ``asgi`` of
     either)."""
+    daphne_server.SETTINGS_MODULE = "tests.support.settings"
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return

@@ -6,11 +6,13 @@ tests drive it with (REST over urllib with a token, websockets with a session co
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -50,18 +52,47 @@ def with_path(url: str, path: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
+_template: str | None = None
+
+
+def migrated_template() -> str:
+    """A PostgreSQL database with Studio's migrations applied, made on first use and
+    dropped when the process exits: throwaway databases are copies of it, so each module
+    does not pay for the migrations again (seconds each on PostgreSQL)."""
+    global _template
+    if _template is None:
+        name = f"studio_scale_template_{uuid.uuid4().hex[:12]}"
+        admin = with_path(database_url(), "/postgres")
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        atexit.register(_drop, name)
+        url = with_path(database_url(), f"/{name}")
+        migrator = DaphneServer(
+            Path(tempfile.mkdtemp(prefix="scale-template-")), {"DATABASE_URL": url}
+        )
+        migrator.manage("migrate", "--noinput")
+        _template = name
+    return _template
+
+
+def _drop(name: str) -> None:
+    with psycopg.connect(with_path(database_url(), "/postgres"), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @contextmanager
-def throwaway_database() -> Iterator[str]:
-    """A new, empty PostgreSQL database on DATABASE_URL's server, dropped afterwards."""
+def throwaway_database(*, migrated: bool = False) -> Iterator[str]:
+    """A new PostgreSQL database on DATABASE_URL's server, dropped afterwards: empty, or
+    ``migrated`` (a copy of ``migrated_template()``)."""
     name = f"studio_scale_{uuid.uuid4().hex[:12]}"
+    template = f' TEMPLATE "{migrated_template()}"' if migrated else ""
     admin = with_path(database_url(), "/postgres")
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"{template}')
     try:
         yield with_path(database_url(), f"/{name}")
     finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        _drop(name)
 
 
 def scale_redis_url() -> str:
@@ -69,10 +100,10 @@ def scale_redis_url() -> str:
 
 
 def prepare(server: DaphneServer, agents: list[dict[str, Any]]) -> dict[str, Any]:
-    """Migrate, then create a user with ``agents`` (``{"spec", "options"}`` each, on a
-    scripted model of its own), a signed-in browser session and an API token."""
+    """Create a user with ``agents`` (``{"spec", "options"}`` each, on a scripted model
+    of its own), a signed-in browser session and an API token, in the server's database
+    (migrated: ``throwaway_database(migrated=True)``)."""
     server.data_dir.mkdir(parents=True, exist_ok=True)
-    server.manage("migrate", "--noinput")
     return prepare_live_data(server, "scale", agents)
 
 
@@ -336,7 +367,7 @@ def start_cluster(
     """``servers`` Daphnes (no worker yet: ``Cluster.worker`` starts one) on a throwaway
     database and the scale Redis database (flushed), with ``agents`` set up."""
     redis.Redis.from_url(scale_redis_url()).flushdb()
-    with throwaway_database() as db_url:
+    with throwaway_database(migrated=True) as db_url:
         env = {
             "DATABASE_URL": db_url,
             "REDIS_URL": scale_redis_url(),

@@ -161,7 +161,7 @@ class Stage:
 def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
     redis = urlsplit(redis_url())
     proxy = RedisProxy(redis.hostname or "127.0.0.1", redis.port or 6379)
-    with throwaway_database() as database_url:
+    with throwaway_database(migrated=True) as database_url:
         env = {
             "DATABASE_URL": database_url,
             "REDIS_URL": through(proxy, redis_url()),

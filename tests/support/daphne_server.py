@@ -24,6 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 _LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
 START_TIMEOUT_S = 30.0
+SETTINGS_MODULE = "studio.settings"
+"""The settings of the processes a ``DaphneServer`` starts: under pytest,
+``tests.support.settings`` (tests/conftest.py)."""
 
 
 @dataclass
@@ -45,7 +48,7 @@ class DaphneServer:
     def environment(self) -> dict[str, str]:
         return {
             **os.environ,
-            "DJANGO_SETTINGS_MODULE": "studio.settings",
+            "DJANGO_SETTINGS_MODULE": SETTINGS_MODULE,
             "STUDIO_DATA_DIR": str(self.data_dir),
             "STUDIO_DEBUG": "1",
             # The tests' model and MCP servers listen on loopback.
