@@ -95,6 +95,18 @@ class TemplateRef(Contract):
     version: PositiveInt | None = None
 
 
+SKILL_NAME_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+MAX_SKILLS = 20
+
+
+class SkillRef(Contract):
+    """A skill by name (``agents_core.skills``), at a version; with no version,
+    whoever stores the spec pins the latest one."""
+
+    name: str = Field(pattern=SKILL_NAME_PATTERN, max_length=64)
+    version: PositiveInt | None = None
+
+
 class PlannerSpec(Contract):
     type: Literal["plan_react", "task"]
 
@@ -244,6 +256,8 @@ class AgentSpec(Contract):
     approval: ApprovalSpec | None = None
     memory: MemorySpec | None = None
     """``llm`` and ``react`` agents: their user's long-term memory (``MemorySpec``)."""
+    skills: list[SkillRef] = Field(default_factory=list, max_length=MAX_SKILLS)
+    """``llm`` and ``react`` agents: skills they may load (``agents_core.skills``)."""
     compaction: CompactionSpec | None = None
     """Root only; unset means the defaults (on)."""
 
