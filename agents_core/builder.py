@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents_core.agents.base import BaseAgent
-from agents_core.agents.llm import LlmAgent
+from agents_core.agents.llm import InstructionProvider, LlmAgent
 from agents_core.agents.loop import LoopAgent
 from agents_core.agents.parallel import ParallelAgent
 from agents_core.agents.react import ReActAgent
@@ -29,11 +29,11 @@ from agents_core.hooks import Hook, HookRegistry
 from agents_core.llm.chain import ModelChain, ModelLink
 from agents_core.llm.contracts import BaseLlm
 from agents_core.memory import KeyFacts, memory_tools
-from agents_core.skills import InMemorySkillStore, Skill, SkillStore, skill_tools, with_skills
 from agents_core.planners.base import BasePlanner
 from agents_core.planners.plan_react import PlanReActPlanner
 from agents_core.planners.task import TaskPlanner
 from agents_core.prompts import InMemoryTemplateStore, InstructionTemplate, TemplateStore
+from agents_core.skills import InMemorySkillStore, Skill, SkillStore, skill_tools, with_skills
 from agents_core.spec_checks import check_spec, resolve
 from agents_core.specs import AgentRef, AgentSpec, CompactionSpec, McpRef, PlannerSpec
 from agents_core.tools.agent_tool import AgentTool
@@ -67,7 +67,8 @@ def build_agent(
 ) -> BaseAgent:
     """Build the agent tree; ``SpecError`` (with ``path``) names the first problem.
     ``mcp_tools`` holds the tools of each connected MCP server, by the server's name;
-    ``hooks`` the hooks specs may name, ``templates`` their prompt templates, ``skills`` their skills."""
+    ``hooks`` the hooks specs may name, ``templates`` their prompt templates, ``skills``
+    their skills."""
     mcp_tools = mcp_tools or {}
     hooks = hooks or HookRegistry()
     templates = templates or InMemoryTemplateStore()
@@ -206,7 +207,7 @@ class _Builder:
     def _model_agent_args(self, spec: AgentSpec) -> dict[str, Any]:
         """What LlmAgent and ReActAgent are both built from."""
         tools, gated, failures = self._tools(spec)
-        instruction = self._instruction(spec)
+        instruction: str | InstructionProvider = self._instruction(spec)
         if spec.skills:
             attached = [self._skill(ref.name, ref.version) for ref in spec.skills]
             tools.extend(skill_tools(attached, self.skills))

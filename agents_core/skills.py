@@ -230,18 +230,19 @@ class InMemorySkillStore:
         folder = check_folder(files)
         versions = self._versions.setdefault(folder.name, [])
         versions.append(folder)
-        found = self.get(folder.name, len(versions))
-        assert found is not None
-        return found
+        return self._skill(folder, len(versions))
 
     def get(self, name: str, version: int | None = None) -> Skill | None:
         versions = self._versions.get(name, [])
         number = version or len(versions)
         if not 1 <= number <= len(versions):
             return None
-        folder = versions[number - 1]
+        return self._skill(versions[number - 1], number)
+
+    @staticmethod
+    def _skill(folder: SkillFolder, version: int) -> Skill:
         others = tuple(sorted(path for path in folder.files if path != SKILL_FILE))
-        return Skill(folder.name, number, folder.description, folder.body, others)
+        return Skill(folder.name, version, folder.description, folder.body, others)
 
     async def read_file(self, name: str, version: int, path: str) -> str | None:
         versions = self._versions.get(name, [])

@@ -45,8 +45,8 @@ def check_spec(
 ) -> list[SpecError]:
     """Every problem in ``spec``, each with its path; empty when the spec can be built.
     ``mcp_servers`` are the names an ``McpRef`` may use, ``hooks`` the hooks a
-    ``HookRef`` may name, ``templates`` the prompt templates a ``TemplateRef`` may, ``skills`` the skills a
-    ``SkillRef`` may."""
+    ``HookRef`` may name, ``templates`` the prompt templates a ``TemplateRef`` may,
+    ``skills`` the skills a ``SkillRef`` may."""
     checker = _Checker(
         models,
         tools,

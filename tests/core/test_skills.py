@@ -23,7 +23,10 @@ from agents_core.testing import reply, tool_call
 from agents_core.tools.registry import default_registry
 from tests.core.run_helpers import USER, stored_events
 
-SKILL_MD = b"---\nname: tea-brewing\ndescription: 'Brew tea: use when asked about tea.'\n---\n# Brew\nSee steps.md.\n"
+SKILL_MD = (
+    b"---\nname: tea-brewing\ndescription: 'Brew tea: use when asked about tea.'\n---\n"
+    b"# Brew\nSee steps.md.\n"
+)
 
 
 def _store() -> InMemorySkillStore:
