@@ -39,7 +39,6 @@ urlpatterns = [
     path("memories/<int:pk>/edit/", memories.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/delete/", memories.memory_delete, name="memory-delete"),
     path("skills/", skills.skill_list, name="skills"),
-    path("skills/upload/", skills.skill_upload, name="skill-upload"),
     path("skills/<str:name>/", skills.skill_detail, name="skill"),
     path("skills/<str:name>/delete/", skills.skill_delete, name="skill-delete"),
     path("templates/", prompts.template_list, name="prompt-templates"),

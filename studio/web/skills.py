@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agents_core import skills as core_skills
 from studio import services, skills
@@ -22,8 +22,11 @@ def _owner(request: HttpRequest) -> AbstractBaseUser:
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def skill_list(request: HttpRequest) -> HttpResponse:
+    """The skills, and (``POST``) an upload."""
+    if request.method == "POST":
+        return _upload_and_show(request)
     context = {
         "section": "skills",
         "skills": skills.latest_versions(request.user.pk),
@@ -33,9 +36,7 @@ def skill_list(request: HttpRequest) -> HttpResponse:
     return render(request, "studio/skill_list.html", context)
 
 
-@login_required
-@require_POST
-def skill_upload(request: HttpRequest) -> HttpResponse:
+def _upload_and_show(request: HttpRequest) -> HttpResponse:
     """A zip (``archive``) or a folder (``files`` with their ``paths``, which the page's
     script fills in from the browser's relative paths)."""
     try:
