@@ -128,6 +128,7 @@ def test_an_entry_that_lies_about_its_size_is_caught_while_inflating(ada: User) 
     data[central + 24 : central + 28] = (10).to_bytes(4, "little")
     refused = upload_zip(ada, bytes(data))
     assert refused.status_code == 400
+    assert refused.json()["detail"].startswith("archive: 'big.md'")
     assert Skill.objects.count() == 0
 
 

@@ -15,3 +15,4 @@ input.addEventListener("change", () => {
     form.append(path);
   }
 });
+document.body.dataset.ready = "skills";
