@@ -14,7 +14,7 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import ErrorDetail, NotFound
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -52,7 +52,9 @@ class SkillDetailSerializer(SkillSerializer):
 
 
 class SkillUploadSerializer(serializers.Serializer[Any]):
-    """A zip ``archive``, or a folder's ``files`` with their ``paths`` (not both)."""
+    """A zip ``archive``, or a folder's ``files`` with their ``paths`` (not both). The
+    schema cannot say so: a ``oneOf`` of multipart bodies with files is beyond the
+    tools that read it (schemathesis), so the rule is checked here, with its own code."""
 
     archive = serializers.FileField(
         required=False, help_text="A zip of the skill's folder, with SKILL.md at its top."
@@ -73,10 +75,17 @@ class SkillUploadSerializer(serializers.Serializer[Any]):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if ("archive" in attrs) == bool(attrs.get("files")):
             raise serializers.ValidationError(
-                {"archive": "send a zip archive or a folder's files (not both)"}
+                {
+                    "archive": ErrorDetail(
+                        "send a zip archive or a folder's files (not both)",
+                        code="archive_or_files",
+                    )
+                }
             )
         if "files" in attrs and len(attrs.get("paths", [])) != len(attrs["files"]):
-            raise serializers.ValidationError({"paths": "give one path for each file"})
+            raise serializers.ValidationError(
+                {"paths": ErrorDetail("give one path for each file", code="paths_mismatch")}
+            )
         archive = attrs.get("archive")
         if archive is not None and archive.size > MAX_ARCHIVE_BYTES:
             raise serializers.ValidationError(

@@ -65,10 +65,19 @@ STATEFUL_CODES = {
     "file_empty",
     "file_too_large",
     "model_takes_no_files",
+    # A skill's archive or folder: its paths, sizes, text and SKILL.md (agents_core.skills).
+    "skill_format",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
-CONDITIONAL_FIELDS = {("model", "required"), ("url", "required"), ("command", "required")}
+CONDITIONAL_FIELDS = {
+    ("model", "required"),
+    ("url", "required"),
+    ("command", "required"),
+    # A skill upload: a zip or a folder (not both), and a folder's paths, one per file.
+    ("archive", "archive_or_files"),
+    ("paths", "paths_mismatch"),
+}
 
 
 def test_every_api_route_is_in_the_schema() -> None:
