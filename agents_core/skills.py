@@ -34,7 +34,7 @@ from typing import Protocol
 
 from agents_core.context import ReadonlyContext, fill_instruction
 from agents_core.exceptions import ConfigurationError, ToolExecutionError
-from agents_core.specs import SKILL_NAME_PATTERN
+from agents_core.specs import SKILL_NAME_PATTERN, SKILL_NAME_RULE
 from agents_core.tools.base import BaseTool
 from agents_core.tools.function import FunctionTool
 
@@ -180,10 +180,7 @@ def parse_skill_md(text: str) -> tuple[str, str, str]:
     fields = _front_matter(lines[1:end])
     name, description = fields.get("name", ""), fields.get("description", "")
     if not _NAME.fullmatch(name) or len(name) > MAX_NAME_CHARS:
-        raise SkillFormatError(
-            f"{SKILL_FILE}: 'name' must be 1 to {MAX_NAME_CHARS} lowercase letters, digits "
-            "and single hyphens"
-        )
+        raise SkillFormatError(f"{SKILL_FILE}: 'name' {name[:80]!r} will not do. {SKILL_NAME_RULE}")
     if not description or len(description) > MAX_DESCRIPTION_CHARS:
         raise SkillFormatError(
             f"{SKILL_FILE}: 'description' must be 1 to {MAX_DESCRIPTION_CHARS} characters"

@@ -26,12 +26,17 @@ STATE_KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 STATE_KEY_RULE = "Use 1–64 letters, digits or _, starting with a letter or _."  # noqa: RUF001
 PREFIX_PATTERN = r"^[A-Za-z0-9_-]{0,32}$"
 PREFIX_RULE = "Use at most 32 letters, digits, _ or -."
+SKILL_NAME_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+SKILL_NAME_RULE = (
+    "Use 1–64 lowercase letters, digits and hyphens, a hyphen only between two of the others."  # noqa: RUF001
+)
 PATTERN_RULES: Mapping[str, str] = MappingProxyType(
     {
         NAME_PATTERN: NAME_RULE,
         STATE_KEY_PATTERN: STATE_KEY_RULE,
         PREFIX_PATTERN: PREFIX_RULE,
         RULE_NAME_PATTERN: RULE_NAME_RULE,
+        SKILL_NAME_PATTERN: SKILL_NAME_RULE,
     }
 )
 """What each pattern of a spec admits, in words: error messages say these, never a regex."""
@@ -95,7 +100,6 @@ class TemplateRef(Contract):
     version: PositiveInt | None = None
 
 
-SKILL_NAME_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
 MAX_SKILLS = 20
 
 
