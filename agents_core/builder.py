@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents_core.agents.base import BaseAgent
-from agents_core.agents.llm import LlmAgent
+from agents_core.agents.llm import InstructionProvider, LlmAgent
 from agents_core.agents.loop import LoopAgent
 from agents_core.agents.parallel import ParallelAgent
 from agents_core.agents.react import ReActAgent
@@ -33,6 +33,7 @@ from agents_core.planners.base import BasePlanner
 from agents_core.planners.plan_react import PlanReActPlanner
 from agents_core.planners.task import TaskPlanner
 from agents_core.prompts import InMemoryTemplateStore, InstructionTemplate, TemplateStore
+from agents_core.skills import InMemorySkillStore, Skill, SkillStore, skill_tools, with_skills
 from agents_core.spec_checks import check_spec, resolve
 from agents_core.specs import AgentRef, AgentSpec, CompactionSpec, McpRef, PlannerSpec
 from agents_core.tools.agent_tool import AgentTool
@@ -62,13 +63,16 @@ def build_agent(
     mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
     hooks: HookRegistry | None = None,
     templates: TemplateStore | None = None,
+    skills: SkillStore | None = None,
 ) -> BaseAgent:
     """Build the agent tree; ``SpecError`` (with ``path``) names the first problem.
     ``mcp_tools`` holds the tools of each connected MCP server, by the server's name;
-    ``hooks`` the hooks specs may name, ``templates`` their prompt templates."""
+    ``hooks`` the hooks specs may name, ``templates`` their prompt templates, ``skills``
+    their skills."""
     mcp_tools = mcp_tools or {}
     hooks = hooks or HookRegistry()
     templates = templates or InMemoryTemplateStore()
+    skills = skills or InMemorySkillStore()
     problems = check_spec(
         spec,
         models=models.keys(),
@@ -77,13 +81,14 @@ def build_agent(
         mcp_servers=mcp_tools.keys(),
         hooks=hooks,
         templates=templates,
+        skills=skills,
     )
     if problems:
         first = problems[0]
         if len(problems) > 1:
             first.message += f" (and {len(problems) - 1} more problems)"
         raise first
-    return _Builder(models, tools, agents or {}, mcp_tools, hooks, templates).build(spec)
+    return _Builder(models, tools, agents or {}, mcp_tools, hooks, templates, skills).build(spec)
 
 
 def build_compaction(
@@ -170,6 +175,7 @@ class _Builder:
     mcp_tools: Mapping[str, Sequence[BaseTool]]
     hooks: HookRegistry
     templates: TemplateStore
+    skills: SkillStore
 
     def build(self, spec: AgentSpec) -> BaseAgent:
         children = [self.build(self._resolve(node)) for node in spec.sub_agents]
@@ -201,9 +207,15 @@ class _Builder:
     def _model_agent_args(self, spec: AgentSpec) -> dict[str, Any]:
         """What LlmAgent and ReActAgent are both built from."""
         tools, gated, failures = self._tools(spec)
+        instruction: str | InstructionProvider = self._instruction(spec)
+        if spec.skills:
+            attached = [self._skill(ref.name, ref.version) for ref in spec.skills]
+            tools.extend(skill_tools(attached, self.skills))
+            _check_unique_names(spec, tools)
+            instruction = with_skills(instruction, attached)
         return {
             "model": self._chain(spec),
-            "instruction": self._instruction(spec),
+            "instruction": instruction,
             "description": spec.description,
             "tools": tools,
             "output_key": spec.output_key,
@@ -223,6 +235,12 @@ class _Builder:
         if template is None:  # check_spec rejected this already
             raise SpecError(f"no prompt template {ref.name!r}")
         return InstructionTemplate(template)
+
+    def _skill(self, name: str, version: int | None) -> Skill:
+        skill = self.skills.get(name, version)
+        if skill is None:  # check_spec rejected this already
+            raise SpecError(f"no skill {name!r}")
+        return skill
 
     def _chain(self, spec: AgentSpec) -> ModelChain:
         """The agent's model, its fallbacks after it, and its response cache."""

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from agents_core.exceptions import SpecError
 from agents_core.hooks import HookRegistry
 from agents_core.prompts import InMemoryTemplateStore, TemplateStore
+from agents_core.skills import InMemorySkillStore, SkillStore
 from agents_core.specs import MODEL_TYPES, AgentRef, AgentSpec
 from agents_core.structured import schema_problems
 from agents_core.tools.registry import ToolRegistry
@@ -27,7 +28,7 @@ MAX_AGENTS = 200
 _WORKFLOW_LACKS = (
     "model", "instruction", "tools", "mcp", "agent_tools", "planner", "output_key",
     "output_schema", "hooks", "policies", "fallback_models", "cache", "instruction_template",
-    "memory",
+    "memory", "skills",
 )  # fmt: skip
 
 
@@ -40,10 +41,12 @@ def check_spec(
     mcp_servers: Collection[str] = (),
     hooks: HookRegistry | None = None,
     templates: TemplateStore | None = None,
+    skills: SkillStore | None = None,
 ) -> list[SpecError]:
     """Every problem in ``spec``, each with its path; empty when the spec can be built.
     ``mcp_servers`` are the names an ``McpRef`` may use, ``hooks`` the hooks a
-    ``HookRef`` may name, ``templates`` the prompt templates a ``TemplateRef`` may."""
+    ``HookRef`` may name, ``templates`` the prompt templates a ``TemplateRef`` may,
+    ``skills`` the skills a ``SkillRef`` may."""
     checker = _Checker(
         models,
         tools,
@@ -51,6 +54,7 @@ def check_spec(
         mcp_servers,
         hooks or HookRegistry(),
         templates or InMemoryTemplateStore(),
+        skills or InMemorySkillStore(),
     )
     checker.visit(spec, (), depth=0, refs=())
     return checker.problems
@@ -70,6 +74,7 @@ class _Checker:
     mcp_servers: Collection[str]
     hooks: HookRegistry
     templates: TemplateStore
+    skills: SkillStore
     problems: list[SpecError] = field(default_factory=list)
     names: dict[str, Path] = field(default_factory=dict)
 
@@ -153,6 +158,7 @@ class _Checker:
             self.fail((*path, "model"), f"unknown model {spec.model!r} (known: {known})")
         self.check_fallbacks(spec, path)
         self.check_template(spec, path)
+        self.check_skills(spec, path)
         if spec.type == "react":
             for key in ("sub_agents", "planner", "output_schema"):
                 if getattr(spec, key):
@@ -184,6 +190,17 @@ class _Checker:
         if self.templates.get(ref.name, ref.version) is None:
             which = f"{ref.name!r}" + (f" version {ref.version}" if ref.version else "")
             self.fail((*path, "instruction_template", "name"), f"no prompt template {which}")
+
+    def check_skills(self, spec: AgentSpec, path: Path) -> None:
+        seen: set[str] = set()
+        for index, ref in enumerate(spec.skills):
+            where = (*path, "skills", index, "name")
+            if ref.name in seen:
+                self.fail(where, f"skill {ref.name!r} is attached twice")
+            elif self.skills.get(ref.name, ref.version) is None:
+                which = f"{ref.name!r}" + (f" version {ref.version}" if ref.version else "")
+                self.fail(where, f"no skill {which}")
+            seen.add(ref.name)
 
     def check_output_schema(self, spec: AgentSpec, path: Path) -> None:
         for where, message in schema_problems(spec.output_schema):

@@ -26,12 +26,17 @@ STATE_KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 STATE_KEY_RULE = "Use 1–64 letters, digits or _, starting with a letter or _."  # noqa: RUF001
 PREFIX_PATTERN = r"^[A-Za-z0-9_-]{0,32}$"
 PREFIX_RULE = "Use at most 32 letters, digits, _ or -."
+SKILL_NAME_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+SKILL_NAME_RULE = (
+    "Use 1–64 lowercase letters, digits and hyphens, a hyphen only between two of the others."  # noqa: RUF001
+)
 PATTERN_RULES: Mapping[str, str] = MappingProxyType(
     {
         NAME_PATTERN: NAME_RULE,
         STATE_KEY_PATTERN: STATE_KEY_RULE,
         PREFIX_PATTERN: PREFIX_RULE,
         RULE_NAME_PATTERN: RULE_NAME_RULE,
+        SKILL_NAME_PATTERN: SKILL_NAME_RULE,
     }
 )
 """What each pattern of a spec admits, in words: error messages say these, never a regex."""
@@ -92,6 +97,17 @@ class TemplateRef(Contract):
     version, whoever stores the spec pins the latest one."""
 
     name: str = Field(pattern=NAME_PATTERN)
+    version: PositiveInt | None = None
+
+
+MAX_SKILLS = 20
+
+
+class SkillRef(Contract):
+    """A skill by name (``agents_core.skills``), at a version; with no version,
+    whoever stores the spec pins the latest one."""
+
+    name: str = Field(pattern=SKILL_NAME_PATTERN, max_length=64)
     version: PositiveInt | None = None
 
 
@@ -244,6 +260,8 @@ class AgentSpec(Contract):
     approval: ApprovalSpec | None = None
     memory: MemorySpec | None = None
     """``llm`` and ``react`` agents: their user's long-term memory (``MemorySpec``)."""
+    skills: list[SkillRef] = Field(default_factory=list, max_length=MAX_SKILLS)
+    """``llm`` and ``react`` agents: skills they may load (``agents_core.skills``)."""
     compaction: CompactionSpec | None = None
     """Root only; unset means the defaults (on)."""
 

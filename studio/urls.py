@@ -6,7 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from studio.auth import RateLimitedLoginView
-from studio.web import files, memories, metrics, overview, prompts, sessions, traces, views
+from studio.web import files, memories, metrics, overview, prompts, sessions, skills, traces, views
 from studio.web import mcp as views_mcp
 
 login_view = RateLimitedLoginView.as_view(
@@ -38,6 +38,9 @@ urlpatterns = [
     path("memories/", memories.memory_list, name="memories"),
     path("memories/<int:pk>/edit/", memories.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/delete/", memories.memory_delete, name="memory-delete"),
+    path("skills/", skills.skill_list, name="skills"),
+    path("skills/<str:name>/", skills.skill_detail, name="skill"),
+    path("skills/<str:name>/delete/", skills.skill_delete, name="skill-delete"),
     path("templates/", prompts.template_list, name="prompt-templates"),
     path("templates/new/", prompts.template_edit, name="prompt-template-new"),
     path("templates/<str:name>/", prompts.template_edit, name="prompt-template"),

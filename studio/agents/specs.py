@@ -33,6 +33,8 @@ from studio.errors import InvalidInputError, Path, Problem
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
 from studio.prompts import OwnerTemplates
 from studio.prompts import pin as pin_templates
+from studio.skills import OwnerSkills
+from studio.skills import pin as pin_skills
 
 _UNION_TAGS = {"AgentSpec", "AgentRef"}
 
@@ -65,9 +67,10 @@ def validate(
 ) -> core_specs.AgentSpec:
     """Parse ``data`` and check it can be built from ``owner``'s models, the registered
     tools, ``owner``'s agents (the spec standing in for ``agent_name``'s own) and
-    templates; the spec comes back with its templates pinned to their latest version."""
-    templates = OwnerTemplates(owner.pk)
-    spec = pin_templates(parse(data), templates)
+    templates and skills; the spec comes back with its templates and skills pinned to their
+    latest version."""
+    templates, skills = OwnerTemplates(owner.pk), OwnerSkills(owner.pk)
+    spec = pin_skills(pin_templates(parse(data), templates), skills)
     agents = owner_agent_specs(owner)
     if agent_name is not None:
         agents[agent_name] = spec
@@ -79,6 +82,7 @@ def validate(
         mcp_servers=mcp_server_names(owner),
         hooks=hook_registry(),
         templates=templates,
+        skills=skills,
     )
     if problems:
         raise InvalidInputError("spec", [Problem(p.path, p.code, p.message) for p in problems])
@@ -114,6 +118,7 @@ def build(
         mcp_tools=mcp_tools,
         hooks=hook_registry(),
         templates=OwnerTemplates(owner.pk),
+        skills=OwnerSkills(owner.pk),
     )
     compaction = core_builder.build_compaction(spec, models=models, agents=agents)
     key_facts = core_builder.build_key_facts(spec, models=models)

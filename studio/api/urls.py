@@ -4,7 +4,17 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from studio.api import artifacts, budgets, catalogue, costs, mcp, memories, prompts, views
+from studio.api import (
+    artifacts,
+    budgets,
+    catalogue,
+    costs,
+    mcp,
+    memories,
+    prompts,
+    skills,
+    views,
+)
 
 router = SimpleRouter()
 router.register("agents", views.AgentViewSet, basename="agent")
@@ -59,6 +69,8 @@ urlpatterns = [
         artifacts.ArtifactDownloadView.as_view(),
         name="api-artifact-download",
     ),
+    path("skills/", skills.SkillListView.as_view(), name="api-skills"),
+    path("skills/<str:name>/", skills.SkillDetailView.as_view(), name="api-skill"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script (CSP).
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -407,6 +407,8 @@ from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of it
 from studio.models.memory import Memory as Memory  # noqa: E402
 from studio.models.prompts import PromptTemplate as PromptTemplate  # noqa: E402
 from studio.models.runs import Run as Run  # noqa: E402
+from studio.models.skills import Skill as Skill  # noqa: E402
+from studio.models.skills import SkillFile as SkillFile  # noqa: E402
 from studio.models.traces import RunSpans as RunSpans  # noqa: E402
 from studio.models.uploads import Blob as Blob  # noqa: E402
 from studio.models.uploads import Upload as Upload  # noqa: E402

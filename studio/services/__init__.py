@@ -39,6 +39,7 @@ from studio.services.sessions import (
     start_run,
     start_session,
 )
+from studio.services.skills import delete_skill, upload_skill_folder, upload_skill_zip
 
 __all__ = [
     "AGENT_FORMAT",
@@ -58,6 +59,7 @@ __all__ = [
     "delete_agent",
     "delete_model_config",
     "delete_session",
+    "delete_skill",
     "delete_template",
     "edit_memory",
     "export_agent",
@@ -76,5 +78,7 @@ __all__ = [
     "start_run",
     "start_session",
     "update_agent",
+    "upload_skill_folder",
+    "upload_skill_zip",
     "user_budget",
 ]

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from rest_framework.exceptions import ValidationError
 
 from agents_core import specs as core_specs
-from studio import prompts, security, services
+from studio import prompts, security, services, skills
 from studio.agents.hooks import hook_registry
 from studio.agents.model_presets import CUSTOM_NOTE, PRESETS, default_base_url, preset_for
 from studio.agents.tools import tool_registry
@@ -112,6 +112,10 @@ def _builder_data(request: HttpRequest, agent: Agent | None) -> dict[str, Any]:
         "templates": [
             {"name": t.name, "version": t.version} for t in prompts.latest_versions(request.user.pk)
         ],
+        "skills": [
+            {"name": k.name, "version": k.version, "description": k.description}
+            for k in skills.latest_versions(request.user.pk)
+        ],
         "rules": {
             "name": core_specs.NAME_RULE,
             "state_key": core_specs.STATE_KEY_RULE,
@@ -129,6 +133,7 @@ def _builder_data(request: HttpRequest, agent: Agent | None) -> dict[str, Any]:
             "playground": reverse("playground"),
             "mcp_servers": reverse("mcp-servers"),
             "prompt_templates": reverse("prompt-templates"),
+            "skills": reverse("skills"),
             "prompt_preview": reverse("api-prompt-template-preview"),
         },
     }

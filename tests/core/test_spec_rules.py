@@ -42,6 +42,7 @@ def test_no_rule_shows_a_regex() -> None:
         ),
         (specs.STATE_KEY_PATTERN, ["a", "_x", "a_9", "a" * 64], ["", "9a", "a-b", "a" * 65]),
         (specs.PREFIX_PATTERN, ["", "9", "docs_", "a-b", "a" * 32], ["a b", "a.", "a" * 33]),
+        (specs.SKILL_NAME_PATTERN, ["a", "9", "pdf-forms-2"], ["", "A", "-a", "a-", "a--b", "a_b"]),
     ],
 )
 def test_each_rule_describes_what_its_pattern_admits(

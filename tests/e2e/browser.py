@@ -155,6 +155,25 @@ class Api:
             raise AssertionError(f"{method} {path}: {error.code} {error.read()!r}") from None
         return json.loads(raw) if raw else None
 
+    def upload(self, path: str, field: str, filename: str, content: bytes) -> Any:
+        """POST one file as a multipart body."""
+        boundary = "studio-test-boundary"
+        head = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; '
+            f'filename="{filename}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+        )
+        data = head.encode() + content + f"\r\n--{boundary}--\r\n".encode()
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": f"multipart/form-data; boundary={boundary}",
+            "Authorization": f"Token {self.token}",
+        }
+        request = urllib.request.Request(
+            self.base_url + path, data=data, method="POST", headers=headers
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
     def get(self, path: str) -> Any:
         return self._call("GET", path)
 

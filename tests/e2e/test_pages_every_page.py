@@ -16,8 +16,10 @@ excluded below, with the reason). Screenshots: var/screenshots/every-page/<user>
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import time
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +64,7 @@ FOLDERS = {
     "mcp-servers": "mcp_server",
     "memories": "memory",
     "sessions": "session",
+    "skills": "skill",
     "templates": "template",
 }
 """Which of the user's objects fills the one parameter (``<pk>``, or a template's
@@ -95,6 +98,8 @@ class Objects:
     template: str = ""
     """A prompt template's name."""
     memory: str = ""
+    skill: str = ""
+    """A skill's name."""
     user_budget: str = ""
     day_spend: str = ""
     """Staff's: a user's daily budget and a day's spend row, as the admin shows them."""
@@ -174,6 +179,7 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
     memory = api.post(
         "/api/memories/", {"agent": agent["spec"]["name"], "text": "<b>Likes tea</b>"}
     )
+    skill = api.upload("/api/skills/", "archive", "skill.zip", SKILL_ZIP)
     wait_for_run_end(api, run["id"])
     return Objects(
         agent=agent["id"],
@@ -184,8 +190,22 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         run=run["id"],
         template=template["name"],
         memory=str(memory["id"]),
+        skill=skill["name"],
     )
 
+
+def _skill_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(
+            "tea/SKILL.md",
+            "---\nname: tea-brewing\ndescription: Brew <b>tea</b>.\n---\n# Brew\n<i>Steep</i> it.",
+        )
+        archive.writestr("tea/steps.md", "1. Boil <script>water</script>.")
+    return buffer.getvalue()
+
+
+SKILL_ZIP = _skill_zip()
 
 STDIO = {
     "name": "files",
@@ -318,6 +338,7 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
         site.actions
     )
     assert "memories" in names and {"memory-edit", "memory-delete"} <= set(site.actions)
+    assert {"skills", "skill"} <= names and "skill-delete" in set(site.actions)
     assert not names & set(site.actions)
 
 

@@ -75,10 +75,19 @@ STATEFUL_CODES = {
     # An artifact name's rules (no control or format characters, no leading or trailing
     # spaces, not "." or ".."; agents_core.artifacts.checked_name) beyond its pattern.
     "artifact_name",
+    # A skill's archive or folder: its paths, sizes, text and SKILL.md (agents_core.skills).
+    "skill_format",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
-CONDITIONAL_FIELDS = {("model", "required"), ("url", "required"), ("command", "required")}
+CONDITIONAL_FIELDS = {
+    ("model", "required"),
+    ("url", "required"),
+    ("command", "required"),
+    # A skill upload: a zip or a folder (not both), and a folder's paths, one per file.
+    ("archive", "archive_or_files"),
+    ("paths", "paths_mismatch"),
+}
 # A schema-valid empty file sent as a part without a file name: Django's multipart parser
 # drops an empty field, so the (required) file arrives missing.
 CONDITIONAL_FIELDS |= {("file", "required")}

@@ -74,6 +74,7 @@ function context() {
     path: selected,
     models: data.models,
     templates: data.templates,
+    skills: data.skills,
     tools: data.tools,
     hooks: data.hooks,
     mcpServers: data.mcp_servers,

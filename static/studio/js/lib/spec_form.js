@@ -9,6 +9,7 @@ import { failureField, renderHooks, renderOutput } from "./spec_form_control.js"
 import { renderPolicies } from "./spec_form_policies.js";
 import { renderMcp } from "./spec_form_mcp.js";
 import { renderMemory } from "./spec_form_memory.js";
+import { renderSkills } from "./spec_form_skills.js";
 import { renderInstruction } from "./spec_form_template.js";
 import { renderTools } from "./spec_form_tools.js";
 import { dotted, getAt } from "./spec_paths.js";
@@ -91,6 +92,7 @@ function modelFields(ctx, node, path, set) {
     renderMcp(ctx, node, path),
     renderApproval(ctx, node, path),
     renderMemory(ctx, node, path),
+    renderSkills(ctx, node, path),
     renderHooks(ctx, node, path),
     renderPolicies(ctx, node, path),
   ].filter(Boolean);
@@ -116,7 +118,7 @@ function changeType(node, type, ctx) {
   if (MODEL_TYPES.has(type)) {
     if (!node.model && ctx.models.length) node.model = ctx.models[0];
   } else {
-    for (const key of ["model", "fallback_models", "cache", "instruction", "instruction_template", "tools", "mcp", "planner", "agent_tools", "output_key", "approval", "hooks", "policies", "memory"]) delete node[key];
+    for (const key of ["model", "fallback_models", "cache", "instruction", "instruction_template", "tools", "mcp", "planner", "agent_tools", "output_key", "approval", "hooks", "policies", "memory", "skills"]) delete node[key];
     if (type !== "loop") delete node.max_iterations;
     node.sub_agents ||= [];
   }
