@@ -48,7 +48,10 @@ def context_tools(
     capabilities = toolset.capabilities
     tools: list[BaseTool] = []
     if capabilities.resources is not None:
-        tools += [ListResources(toolset, prefix, max_chars), ReadResource(toolset, prefix, max_chars)]
+        tools += [
+            ListResources(toolset, prefix, max_chars),
+            ReadResource(toolset, prefix, max_chars),
+        ]
     if capabilities.prompts is not None:
         tools += [ListPrompts(toolset, prefix, max_chars), GetPrompt(toolset, prefix, max_chars)]
     return tools

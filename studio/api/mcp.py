@@ -224,7 +224,9 @@ class McpConnectionCheckSerializer(serializers.Serializer[mcp.ConnectionCheck]):
     detail = serializers.CharField()
     latency_ms = serializers.FloatField(allow_null=True)
     tools = McpToolInfoSerializer(many=True)
-    resources = McpToolInfoSerializer(many=True, help_text="By URI (name), with name and description.")
+    resources = McpToolInfoSerializer(
+        many=True, help_text="By URI (name), with name and description."
+    )
     prompts = McpToolInfoSerializer(many=True, help_text="With their arguments, e.g. review(code).")
 
 

@@ -139,7 +139,8 @@ async def check_connection(server: McpServer) -> ConnectionCheck:
         ) as toolset:
             redacted = redacting(toolset.tools, secrets)
             tools = tuple(ToolInfo(tool.name, tool.description) for tool in redacted)
-            resources, prompts = await context.listing(toolset, secrets)
+            listed = await context.listing(toolset, secrets)
+            resources, prompts = (tuple(ToolInfo(*info) for info in infos) for infos in listed)
     except core_exceptions.AgentsCoreError as exc:
         return ConnectionCheck(ok=False, detail=security.redact(exc.message, secrets))
     elapsed = round((time.monotonic() - started) * 1000, 1)

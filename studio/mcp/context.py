@@ -23,8 +23,9 @@ from studio import security
 if TYPE_CHECKING:
     from agents_core.tools.base import BaseTool
     from agents_core.tools.mcp import McpToolset
-    from studio.mcp.client import ToolInfo
 
+Info = tuple[str, str]
+"""A listed resource or prompt: what names it, and what describes it."""
 SEPARATOR = "__"
 MAX_LISTED = 100
 """The connection test shows at most this many resources and prompts each."""
@@ -37,17 +38,13 @@ def tools(toolset: McpToolset, server_name: str) -> list[BaseTool]:
     return context_tools(toolset, prefix=server_name + SEPARATOR)
 
 
-async def listing(
-    toolset: McpToolset, secrets: Sequence[str]
-) -> tuple[tuple[ToolInfo, ...], tuple[ToolInfo, ...]]:
+async def listing(toolset: McpToolset, secrets: Sequence[str]) -> tuple[list[Info], list[Info]]:
     """The server's resources (and resource templates) and prompts, first page of each,
     redacted; empty for what the server does not offer."""
-    from studio.mcp.client import ToolInfo
-
     capabilities = toolset.capabilities
     timeout_s = toolset.connect_timeout_s
-    resources: list[ToolInfo] = []
-    prompts: list[ToolInfo] = []
+    resources: list[Info] = []
+    prompts: list[Info] = []
     if capabilities.resources is not None:
         listed = await toolset.request(
             "resources/list", lambda client: client.list_resources(), timeout_s=timeout_s
@@ -57,10 +54,9 @@ async def listing(
             lambda client: client.list_resource_templates(),
             timeout_s=timeout_s,
         )
-        resources += [ToolInfo(r.uri, _about(r.name, r.description)) for r in listed.resources]
+        resources += [(r.uri, _about(r.name, r.description)) for r in listed.resources]
         resources += [
-            ToolInfo(t.uri_template, _about(t.name, t.description))
-            for t in templates.resource_templates
+            (t.uri_template, _about(t.name, t.description)) for t in templates.resource_templates
         ]
     if capabilities.prompts is not None:
         page = await toolset.request(
@@ -68,7 +64,7 @@ async def listing(
         )
         for prompt in page.prompts:
             params = ", ".join(arg.name for arg in prompt.arguments or [])
-            prompts.append(ToolInfo(f"{prompt.name}({params})", prompt.description or ""))
+            prompts.append((f"{prompt.name}({params})", prompt.description or ""))
     return _redacted(resources, secrets), _redacted(prompts, secrets)
 
 
@@ -76,8 +72,8 @@ def _about(name: str, description: str | None) -> str:
     return f"{name}: {description}" if description else name
 
 
-def _redacted(infos: list[ToolInfo], secrets: Sequence[str]) -> tuple[ToolInfo, ...]:
-    return tuple(
-        type(info)(security.redact(info.name, secrets), security.redact(info.description, secrets))
-        for info in infos[:MAX_LISTED]
-    )
+def _redacted(infos: list[Info], secrets: Sequence[str]) -> list[Info]:
+    return [
+        (security.redact(name, secrets), security.redact(about, secrets))
+        for name, about in infos[:MAX_LISTED]
+    ]

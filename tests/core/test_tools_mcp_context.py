@@ -55,7 +55,9 @@ async def test_the_agent_lists_and_reads_resources_and_gets_a_prompt(toolset: Mc
         tool_call("docs__read_resource", uri="notes://cats"),
         tool_call("docs__read_resource", uri="guide://pixel.png"),
         tool_call("docs__list_prompts"),
-        tool_call("docs__get_prompt", name="review", arguments={"language": "Go", "code": "x := 1"}),
+        tool_call(
+            "docs__get_prompt", name="review", arguments={"language": "Go", "code": "x := 1"}
+        ),
     )
     listed, readme, note, pixel, prompts, prompt = responses
     assert not any(part.is_error for part in responses)
