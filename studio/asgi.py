@@ -180,7 +180,7 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 application = with_run_executor(
     ProtocolTypeRouter(
         {
-            "http": with_mcp_endpoint(django_asgi_app),
+            "http": with_mcp_endpoint(django_asgi_app),  # type: ignore[arg-type]
             "websocket": same_origin_only(
                 AuthMiddlewareStack(auth.TokenSocketAuth(URLRouter(websocket_urlpatterns)))
             ),

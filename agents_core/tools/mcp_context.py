@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+from functools import partial
 from typing import Any
 
+from mcp import Client
 from mcp.types import (
     BlobResourceContents,
     GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
     ReadResourceResult,
     TextResourceContents,
 )
@@ -106,9 +110,7 @@ class ListResources(_ContextTool):
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
             page = await self.toolset.request(
-                "resources/list",
-                lambda client, c=cursor: client.list_resources(cursor=c),
-                timeout_s=self.timeout_s,
+                "resources/list", partial(_list_resources, cursor=cursor), timeout_s=self.timeout_s
             )
             for res in page.resources:
                 lines.append(_line(res.uri, res.name, res.mime_type, res.description))
@@ -147,9 +149,7 @@ class ListPrompts(_ContextTool):
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
             page = await self.toolset.request(
-                "prompts/list",
-                lambda client, c=cursor: client.list_prompts(cursor=c),
-                timeout_s=self.timeout_s,
+                "prompts/list", partial(_list_prompts, cursor=cursor), timeout_s=self.timeout_s
             )
             for prompt in page.prompts:
                 params = ", ".join(
@@ -173,6 +173,14 @@ class GetPrompt(_ContextTool):
             timeout_s=self.timeout_s,
         )
         return render_prompt(result)
+
+
+async def _list_resources(client: Client, *, cursor: str | None) -> ListResourcesResult:
+    return await client.list_resources(cursor=cursor)
+
+
+async def _list_prompts(client: Client, *, cursor: str | None) -> ListPromptsResult:
+    return await client.list_prompts(cursor=cursor)
 
 
 def render_contents(item: TextResourceContents | BlobResourceContents) -> str:

@@ -37,10 +37,11 @@ def create_token(owner: AbstractBaseUser, name: str) -> tuple[McpToken, str]:
     stored)."""
     name = name.strip()
     if not name or len(name) > 100:
-        raise InvalidInputError([Problem(("name",), "a name of 1 to 100 characters")])
+        raise InvalidInputError("name", [Problem((), "invalid", "a name of 1 to 100 characters")])
     if McpToken.objects.filter(owner_id=owner.pk).count() >= MAX_TOKENS_PER_USER:
         raise InvalidInputError(
-            [Problem(("name",), f"at most {MAX_TOKENS_PER_USER} tokens: revoke one first")]
+            "name",
+            [Problem((), "invalid", f"at most {MAX_TOKENS_PER_USER} tokens: revoke one first")],
         )
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     row = McpToken.objects.create(
@@ -89,7 +90,9 @@ async def ask_agent(user_id: Any, agent_name: str, message: str) -> Answer:
     the answer says the run goes on in Studio). ``LookupError`` for an agent that is
     not theirs or not published; ``StudioError``s of starting a run pass through."""
     if not message.strip() or len(message) > MAX_MESSAGE_CHARS:
-        raise InvalidInputError([Problem(("message",), f"1 to {MAX_MESSAGE_CHARS} characters")])
+        raise InvalidInputError(
+            "message", [Problem((), "invalid", f"1 to {MAX_MESSAGE_CHARS} characters")]
+        )
     run = await db_sync_to_async(_start)(user_id, agent_name, message)
     try:
         async with asyncio.timeout(settings.STUDIO_MCP_SERVE_RUN_TIMEOUT_S):

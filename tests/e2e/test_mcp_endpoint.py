@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx2
 import pytest
@@ -24,7 +24,6 @@ from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot
 from tests.support.daphne_server import DaphneServer
 
-T = TypeVar("T")
 ANSWER = "The answer is <b>42</b>."
 # Bob: another user, with an agent and a token of his own.
 BOB = """
@@ -32,13 +31,15 @@ from django.contrib.auth import get_user_model
 from studio import services
 from studio.models import ModelConfig
 bob = get_user_model().objects.create_user("bob", password="bob-password-1")
-ModelConfig.objects.create(owner=bob, name="m", provider="scripted", options={"script": [{"text": "bob's secret"}]})
-services.create_agent(bob, name="bobs-agent", spec={"name": "bobs-agent", "model": "m", "instruction": "."})
+script = {"script": [{"text": "bob's secret"}]}
+ModelConfig.objects.create(owner=bob, name="m", provider="scripted", options=script)
+spec = {"name": "bobs-agent", "model": "m", "instruction": "."}
+services.create_agent(bob, name="bobs-agent", spec=spec)
 print(services.create_token(bob, "bob's laptop")[1])
 """
 
 
-def in_thread(call: Callable[[Client], Awaitable[T]], url: str, token: str | None) -> T:
+def in_thread[T](call: Callable[[Client], Awaitable[T]], url: str, token: str | None) -> T:
     """Connect the SDK's client to ``url`` with ``token`` and make ``call``, on a loop of
     its own (Playwright's sync API holds this thread's)."""
 
@@ -196,6 +197,6 @@ def test_no_valid_token_is_refused_with_401(
 
 def test_the_sdk_client_is_refused_without_a_token(endpoint: str) -> None:
     # The SDK reports the 401 answer to its first request as an MCP error.
-    with pytest.raises(Exception) as refused:
+    with pytest.raises(ExceptionGroup) as refused:
         in_thread(lambda client: client.list_tools(), endpoint, "smcp_not-a-token")
     assert "MCPError" in repr(refused.value)
