@@ -206,7 +206,8 @@ spend = DaySpend.objects.create(scope=f"user:{{staff.pk}}", day=datetime.date.to
 # A stdio server of demo's, as staff give one in the admin (the API lets staff
 # register one only for themselves).
 server = McpServer.objects.create(owner=User.objects.get(username="demo"), **{STDIO!r})
-tokens = [str(create_token(user, "laptop")[0].pk) for user in (User.objects.get(username="demo"), staff)]
+demo = User.objects.get(username="demo")
+tokens = [str(create_token(user, "laptop")[0].pk) for user in (demo, staff)]
 print(json.dumps([str(server.pk), str(budget.pk), str(spend.pk), *tokens]))
 """
 """A staff account, demo's stdio server and an MCP token each, in one start of Django."""
