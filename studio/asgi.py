@@ -12,7 +12,9 @@ script's upgrade that signs in with an API token in its ``Authorization`` header
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -125,6 +127,26 @@ def _trusted(origin: Origin, trusted: str) -> bool:
     return origin == expected
 
 
+_MCP_ENDPOINT = "studio.mcp_endpoint.app"
+
+
+def with_mcp_endpoint(app: ASGIApp) -> ASGIApp:
+    """``app``, with Studio's MCP endpoint (``studio.mcp_endpoint``) at ``/mcp``. The MCP
+    SDK takes seconds to import, so it is loaded on the first MCP request, off the
+    event loop, not with the server."""
+
+    async def application(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in ("/mcp", "/mcp/"):
+            await app(scope, receive, send)
+            return
+        module = sys.modules.get(_MCP_ENDPOINT)
+        if module is None:
+            module = await asyncio.to_thread(importlib.import_module, _MCP_ENDPOINT)
+        await module.endpoint(scope, receive, send)
+
+    return application
+
+
 def with_run_executor(app: ASGIApp) -> ASGIApp:
     """``app``, starting the run executor with the server: at lifespan start-up when the
     server sends lifespan events, else on the first connection (Daphne sends none; its
@@ -148,6 +170,8 @@ async def _lifespan(receive: Receive, send: Send) -> None:
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await runs.executor().aclose()
+            if (endpoint := sys.modules.get(_MCP_ENDPOINT)) is not None:
+                await endpoint.endpoint.aclose()
             await asyncio.to_thread(otel.shutdown)  # the runs just ended, within a bound
             await send({"type": "lifespan.shutdown.complete"})
             return
@@ -156,7 +180,7 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 application = with_run_executor(
     ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
+            "http": with_mcp_endpoint(django_asgi_app),  # type: ignore[arg-type]
             "websocket": same_origin_only(
                 AuthMiddlewareStack(auth.TokenSocketAuth(URLRouter(websocket_urlpatterns)))
             ),

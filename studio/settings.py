@@ -344,6 +344,9 @@ if _leaked := [n for n in STUDIO_MCP_ENV_ALLOWLIST if n.startswith("STUDIO_") or
 # Connecting to a server and listing its tools, and each tool call.
 STUDIO_MCP_CONNECT_TIMEOUT_S = env_float("STUDIO_MCP_CONNECT_TIMEOUT_S", 20.0, minimum=0.1)
 STUDIO_MCP_CALL_TIMEOUT_S = env_float("STUDIO_MCP_CALL_TIMEOUT_S", 60.0, minimum=0.1)
+# Studio as an MCP server (studio.mcp_endpoint): how long a call of a published agent
+# waits for its run before answering that the run goes on in Studio.
+STUDIO_MCP_SERVE_RUN_TIMEOUT_S = env_float("STUDIO_MCP_SERVE_RUN_TIMEOUT_S", 300.0, minimum=0.1)
 
 # OpenTelemetry export of every ended run as a trace (studio.traces.otel): off unless
 # OTEL_TRACES_EXPORTER=otlp; the SDK reads the standard OTEL_EXPORTER_OTLP_* variables

@@ -6,7 +6,18 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from studio.auth import RateLimitedLoginView
-from studio.web import files, memories, metrics, overview, prompts, sessions, skills, traces, views
+from studio.web import (
+    files,
+    mcp_tokens,
+    memories,
+    metrics,
+    overview,
+    prompts,
+    sessions,
+    skills,
+    traces,
+    views,
+)
 from studio.web import mcp as views_mcp
 
 login_view = RateLimitedLoginView.as_view(
@@ -34,6 +45,8 @@ urlpatterns = [
     path("mcp-servers/<uuid:pk>/", views_mcp.mcp_edit, name="mcp-server-edit"),
     path("mcp-servers/<uuid:pk>/delete/", views_mcp.mcp_delete, name="mcp-server-delete"),
     path("mcp-servers/<uuid:pk>/test/", views_mcp.mcp_test, name="mcp-server-test"),
+    path("mcp-tokens/", mcp_tokens.mcp_token_list, name="mcp-tokens"),
+    path("mcp-tokens/<uuid:pk>/revoke/", mcp_tokens.mcp_token_revoke, name="mcp-token-revoke"),
     path("overview/", overview.overview_page, name="overview"),
     path("memories/", memories.memory_list, name="memories"),
     path("memories/<int:pk>/edit/", memories.memory_edit, name="memory-edit"),

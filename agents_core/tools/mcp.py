@@ -23,7 +23,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -41,6 +41,7 @@ from mcp.types import (
     EmbeddedResource,
     ImageContent,
     ResourceLink,
+    ServerCapabilities,
     TextContent,
     TextResourceContents,
     Tool,
@@ -202,21 +203,38 @@ class McpToolset:
         """Call the server's tool ``name`` (its own name, without ``prefix``); returns
         the text of the result. Raises ``ToolExecutionError`` for an error result or a
         failed connection and ``ToolTimeoutError`` after ``timeout_s``."""
-        if self._connection is None:
-            raise ToolExecutionError(f"{self.server.describe()} is not connected")
-        try:
-            async with asyncio.timeout(timeout_s):
-                result = await self._connection.client.call_tool(name, arguments)
-        except TimeoutError as exc:
-            raise ToolTimeoutError(
-                f"{self.server.describe()}: tool {name!r} gave no result within {timeout_s}s"
-            ) from exc
-        except MCPError as exc:
-            raise ToolExecutionError(f"{self.server.describe()}: {exc.message}") from exc
+        result = await self.request(
+            f"tool {name!r}", lambda client: client.call_tool(name, arguments), timeout_s=timeout_s
+        )
         text = render_result(result)
         if result.is_error:
             raise ToolExecutionError(text or f"tool {name!r} failed without a message")
         return text
+
+    async def request[T](
+        self, what: str, send: Callable[[Client], Awaitable[T]], *, timeout_s: float | None
+    ) -> T:
+        """Send one request on the open connection (``what`` names it in errors):
+        ``ToolExecutionError`` for a protocol error or no connection, ``ToolTimeoutError``
+        after ``timeout_s``."""
+        if self._connection is None:
+            raise ToolExecutionError(f"{self.server.describe()} is not connected")
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await send(self._connection.client)
+        except TimeoutError as exc:
+            raise ToolTimeoutError(
+                f"{self.server.describe()}: {what} gave no result within {timeout_s}s"
+            ) from exc
+        except MCPError as exc:
+            raise ToolExecutionError(f"{self.server.describe()}: {exc.message}") from exc
+
+    @property
+    def capabilities(self) -> ServerCapabilities:
+        """What the server said it offers (tools, resources, prompts...) when it connected."""
+        if self._connection is None:
+            raise ConfigurationError(f"{self.server.describe()}: open the toolset first")
+        return self._connection.client.server_capabilities
 
     async def _hold_open(
         self, opened: asyncio.Future[tuple[Client, list[Tool]]], release: asyncio.Event
@@ -291,10 +309,10 @@ def render_result(result: CallToolResult) -> str:
     other content named in brackets, structured content as JSON when that is all."""
     if not result.content and result.structured_content is not None:
         return json.dumps(result.structured_content, ensure_ascii=False)
-    return "\n".join(_render_block(block) for block in result.content)
+    return "\n".join(render_block(block) for block in result.content)
 
 
-def _render_block(block: ContentBlock) -> str:
+def render_block(block: ContentBlock) -> str:
     match block:
         case TextContent():
             return block.text

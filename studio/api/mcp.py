@@ -224,6 +224,10 @@ class McpConnectionCheckSerializer(serializers.Serializer[mcp.ConnectionCheck]):
     detail = serializers.CharField()
     latency_ms = serializers.FloatField(allow_null=True)
     tools = McpToolInfoSerializer(many=True)
+    resources = McpToolInfoSerializer(
+        many=True, help_text="By URI (name), with name and description."
+    )
+    prompts = McpToolInfoSerializer(many=True, help_text="With their arguments, e.g. review(code).")
 
 
 # Every API error is {"code", "detail"}, with "errors" for invalid input.

@@ -45,6 +45,7 @@ from agents_core import specs as core_specs
 from agents_core.tools.base import BaseTool, ToolContext
 from studio import checked_http, security
 from studio.agents.tools import workspace_dir
+from studio.mcp import context
 from studio.mcp.checks import env_allowlist
 from studio.models import Agent, McpServer, Run
 
@@ -116,10 +117,15 @@ class ConnectionCheck:
     detail: str
     latency_ms: float | None = None
     tools: tuple[ToolInfo, ...] = ()
+    resources: tuple[ToolInfo, ...] = ()
+    """Each resource (or template) by URI, with its name and description."""
+    prompts: tuple[ToolInfo, ...] = ()
+    """Each prompt with its arguments, e.g. ``review(language, code)``."""
 
 
 async def check_connection(server: McpServer) -> ConnectionCheck:
-    """Connect, list the tools and disconnect. Never raises, never echoes a secret."""
+    """Connect, list the tools, resources and prompts, and disconnect. Never raises,
+    never echoes a secret."""
     await _load_sdk()
     from agents_core.tools.mcp import McpToolset
 
@@ -133,10 +139,20 @@ async def check_connection(server: McpServer) -> ConnectionCheck:
         ) as toolset:
             redacted = redacting(toolset.tools, secrets)
             tools = tuple(ToolInfo(tool.name, tool.description) for tool in redacted)
+            listed = await context.listing(toolset, secrets)
+            resources, prompts = (tuple(ToolInfo(*info) for info in infos) for infos in listed)
     except core_exceptions.AgentsCoreError as exc:
         return ConnectionCheck(ok=False, detail=security.redact(exc.message, secrets))
     elapsed = round((time.monotonic() - started) * 1000, 1)
-    return ConnectionCheck(ok=True, detail=f"{len(tools)} tool(s)", latency_ms=elapsed, tools=tools)
+    detail = f"{len(tools)} tool(s), {len(resources)} resource(s), {len(prompts)} prompt(s)"
+    return ConnectionCheck(
+        ok=True,
+        detail=detail,
+        latency_ms=elapsed,
+        tools=tools,
+        resources=resources,
+        prompts=prompts,
+    )
 
 
 # Runs
@@ -217,7 +233,8 @@ async def open_tools(servers: Sequence[McpServer]) -> AsyncIterator[OpenedTools]
                 detail = security.redact(exc.message, secrets)
                 opened[server.name] = McpConnectError(f"MCP server {server.name!r}: {detail}")
                 continue
-            opened[server.name] = redacting(toolset.tools, secrets)
+            offered = [*toolset.tools, *context.tools(toolset, server.name)]
+            opened[server.name] = redacting(offered, secrets)
         yield opened
 
 

@@ -404,6 +404,7 @@ from studio.models.budgets import UserBudget as UserBudget  # noqa: E402
 from studio.models.gates import CachedResponse as CachedResponse  # noqa: E402
 from studio.models.gates import RateWindow as RateWindow  # noqa: E402
 from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of its own)
+from studio.models.mcp_tokens import McpToken as McpToken  # noqa: E402
 from studio.models.memory import Memory as Memory  # noqa: E402
 from studio.models.prompts import PromptTemplate as PromptTemplate  # noqa: E402
 from studio.models.runs import Run as Run  # noqa: E402

@@ -13,6 +13,14 @@ from studio.services.agents import (
 )
 from studio.services.approvals import answer_question, decide_approval
 from studio.services.budgets import set_user_budget, user_budget
+from studio.services.mcp_serving import (
+    Answer,
+    ask_agent,
+    create_token,
+    published_agents,
+    revoke_token,
+    user_for_token,
+)
 from studio.services.memories import add_memory, edit_memory
 from studio.services.model_configs import (
     PRICE_FIELDS,
@@ -47,14 +55,17 @@ __all__ = [
     "PRICE_FIELDS",
     "SESSION_FORMAT",
     "SESSION_FORMAT_VERSION",
+    "Answer",
     "ConnectionCheck",
     "add_memory",
     "answer_question",
+    "ask_agent",
     "cancel_active_run",
     "cancel_run",
     "check_model_connection",
     "create_agent",
     "create_model_config",
+    "create_token",
     "decide_approval",
     "delete_agent",
     "delete_model_config",
@@ -68,9 +79,11 @@ __all__ = [
     "pause_active_run",
     "pause_run",
     "preview_template",
+    "published_agents",
     "resume_active_run",
     "resume_interrupted_run",
     "resume_run",
+    "revoke_token",
     "save_agent_spec",
     "save_template",
     "session_status",
@@ -81,4 +94,5 @@ __all__ = [
     "upload_skill_folder",
     "upload_skill_zip",
     "user_budget",
+    "user_for_token",
 ]

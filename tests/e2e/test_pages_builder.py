@@ -96,6 +96,9 @@ def test_mcp_servers_and_approvals_set_in_the_form_are_saved(
     picker = page.locator("[data-field='mcp.0.tools'] .pick-list")
     echo = picker.get_by_role("checkbox", name="echo", exact=True)
     expect(echo).to_be_checked()
+    # The server's resources and prompts come as tools of its own, named after it.
+    expect(picker.get_by_role("checkbox", name="docs__read_resource")).to_be_checked()
+    expect(picker).to_contain_text("Lists its prompts: review(language, code)")
     echo.uncheck()
     page.fill("#f-mcp-0-prefix", "docs ")
     expect(page.locator("[data-field='mcp.0.prefix'] .field-error")).to_have_text(PREFIX_RULE)
@@ -113,6 +116,7 @@ def test_mcp_servers_and_approvals_set_in_the_form_are_saved(
     assert ref["server"] == "docs" and ref["prefix"] == "docs_"
     assert ref["requires_approval"] is True
     assert "echo" not in ref["tools"] and "add" in ref["tools"]
+    assert {"docs__read_resource", "docs__get_prompt"} <= set(ref["tools"])
     assert spec["tools"] == [{"name": "calculator", "requires_approval": True}]
     assert spec["approval"] == {"timeout_s": 45, "on_timeout": "approve"}
     page.evaluate("window.scrollTo(0, document.querySelector('[data-field=mcp]').offsetTop)")

@@ -62,6 +62,7 @@ FOLDERS = {
     "agents": "agent",
     "models": "model",
     "mcp-servers": "mcp_server",
+    "mcp-tokens": "mcp_token",
     "memories": "memory",
     "sessions": "session",
     "skills": "skill",
@@ -100,6 +101,7 @@ class Objects:
     memory: str = ""
     skill: str = ""
     """A skill's name."""
+    mcp_token: str = ""
     user_budget: str = ""
     day_spend: str = ""
     """Staff's: a user's daily budget and a day's spend row, as the admin shows them."""
@@ -219,21 +221,24 @@ import json
 from django.contrib.auth.models import User
 import datetime
 from studio.models import DaySpend, McpServer, UserBudget
+from studio.services import create_token
 staff = User.objects.create_superuser({STAFF[0]!r}, "staff@example.com", {STAFF[1]!r})
 budget = UserBudget.objects.create(user=staff, day_cost="5", day_tokens=100000)
 spend = DaySpend.objects.create(scope=f"user:{{staff.pk}}", day=datetime.date.today())
 # A stdio server of demo's, as staff give one in the admin (the API lets staff
 # register one only for themselves).
 server = McpServer.objects.create(owner=User.objects.get(username="demo"), **{STDIO!r})
-print(json.dumps([str(server.pk), str(budget.pk), str(spend.pk)]))
+demo = User.objects.get(username="demo")
+tokens = [str(create_token(user, "laptop")[0].pk) for user in (demo, staff)]
+print(json.dumps([str(server.pk), str(budget.pk), str(spend.pk), *tokens]))
 """
-"""A staff account and demo's stdio server, in one start of Django."""
+"""A staff account, demo's stdio server and an MCP token each, in one start of Django."""
 
 
 @pytest.fixture(scope="module")
 def objects(pages_server: DaphneServer, api: Api) -> dict[str, Objects]:
     created = pages_server.manage("shell", "-c", ACCOUNTS).stdout.strip().splitlines()
-    demo_stdio, user_budget, day_spend = json.loads(created[-1])
+    demo_stdio, user_budget, day_spend, demo_token, staff_token = json.loads(created[-1])
     staff = Api(pages_server.url, STAFF)
     calculator = next(a for a in api.get("/api/agents/")["results"] if a["name"] == "calculator")
     # Staff's copy of the calculator answers at once: the scripted model, not the paced one.
@@ -242,9 +247,12 @@ def objects(pages_server: DaphneServer, api: Api) -> dict[str, Objects]:
     staff_agent = staff.agent(staff_spec, calculator["description"])
     staff_stdio = staff.post("/api/mcp-servers/", STDIO)["id"]
     return {
-        "demo": arrange(api, calculator, demo_stdio),
+        "demo": dataclasses.replace(arrange(api, calculator, demo_stdio), mcp_token=demo_token),
         "staff": dataclasses.replace(
-            arrange(staff, staff_agent, staff_stdio), user_budget=user_budget, day_spend=day_spend
+            arrange(staff, staff_agent, staff_stdio),
+            user_budget=user_budget,
+            day_spend=day_spend,
+            mcp_token=staff_token,
         ),
     }
 
@@ -339,6 +347,7 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     )
     assert "memories" in names and {"memory-edit", "memory-delete"} <= set(site.actions)
     assert {"skills", "skill"} <= names and "skill-delete" in set(site.actions)
+    assert "mcp-tokens" in names and "mcp-token-revoke" in site.actions
     assert not names & set(site.actions)
 
 

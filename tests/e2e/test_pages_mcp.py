@@ -54,6 +54,9 @@ def test_register_an_http_server_and_see_its_tools(page: Page, mcp_url: str) -> 
     tools = page.get_by_test_id("mcp-tools")
     expect(tools.locator("td.mono", has_text="add")).to_have_count(1)
     expect(tools.locator("td.mono", has_text="echo")).to_have_count(1)
+    resources = page.get_by_test_id("mcp-resources")
+    expect(resources.locator("td.mono", has_text="guide://readme")).to_have_count(1)
+    expect(page.get_by_test_id("mcp-prompts")).to_contain_text("review(language, code)")
     assert SECRET not in page.content()
     screenshot(page, "mcp-servers")
 

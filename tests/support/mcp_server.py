@@ -1,7 +1,8 @@
 """Real MCP servers for the tests, written with the SDK's server API.
 
 ``server`` offers small tools (add, echo, fail...; ``tally`` counts its calls in
-``TALLY``). ``quoting`` is a careless server: its tool list and its results quote
+``TALLY``), two resources (a text guide, a binary pixel), a resource template and a
+prompt (``review``). ``quoting`` is a careless server: its tool list and its results quote
 everything it was given (each request header over HTTP, each environment variable over
 stdio), raw, URL-encoded and base64-encoded, in every place a tool carries text: name,
 title, description, and the input schema's titles, descriptions, defaults, examples
@@ -131,6 +132,35 @@ def pid() -> int:
 def pixel() -> Image:
     """A one-pixel PNG: non-text content."""
     return Image(data=_PIXEL_PNG, format="png")
+
+
+# Resources and prompts
+
+GUIDE_TEXT = "Studio test guide: the answer is 42."
+
+
+@server.resource("guide://readme", name="readme", mime_type="text/plain")
+def readme() -> str:
+    """The guide's text."""
+    return GUIDE_TEXT
+
+
+@server.resource("guide://pixel.png", name="pixel", mime_type="image/png")
+def pixel_resource() -> bytes:
+    """A one-pixel PNG: binary contents."""
+    return _PIXEL_PNG
+
+
+@server.resource("notes://{topic}", name="note")
+def note(topic: str) -> str:
+    """A note on ``topic``."""
+    return f"a note on {topic}"
+
+
+@server.prompt()
+def review(language: str, code: str) -> str:
+    """Ask for a review of a piece of code."""
+    return f"Review this {language} code: {code}"
 
 
 # The quoting server

@@ -1,7 +1,8 @@
 // The MCP servers an agent may use (spec "mcp": [{server, tools?, prefix?,
 // requires_approval?, on_failure?}]), chosen among the owner's registered servers: for
 // each, the tools to offer (every tool it lists, or some: typed, or picked once the
-// server was asked for its list), a prefix for their names, whether their calls need
+// server was asked for its list, which shows the <server>__* tools of its resources and
+// prompts too), a prefix for their names, whether their calls need
 // approval and what a failed call does.
 
 import { api } from "./api.js";
@@ -116,10 +117,25 @@ async function listTools(ctx, server) {
   let state;
   try {
     const check = await api(server.tools_url, { method: "POST" });
-    state = check.ok ? { tools: check.tools } : { error: check.detail };
+    state = check.ok ? { tools: [...check.tools, ...contextTools(server.name, check)] } : { error: check.detail };
   } catch (error) {
     state = { error: error.message };
   }
   listed.set(server.name, state);
   ctx.rerender();
+}
+
+/** The tools a run adds for the server's resources and prompts (studio.mcp.context). */
+function contextTools(serverName, check) {
+  const named = (items) => items.slice(0, 5).map((item) => item.name).join(", ") + (items.length > 5 ? ", …" : "");
+  const tools = [];
+  if (check.resources?.length) {
+    tools.push({ name: `${serverName}__list_resources`, description: `Lists its resources: ${named(check.resources)}` });
+    tools.push({ name: `${serverName}__read_resource`, description: "Reads one of its resources by URI, as text." });
+  }
+  if (check.prompts?.length) {
+    tools.push({ name: `${serverName}__list_prompts`, description: `Lists its prompts: ${named(check.prompts)}` });
+    tools.push({ name: `${serverName}__get_prompt`, description: "Gets one of its prompts, filled in with arguments." });
+  }
+  return tools;
 }
