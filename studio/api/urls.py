@@ -4,7 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
-from studio.api import budgets, catalogue, costs, mcp, memories, prompts, views
+from studio.api import approvals, budgets, catalogue, costs, mcp, memories, prompts, views
 
 router = SimpleRouter()
 router.register("agents", views.AgentViewSet, basename="agent")
@@ -15,6 +15,18 @@ router.register("mcp-servers", mcp.McpServerViewSet, basename="mcpserver")
 
 urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
+    path("approvals/", approvals.ApprovalInboxView.as_view(), name="api-approvals"),
+    path("approvals/decide/", approvals.ApprovalDecideView.as_view(), name="api-approvals-decide"),
+    path(
+        "approvals/decisions/",
+        approvals.ApprovalDecisionListView.as_view(),
+        name="api-approval-decisions",
+    ),
+    path(
+        "approvals/decisions/export/",
+        approvals.ApprovalDecisionExportView.as_view(),
+        name="api-approval-decisions-export",
+    ),
     path("budget/", budgets.UserBudgetView.as_view(), name="api-budget"),
     path(
         "users/<int:user_id>/budget/",
