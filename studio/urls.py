@@ -6,7 +6,17 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from studio.auth import RateLimitedLoginView
-from studio.web import files, memories, metrics, overview, prompts, sessions, traces, views
+from studio.web import (
+    approvals,
+    files,
+    memories,
+    metrics,
+    overview,
+    prompts,
+    sessions,
+    traces,
+    views,
+)
 from studio.web import mcp as views_mcp
 
 login_view = RateLimitedLoginView.as_view(
@@ -35,6 +45,8 @@ urlpatterns = [
     path("mcp-servers/<uuid:pk>/delete/", views_mcp.mcp_delete, name="mcp-server-delete"),
     path("mcp-servers/<uuid:pk>/test/", views_mcp.mcp_test, name="mcp-server-test"),
     path("overview/", overview.overview_page, name="overview"),
+    path("approvals/", approvals.approval_inbox, name="approvals"),
+    path("approvals/decide/", approvals.approval_decide, name="approvals-decide"),
     path("memories/", memories.memory_list, name="memories"),
     path("memories/<int:pk>/edit/", memories.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/delete/", memories.memory_delete, name="memory-delete"),
