@@ -114,6 +114,10 @@ def _run_figures(session_ids: list[UUID]) -> dict[UUID, dict[str, Any]]:
     }
 
 
+TIMELINE_DECISIONS = 50
+"""The approval decisions (audit trail) the timeline's side shows, oldest first."""
+
+
 @login_required
 @require_GET
 def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
@@ -129,7 +133,12 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
     return render(
         request,
         "studio/session_timeline.html",
-        {"section": "sessions", "session": session, "data": data},
+        {
+            "section": "sessions",
+            "session": session,
+            "data": data,
+            "decisions": session.approval_decisions.order_by("decided_at")[:TIMELINE_DECISIONS],
+        },
     )
 
 

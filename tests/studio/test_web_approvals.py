@@ -57,3 +57,7 @@ async def test_the_page_lists_the_owners_calls_and_refuses_another_user(
     assert decided.status_code == 302
     row = await ApprovalDecision.objects.aget()
     assert (row.channel, row.decision, row.reason) == ("page", "deny", "mine")
+
+    timeline = (await page_call(ada, "get", f"/sessions/{session.pk}/")).content.decode()
+    assert 'data-testid="approval-audit"' in timeline
+    assert "by ada via page" in timeline and "mine" in timeline
