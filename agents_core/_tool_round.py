@@ -197,7 +197,10 @@ class _Call:
             case PolicyAction.REWRITE:
                 return call.model_copy(update={"args": verdict.rewritten})
             case PolicyAction.ASK:
-                return await _seek_approval(self.ctx, call, self.control.approval, self.span)
+                schema = tool.parameters_schema() if tool else None
+                return await _seek_approval(
+                    self.ctx, call, self.control.approval, self.span, schema
+                )
 
 
 def policy_event(
@@ -218,13 +221,21 @@ def policy_event(
 
 
 async def _seek_approval(
-    ctx: Context, call: ToolCall, policy: ApprovalPolicy, tool_span: str
+    ctx: Context,
+    call: ToolCall,
+    policy: ApprovalPolicy,
+    tool_span: str,
+    schema: dict[str, Any] | None = None,
 ) -> ToolCall | ToolResult:
     """Announce ``call``, wait for the decision and record it. Returns the call to run
     (arguments possibly edited) or the refusal the model will read. The wait is a span
     of its own, inside the tool call's."""
     info = ApprovalInfo(
-        call_id=call.id, tool=call.name, args=call.args, args_hash=args_hash(call.name, call.args)
+        call_id=call.id,
+        tool=call.name,
+        args=call.args,
+        args_hash=args_hash(call.name, call.args),
+        args_schema=schema,
     )
     wait = new_id()
     with ctx.invocation.approvals.expect(call, session_id=ctx.session_id) as pending:
@@ -235,7 +246,9 @@ async def _seek_approval(
         reply = await pending.wait(policy.timeout_s)
     decision = reply if isinstance(reply, ApprovalDecision) else None
     if decision is None:
-        outcome = info.model_copy(update={"decision": policy.on_timeout, "decided_by": "timeout"})
+        outcome = info.model_copy(
+            update={"decision": policy.on_timeout, "decided_by": "timeout", "args_schema": None}
+        )
     else:
         outcome = info.model_copy(
             update={
@@ -243,6 +256,7 @@ async def _seek_approval(
                 "edited_args": decision.edited_args,
                 "reason": decision.reason,
                 "decided_by": decision.decided_by,
+                "args_schema": None,
             }
         )
     decided = ctx.event(

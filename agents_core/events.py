@@ -234,6 +234,9 @@ class ApprovalInfo(Contract):
     reason: str = ""
     decided_by: str | None = None
     """Who decided; ``"timeout"`` when the fallback applied."""
+    args_schema: dict[str, Any] | None = None
+    """On a request: the tool's JSON Schema for its arguments, which edited arguments
+    must match."""
 
 
 class QuestionInfo(Contract):

@@ -57,6 +57,7 @@ SCRIPTS = (
         300,
     ),
     Script("persistence", (), ("--events", "20", "--warmup", "2", "--seconds", "1"), 150),
+    Script("parked_approvals", (), ("--runs", "3"), 120),
     Script("live_fanout", (), ("--viewers", "1", "--runs", "1"), 300),
     Script("pages", (), ("--sessions", "30", "--events", "60", "--loads", "1"), 300),
     Script(
@@ -284,7 +285,15 @@ def _overview_notes(d: dict[str, Any]) -> str:
     )
 
 
+def _parked_notes(d: dict[str, Any]) -> str:
+    return (
+        f"{d['runs_parked']} runs waiting on approvals ({d['mode']}): {d['asyncio_tasks_held']}"
+        f" asyncio tasks, {d['threads_over_idle']} extra threads, peak RSS {d['peak_rss_mib']} MiB"
+    )
+
+
 NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "parked_approvals": _parked_notes,
     "runner_overhead": _runner_notes,
     "history_growth": _history_notes,
     "persistence": _persistence_notes,

@@ -6,12 +6,18 @@ from django.urls import URLPattern, URLResolver, path
 
 from studio.auth import RevocableSocketMixin
 from studio.consumers import SessionConsumer
+from studio.consumers.inbox import InboxConsumer
 
 
 class LiveSessionConsumer(RevocableSocketMixin, SessionConsumer):
     """The live timeline, closed when its user's sign-in ends (studio.auth)."""
 
 
+class LiveInboxConsumer(RevocableSocketMixin, InboxConsumer):
+    """The approval inbox's live count and list, closed when its user's sign-in ends."""
+
+
 websocket_urlpatterns: list[URLPattern | URLResolver] = [
     path("ws/sessions/<str:session_id>/", LiveSessionConsumer.as_asgi()),
+    path("ws/approvals/", LiveInboxConsumer.as_asgi()),
 ]

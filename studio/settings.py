@@ -104,6 +104,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "studio.web.approvals.inbox_count",
             ],
             "libraries": {"studio": "studio.web.format"},
         },

@@ -7,6 +7,7 @@ from django.views.generic import RedirectView
 
 from studio.auth import RateLimitedLoginView
 from studio.web import (
+    approvals,
     files,
     mcp_tokens,
     memories,
@@ -48,6 +49,8 @@ urlpatterns = [
     path("mcp-tokens/", mcp_tokens.mcp_token_list, name="mcp-tokens"),
     path("mcp-tokens/<uuid:pk>/revoke/", mcp_tokens.mcp_token_revoke, name="mcp-token-revoke"),
     path("overview/", overview.overview_page, name="overview"),
+    path("approvals/", approvals.approval_inbox, name="approvals"),
+    path("approvals/decide/", approvals.approval_decide, name="approvals-decide"),
     path("memories/", memories.memory_list, name="memories"),
     path("memories/<int:pk>/edit/", memories.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/delete/", memories.memory_delete, name="memory-delete"),

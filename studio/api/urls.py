@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import SimpleRouter
 
 from studio.api import (
+    approvals,
     artifacts,
     budgets,
     catalogue,
@@ -25,6 +26,18 @@ router.register("mcp-servers", mcp.McpServerViewSet, basename="mcpserver")
 
 urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
+    path("approvals/", approvals.ApprovalInboxView.as_view(), name="api-approvals"),
+    path("approvals/decide/", approvals.ApprovalDecideView.as_view(), name="api-approvals-decide"),
+    path(
+        "approvals/decisions/",
+        approvals.ApprovalDecisionListView.as_view(),
+        name="api-approval-decisions",
+    ),
+    path(
+        "approvals/decisions/export/",
+        approvals.ApprovalDecisionExportView.as_view(),
+        name="api-approval-decisions-export",
+    ),
     path("budget/", budgets.UserBudgetView.as_view(), name="api-budget"),
     path(
         "users/<int:user_id>/budget/",

@@ -3,10 +3,11 @@ for everything that changes more than one row."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import django_filters  # type: ignore[import-untyped]  # no stubs published
 from asgiref.sync import async_to_sync
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -288,15 +289,14 @@ class SessionViewSet(
         run = services.start_run(self.get_object(), data["text"], data.get("files", []))
         return Response(s.RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=live.ApprovalBody, responses={204: None, **error_responses(409)})
+    @extend_schema(request=live.ApprovalBody, responses={204: None, **error_responses(400, 409)})
     @action(detail=True, methods=["post"], filter_backends=[], pagination_class=None)
     def approvals(self, request: Request, pk: str | None = None) -> Response:
         """Decide a tool call of this session's run that waits for approval: approve it
         (optionally with edited arguments) or deny it. 409 when no such call waits."""
         session = self.get_object()
         body = _parsed(live.ApprovalBody, request.data)
-        decided_by = request.user.get_username()
-        async_to_sync(services.decide_approval)(session, body, decided_by=decided_by)
+        services.decide(session, body, user=cast("User", request.user), via="api")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=live.AnswerBody, responses={204: None, **error_responses(409)})

@@ -99,8 +99,8 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
             case protocol.ResumeFrame():
                 await db_sync_to_async(services.resume_active_run)(session)
             case protocol.ApprovalFrame():
-                decided_by = self.scope["user"].get_username()
-                await services.decide_approval(session, frame.body(), decided_by=decided_by)
+                user = self.scope["user"]
+                await services.decide_approval(session, frame.body(), user=user, via="socket")
             case protocol.AnswerFrame():
                 answered_by = self.scope["user"].get_username()
                 await services.answer_question(session, frame.body(), answered_by=answered_by)

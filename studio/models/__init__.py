@@ -397,6 +397,7 @@ class Event(models.Model):
         return core_events.Event.model_validate(self.payload)
 
 
+from studio.models.approvals import ApprovalDecision as ApprovalDecision  # noqa: E402
 from studio.models.artifacts import Artifact as Artifact  # noqa: E402
 from studio.models.budgets import DayHold as DayHold  # noqa: E402  (rows of their own)
 from studio.models.budgets import DaySpend as DaySpend  # noqa: E402

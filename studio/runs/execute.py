@@ -44,6 +44,7 @@ from studio.files import StorageBlobStore
 from studio.gates import rate_limits, response_cache
 from studio.ledger import CallLedger, waiting_for
 from studio.live import Publisher, Status, snapshot
+from studio.live.inbox import notify_inbox
 from studio.mcp import client as mcp
 from studio.memory import DjangoMemoryService
 from studio.models import DEFAULT_APP_NAME, Event, Run, RunStatus, Session
@@ -364,6 +365,8 @@ async def execute_and_publish(
     final = await db_sync_to_async(snapshot)(run.session_id)
     publisher.status(lambda: final)
     await publisher.aclose()
+    if execution.ledger.waits_for_approval:  # it ended while a call waited: not anymore
+        await notify_inbox(await db_sync_to_async(records.owner_of)(run))
 
 
 async def _on_claimed(execution: Execution, publisher: Publisher, run: Run) -> None:
@@ -381,7 +384,9 @@ async def _on_event(
     execution.ledger.observe(event)
     if event.approval is not None or event.question is not None:  # a person's turn
         waiting = execution.ledger.waits_for_person
-        await db_sync_to_async(records.mark_waiting)(run, waiting=waiting)
+        owner = await db_sync_to_async(records.person_turn)(run, event, waiting=waiting)
+        if event.approval is not None:
+            await notify_inbox(owner)
     publisher.event(event, execution.last_seq - 1)
     _status_changed(execution, publisher, run)
 

@@ -33,12 +33,14 @@ from studio.ledger import ledger_of
 from studio.models import (
     ACTIVE_RUN_STATUSES,
     FINISHED_RUN_STATUSES,
+    ApprovalDecision,
     Event,
     Run,
     RunStatus,
     Session,
     SessionStatus,
 )
+from studio.models.approvals import DecisionChannel
 from studio.rollups import days
 from studio.rollups.attribution import attribute_calls
 from studio.rollups.queries import MODEL_CALL_TYPES
@@ -160,6 +162,22 @@ def renew_lease(run: Run, *, owner: str, lease_s: float) -> RunStatus | None:
         return None
     status = mine.values_list("status", flat=True).first()
     return None if status is None else RunStatus(status)
+
+
+def person_turn(run: Run, event: core_events.Event, *, waiting: bool) -> int:
+    """Record what ``event`` (a request for a person, or their reply) changes: whether
+    the session waits (``mark_waiting``), a time-out's decision (``record_fallback``).
+    Returns the session's owner, whose inbox changed."""
+    mark_waiting(run, waiting=waiting)
+    decided = event.approval
+    if decided is not None and decided.decision is not None and decided.decided_by == "timeout":
+        record_fallback(run, decided)
+    return owner_of(run)
+
+
+def owner_of(run: Run) -> int:
+    owner: int = Session.objects.values_list("owner_id", flat=True).get(pk=run.session_id)
+    return owner
 
 
 def mark_waiting(run: Run, *, waiting: bool) -> None:
@@ -363,3 +381,22 @@ def _why_interrupted(ending: Ending, markers: list[core_events.Event]) -> str:
         f"{ending.message}; {len(in_doubt)} tool call(s) may or may not have taken effect and "
         f"will not be run again automatically: {', '.join(in_doubt)}"
     )
+
+
+def record_fallback(run: Run, decided: core_events.ApprovalInfo) -> None:
+    """Store the audit row of a decision no person took (the approval's time-out),
+    once: a replayed event finds the row there."""
+    approved = decided.args if decided.decision == "approve" else None
+    row = ApprovalDecision(
+        session_id=run.session_id,
+        run=run,
+        call_id=decided.call_id,
+        tool=decided.tool,
+        decision=decided.decision or "deny",
+        channel=DecisionChannel.TIMEOUT,
+        args_hash=decided.args_hash,
+        args_shown=decided.args,
+        args_approved=approved,
+        reason=decided.reason or "nobody decided in time",
+    )
+    ApprovalDecision.objects.bulk_create([row], ignore_conflicts=True)

@@ -11,7 +11,7 @@ from studio.services.agents import (
     save_agent_spec,
     update_agent,
 )
-from studio.services.approvals import answer_question, decide_approval
+from studio.services.approvals import answer_question, decide, decide_approval, decide_many
 from studio.services.budgets import set_user_budget, user_budget
 from studio.services.mcp_serving import (
     Answer,
@@ -66,7 +66,9 @@ __all__ = [
     "create_agent",
     "create_model_config",
     "create_token",
+    "decide",
     "decide_approval",
+    "decide_many",
     "delete_agent",
     "delete_model_config",
     "delete_session",

@@ -115,6 +115,10 @@ def _run_figures(session_ids: list[UUID]) -> dict[UUID, dict[str, Any]]:
     }
 
 
+TIMELINE_DECISIONS = 50
+"""The approval decisions (audit trail) the timeline's side shows, oldest first."""
+
+
 @login_required
 @require_GET
 def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
@@ -139,6 +143,7 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "session": session,
             "data": data,
             "artifacts": artifacts.panel(session),
+            "decisions": session.approval_decisions.order_by("decided_at")[:TIMELINE_DECISIONS],
         },
     )
 

@@ -66,3 +66,10 @@ def test_overview_bench_times_the_page_and_its_figures(backend: str) -> None:
     names = [result["name"].split(".", 2)[-1] for result in results]
     assert names == ["page_14d", "figures_14d", "page_92d", "figures_92d"]
     assert all(result["details"]["user"]["runs"] > 0 for result in results)
+
+
+def test_parked_approvals_bench_counts_what_waiting_runs_hold() -> None:
+    results = {r["name"]: r for r in run_bench("parked_approvals", "--runs", "3")}
+    held = results["parked_approvals.executions_held"]
+    assert held["value"] == 3  # inline: each parked run keeps its execution (see README)
+    assert held["details"]["runs_parked"] == 3

@@ -142,14 +142,14 @@ async def test_an_approval_decided_over_the_api_resumes_the_run(ada: User, bob: 
     assert foreign.status_code == 404
     wrong = dict(decision(approval, "approve"), args_hash="0" * 64)
     conflict = await sync_to_async(client_for(ada).post)(url, wrong, format="json")
-    assert (conflict.status_code, conflict.json()["code"]) == (409, "approval_not_pending")
+    assert (conflict.status_code, conflict.json()["code"]) == (409, "approval_stale")
     edited = decision(approval, "approve", edited_args={"expression": "20 + 22"})
     response = await sync_to_async(client_for(ada).post)(url, edited, format="json")
     assert response.status_code == 204, response.content
     await viewer.until_ended()
     assert viewer.events_of_type("tool_response")[0]["parts"][0]["result"] == "42"
     again = await sync_to_async(client_for(ada).post)(url, edited, format="json")
-    assert (again.status_code, again.json()["code"]) == (409, "approval_not_pending")
+    assert (again.status_code, again.json()["code"]) == (409, "approval_decided")
 
 
 def session_list(user: User, query: str) -> str:

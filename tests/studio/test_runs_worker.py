@@ -129,12 +129,16 @@ async def test_a_decision_sent_to_the_manager_is_relayed_to_the_worker_run(ada: 
         fields = {"call_id": approval["call_id"], "args_hash": approval["args_hash"]}
         return live.ApprovalBody(**{**fields, "decision": "approve", **changes})
 
-    for refused in [body(args_hash="0" * 64), body(call_id="unknown")]:
+    refusals = [
+        (body(args_hash="0" * 64), "approval_stale"),
+        (body(call_id="x"), "approval_not_pending"),
+    ]
+    for refused, code in refusals:
         with pytest.raises(ConflictError) as caught:
-            await services.decide_approval(session, refused, decided_by="ada")
-        assert caught.value.code == "approval_not_pending"
+            await services.decide_approval(session, refused, user=ada, via="api")
+        assert caught.value.code == code
 
-    await services.decide_approval(session, body(), decided_by="ada")
+    await services.decide_approval(session, body(), user=ada, via="api")
     await asyncio.wait_for(executing, timeout=10)
     events = await stored(session)
     [decided] = [e for e in events if e["type"] == "approval_decision"]
@@ -144,7 +148,7 @@ async def test_a_decision_sent_to_the_manager_is_relayed_to_the_worker_run(ada: 
     )
     assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.SUCCEEDED
     with pytest.raises(ConflictError):
-        await services.decide_approval(session, body(decision="deny"), decided_by="ada")
+        await services.decide_approval(session, body(decision="deny"), user=ada, via="api")
 
 
 async def approval_requested(session: Session) -> dict[str, Any]:
@@ -174,10 +178,10 @@ async def test_two_users_worker_runs_waiting_on_the_same_call_id_are_decided_apa
             call_id=approval["call_id"], args_hash=approval["args_hash"], decision=decision
         )
 
-    await services.decide_approval(sessions[1], body(bob_approval, "deny"), decided_by="bob")
+    await services.decide_approval(sessions[1], body(bob_approval, "deny"), user=bob, via="api")
     await asyncio.wait_for(executing[1], timeout=10)
     assert (await Run.objects.aget(pk=started[0].pk)).status == RunStatus.RUNNING
-    await services.decide_approval(sessions[0], body(ada_approval, "approve"), decided_by="ada")
+    await services.decide_approval(sessions[0], body(ada_approval, "approve"), user=ada, via="api")
     await asyncio.wait_for(executing[0], timeout=10)
     ended = [await Run.objects.aget(pk=run.pk) for run in started]
     assert [run.status for run in ended] == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]
@@ -208,7 +212,7 @@ async def test_an_answer_sent_to_the_manager_is_relayed_to_the_worker_run(ada: U
     fields = {"call_id": question["call_id"], "args_hash": question["args_hash"]}
     decision = live.ApprovalBody(**fields, decision="approve")
     with pytest.raises(ConflictError) as caught:  # a decision is no answer, there too
-        await services.decide_approval(session, decision, decided_by="ada")
+        await services.decide_approval(session, decision, user=ada, via="api")
     assert caught.value.code == "approval_not_pending"
 
     await services.answer_question(

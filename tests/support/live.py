@@ -121,8 +121,9 @@ async def open_socket(
     *,
     after: int | str | None = None,
     origin: bytes = ORIGIN,
+    path: str | None = None,
 ) -> tuple[WebsocketCommunicator, bool]:
-    path = f"/ws/sessions/{session_id}/"
+    path = path or f"/ws/sessions/{session_id}/"
     if after is not None:
         path += f"?after={after}"
     headers = [(b"host", HOST), (b"origin", origin)]

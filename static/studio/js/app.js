@@ -43,3 +43,29 @@ if (topbar && menu) {
     }
   });
 }
+
+// The count of approvals waiting for the user, in the navigation of every page, kept
+// live over /ws/approvals/; each change is also told to the page ("studio:inbox").
+const badge = document.getElementById("approvals-badge");
+if (badge) {
+  let pause = 500;
+  const connect = () => {
+    const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+    const ws = new WebSocket(`${scheme}//${window.location.host}/ws/approvals/`);
+    ws.addEventListener("message", (message) => {
+      const frame = JSON.parse(message.data);
+      if (frame.type !== "inbox") return;
+      pause = 500;
+      badge.textContent = String(frame.count);
+      badge.dataset.count = String(frame.count);
+      badge.setAttribute("aria-label", `${frame.count} waiting`);
+      document.dispatchEvent(new CustomEvent("studio:inbox", { detail: frame }));
+    });
+    ws.addEventListener("close", (event) => {
+      if (event.code === 4401) return; // signed out
+      setTimeout(connect, pause);
+      pause = Math.min(pause * 2, 10000);
+    });
+  };
+  connect();
+}

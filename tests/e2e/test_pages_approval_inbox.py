@@ -1,0 +1,93 @@
+"""The approval inbox in Chromium: three sessions wait on a person; the inbox lists
+them live with their arguments as formatted JSON, and the navigation's count follows on
+another page; one is approved, one approved with edited arguments (which the tool
+receives), one denied with a reason by selecting it; the count goes down live."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from playwright.sync_api import BrowserContext, Page, expect
+
+from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
+from tests.e2e.browser import Api, screenshot
+
+
+def start_waiting(api: Api, agent: dict[str, Any], title: str, text: str) -> dict[str, Any]:
+    session: dict[str, Any] = api.post("/api/sessions/", {"agent": agent["id"], "title": title})
+    api.post(f"/api/sessions/{session['id']}/messages/", {"text": text})
+    return session
+
+
+def tool_results(api: Api, session: dict[str, Any]) -> list[Any]:
+    return [
+        e["parts"][0]["result"] for e in api.events(session["id"]) if e["type"] == "tool_response"
+    ]
+
+
+def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
+    page: Page, context: BrowserContext, api: Api
+) -> None:
+    agent = api.agent(
+        {
+            "name": "inbox_careful",
+            "model": "scripted",
+            "instruction": "Use the calculator.\nResult: The answer is {last_tool_result}",
+            "tools": [{"name": "calculator", "requires_approval": True}],
+        }
+    )
+    elsewhere = context.new_page()
+    elsewhere.goto("/sessions/")
+    page.goto("/approvals/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "approvals")
+    expect(page.get_by_test_id("inbox-empty")).to_be_visible()
+    badge = page.locator("#approvals-badge")
+    expect(badge).to_be_hidden()
+
+    sessions = [start_waiting(api, agent, f"job {n}", f"what is {n} + {n}") for n in (1, 2, 3)]
+    rows = page.get_by_test_id("approval-row")
+    expect(rows).to_have_count(3)  # arrived live, without a reload
+    expect(badge).to_have_text("3")
+    expect(elsewhere.locator("#approvals-badge")).to_have_text("3")
+    expect(rows.first.get_by_test_id("approval-args")).to_have_text('{\n  "expression": "1 + 1"\n}')
+    expect(rows.first).to_contain_text("inbox_careful")
+    screenshot(page, "approval-inbox-three-waiting", full_page=True)
+
+    rows.filter(has_text="job 1").get_by_role("button", name="Approve", exact=True).click()
+    expect(rows).to_have_count(2)
+    expect(page.locator(".messages")).to_contain_text("1 decided")
+
+    second = rows.filter(has_text="job 2")
+    second.get_by_text("Edit arguments").click()
+    second.locator("textarea").fill('{"expression": 7}')
+    second.get_by_role("button", name="Approve with edits").click()
+    expect(page.get_by_text("is not of type 'string'")).to_be_visible()
+    expect(rows).to_have_count(2)
+    second = rows.filter(has_text="job 2")
+    second.get_by_text("Edit arguments").click()
+    second.locator("textarea").fill('{"expression": "20 + 22"}')
+    second.get_by_role("button", name="Approve with edits").click()
+    expect(rows).to_have_count(1)
+    expect(elsewhere.locator("#approvals-badge")).to_have_text("1")
+
+    rows.first.get_by_role("checkbox").check()
+    page.locator("#bulk input[name=reason]").fill("not today")
+    page.get_by_test_id("deny-selected").click()
+    expect(page.get_by_test_id("inbox-empty")).to_be_visible()
+    expect(badge).to_be_hidden()
+    expect(elsewhere.locator("#approvals-badge")).to_have_attribute("data-count", "0")
+    screenshot(page, "approval-inbox-all-decided", full_page=True)
+
+    deadline = time.monotonic() + 10
+    while tool_results(api, sessions[1]) != ["42"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tool_results(api, sessions[1]) == ["42"]  # the tool ran with the edited arguments
+    decisions = api.get("/api/approvals/decisions/?channel=page")
+    by_session = {d["session"]: d for d in decisions}
+    assert by_session[sessions[0]["id"]]["decision"] == "approve"
+    assert by_session[sessions[1]["id"]]["args_approved"] == {"expression": "20 + 22"}
+    assert (by_session[sessions[2]["id"]]["decision"], by_session[sessions[2]["id"]]["reason"]) == (
+        "deny",
+        "not today",
+    )

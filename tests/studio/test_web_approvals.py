@@ -1,0 +1,63 @@
+"""The approval inbox page and the navigation's count, scoped to their user: another
+user neither sees a waiting call nor decides it (404), and arguments are text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.test import Client
+
+from studio.models import ApprovalDecision
+from tests.studio.test_api_approvals import (  # noqa: F401  (fixtures)
+    executing,
+    pending,
+    waiting_session,
+)
+from tests.support.live import run_manager  # noqa: F401  (an autouse fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@sync_to_async
+def page_call(user: User, method: str, *args: Any) -> Any:
+    """A signed-in browser's request (session cookie, CSRF checks off as in a test)."""
+    client = Client()
+    client.force_login(user)
+    return getattr(client, method)(*args)
+
+
+async def test_the_page_lists_the_owners_calls_and_refuses_another_user(
+    ada: User, bob: User
+) -> None:
+    session = await waiting_session(ada, "what is 1 + <b>2</b>?")
+    [item] = await pending(ada)
+    page = (await page_call(ada, "get", "/approvals/")).content.decode()
+    assert 'id="approvals-badge" data-count="1"' in page
+    assert "&lt;b&gt;2&lt;/b&gt;" in page and "<b>2</b>" not in page
+    other = (await page_call(bob, "get", "/approvals/")).content.decode()
+    assert 'data-count="0"' in other and item["call_id"] not in other
+
+    form: dict[str, Any] = {
+        "session": str(session.pk),
+        "call_id": item["call_id"],
+        "args_hash": item["args_hash"],
+        "decision": "deny",
+        "reason": "mine",
+    }
+    refused = await page_call(bob, "post", "/approvals/decide/", form)
+    assert refused.status_code == 404
+    picked = {"pick": f"{session.pk}:{item['args_hash']}:{item['call_id']}", "decision": "deny"}
+    assert (await page_call(bob, "post", "/approvals/decide/", picked)).status_code == 404
+    assert await ApprovalDecision.objects.acount() == 0
+
+    decided = await page_call(ada, "post", "/approvals/decide/", form)
+    assert decided.status_code == 302
+    row = await ApprovalDecision.objects.aget()
+    assert (row.channel, row.decision, row.reason) == ("page", "deny", "mine")
+
+    timeline = (await page_call(ada, "get", f"/sessions/{session.pk}/")).content.decode()
+    assert 'data-testid="approval-audit"' in timeline
+    assert "by ada via page" in timeline and "mine" in timeline
