@@ -12,6 +12,7 @@ from django.test import Client
 
 from studio.models import ApprovalDecision
 from tests.studio.test_api_approvals import (  # noqa: F401  (fixtures)
+    ended,
     executing,
     pending,
     waiting_session,
@@ -30,7 +31,7 @@ def page_call(user: User, method: str, *args: Any) -> Any:
 
 
 async def test_the_page_lists_the_owners_calls_and_refuses_another_user(
-    ada: User, bob: User
+    ada: User, bob: User, staff: User
 ) -> None:
     session = await waiting_session(ada, "what is 1 + <b>2</b>?")
     [item] = await pending(ada)
@@ -57,7 +58,16 @@ async def test_the_page_lists_the_owners_calls_and_refuses_another_user(
     assert decided.status_code == 302
     row = await ApprovalDecision.objects.aget()
     assert (row.channel, row.decision, row.reason) == ("page", "deny", "mine")
+    # Staff read the audit trail in the admin, filtered, and cannot change a row.
+    listed = await page_call(staff, "get", "/admin/studio/approvaldecision/?channel=page")
+    assert listed.status_code == 200 and "ada" in listed.content.decode()
+    empty = await page_call(staff, "get", "/admin/studio/approvaldecision/?channel=api")
+    assert "ada" not in empty.content.decode().split('id="result_list"')[-1]
+    shown = await page_call(staff, "get", f"/admin/studio/approvaldecision/{row.pk}/change/")
+    assert shown.status_code == 200 and 'name="_save"' not in shown.content.decode()
 
     timeline = (await page_call(ada, "get", f"/sessions/{session.pk}/")).content.decode()
     assert 'data-testid="approval-audit"' in timeline
     assert "by ada via page" in timeline and "mine" in timeline
+    # The denied call's run goes on to its end before the test's database is flushed.
+    assert await ended(session) == "succeeded"
