@@ -190,6 +190,7 @@ def _approval(turn: Turn, call: dict[str, Any], tool_span: str, rng: random.Rand
         "tool": call["name"],
         "args": call["args"],
         "args_hash": args_hash(call["name"], call["args"]),
+        "args_schema": None,
         "decision": None,
         "edited_args": None,
         "reason": "",

@@ -5,6 +5,7 @@ receives), one denied with a reason by selecting it; the count goes down live.""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -52,6 +53,7 @@ def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
     expect(elsewhere.locator("#approvals-badge")).to_have_text("3")
     expect(rows.first.get_by_test_id("approval-args")).to_have_text('{\n  "expression": "1 + 1"\n}')
     expect(rows.first).to_contain_text("inbox_careful")
+    expect(rows.first.get_by_test_id("approval-waited")).to_have_text(re.compile(r"^\d+ s$"))
     screenshot(page, "approval-inbox-three-waiting", full_page=True)
 
     rows.filter(has_text="job 1").get_by_role("button", name="Approve", exact=True).click()

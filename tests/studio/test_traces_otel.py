@@ -197,7 +197,8 @@ async def decide(session: Session, approval: dict[str, Any], **decision: str) ->
         args_hash=approval["args_hash"],
         **{"decision": "approve", **decision},
     )
-    await services.decide_approval(session, body, decided_by="ada")
+    owner = await User.objects.aget(pk=session.owner_id)
+    await services.decide_approval(session, body, user=owner, via="api")
 
 
 async def test_an_inline_run_is_exported_as_one_trace_of_its_spans(

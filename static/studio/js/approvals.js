@@ -22,7 +22,21 @@ async function refresh() {
   inbox.replaceChildren(...next.childNodes);
   inbox.dataset.count = next.dataset.count;
   shown = keys(document);
+  showWaits();
 }
+
+/** How long each call has waited, kept current: "40 s", "12 min", "3 h 5 min". */
+function showWaits() {
+  for (const time of document.querySelectorAll("#inbox time.waited")) {
+    const seconds = Math.max(0, Math.floor((Date.now() - Date.parse(time.dateTime)) / 1000));
+    const minutes = Math.floor(seconds / 60);
+    time.textContent = seconds < 60 ? `${seconds} s`
+      : minutes < 60 ? `${minutes} min`
+        : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  }
+}
+showWaits();
+setInterval(showWaits, 5000);
 
 document.addEventListener("studio:inbox", (event) => {
   const now = event.detail.results.map((a) => `${a.session_id}:${a.call_id}`).sort().join(" ");
