@@ -145,8 +145,13 @@ def json_answer(status: int, payload: Any) -> Answer:
 
 def _handler_for(server: WireServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        # HTTP/1.0: the connection closes after each answer, which ends a stream's body.
+        # Every answer says where its body ends (Content-Length, or chunked for a
+        # stream), then the connection closes: a client never has to take the close
+        # for the end of a body, which raced it now and then (a ReadError in CI).
+        protocol_version = "HTTP/1.1"
+
         def do_POST(self) -> None:
+            self.close_connection = True
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             headers = {k.lower(): v for k, v in self.headers.items()}
@@ -155,15 +160,21 @@ def _handler_for(server: WireServer) -> type[BaseHTTPRequestHandler]:
                 return
             self.send_response(answer.status)
             self.send_header("content-type", answer.content_type)
+            self.send_header("connection", "close")
             if isinstance(answer.pieces, list):
-                # A whole answer says its length, so the client stops reading at its
-                # end instead of racing the close (a close-delimited error body was
-                # read as a ReadError by one client now and then).
-                self.send_header("content-length", str(sum(map(len, answer.pieces))))
+                whole = b"".join(answer.pieces)
+                self.send_header("content-length", str(len(whole)))
+                self.end_headers()
+                self.wfile.write(whole)
+                return
+            self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             for piece in answer.pieces:
-                self.wfile.write(piece)
-                self.wfile.flush()
+                if piece:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
