@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
+from django.db import connection
 
 from studio import services
 from studio.asgi import application
@@ -114,6 +115,11 @@ async def test_the_inbox_lists_a_waiting_call_with_what_a_person_needs(ada: User
 async def test_two_people_deciding_one_call_at_once_one_wins_and_the_tool_runs_once(
     ada: User,
 ) -> None:
+    if connection.vendor == "sqlite":
+        # The suite's SQLite is in memory with a shared cache, whose table locks fail a
+        # concurrent reader at once (SQLITE_LOCKED; a file database waits), which made
+        # this test flaky. The PostgreSQL run (make test) decides at once for real.
+        pytest.skip("concurrent writers need a real database file or PostgreSQL")
     session = await waiting_session(ada)
     [item] = await pending(ada)
     # Two real threads, each its own request, transaction and database connection.
