@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from agents_core.approvals import ApprovalDecision, ApprovalPolicy, args_hash
+from agents_core._asking import PARKED, Parked, error_result, seek_approval
+from agents_core.approvals import ApprovalPolicy
 from agents_core.context import Context
 from agents_core.contracts import ToolCall, ToolResult
 from agents_core.events import (
-    ApprovalInfo,
     ErrorInfo,
     Event,
     EventActions,
@@ -59,6 +59,8 @@ class ToolOutcome:
     fails_run: FailedByPolicyError | None = None
     """Set when the call failed and its failure policy is ``fail``: the agent raises it
     once every response of the round is stored."""
+    parked: bool = False
+    """The call waits on a person and parked its run: it has no response yet."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,20 +84,30 @@ async def run_tool_calls(
     message: Event,
     *,
     control: ToolControl = NO_CONTROL,
+    may_park: bool = False,
+    asked: Mapping[str, Event] | None = None,
 ) -> list[ToolOutcome]:
     """Run every call ``message`` (a model's ``agent_message``) makes, concurrently;
     outcomes come back in call order, not completion order.
 
     Each call gets exactly one result: unknown tools, invalid arguments, denials,
     timeouts and exceptions become error results. Cancellation propagates.
+
+    ``may_park``: a call that would wait on a person parks instead (its outcome is
+    ``parked``, without a result), where the broker parks and the record can resume
+    the agent (``parkable``). ``asked``: calls that parked before, by call id, with
+    their stored ``approval_request``; they wait on their decision again, past their
+    hooks and policy, which passed before they parked.
     """
     parts = [p for p in message.parts if isinstance(p, ToolCallPart)]
-    ctx.budget.charge_tool_calls(len(parts))
+    asked = asked or {}
+    ctx.budget.charge_tool_calls(sum(1 for p in parts if p.call_id not in asked))
     outcomes: list[ToolOutcome | None] = [None] * len(parts)
+    parks = may_park and parkable(ctx)
 
     async def run(index: int, part: ToolCallPart) -> None:
-        round_ = _Call(ctx, tools, control, part.span_id or new_id())
-        outcomes[index] = await round_.run(part.to_call())
+        round_ = _Call(ctx, tools, control, part.span_id or new_id(), parks)
+        outcomes[index] = await round_.run(part.to_call(), asked.get(part.call_id))
 
     if len(parts) == 1:
         await _run_alone(run(0, parts[0]))
@@ -104,6 +116,18 @@ async def run_tool_calls(
             for index, part in enumerate(parts):
                 group.create_task(run(index, part))
     return [o for o in outcomes if o is not None]
+
+
+def parkable(ctx: Context) -> bool:
+    """Whether a call of ``ctx``'s agent may park its run: its broker parks, and the
+    record can bring the agent back to the call: it runs on the turn's own branch (not
+    in a parallel branch, a loop iteration or an agent used as a tool) and no transfer
+    led to it."""
+    return (
+        ctx.invocation.approvals.parks
+        and "." not in (ctx.branch or "")
+        and ctx.invocation.transfers == 0
+    )
 
 
 async def _run_alone(call: Coroutine[Any, Any, None]) -> None:
@@ -126,20 +150,39 @@ class _Call:
     tools: Mapping[str, BaseTool]
     control: ToolControl
     span: str
+    parks: bool = False
     notes: list[HookNote] = field(default_factory=list)
 
-    async def run(self, call: ToolCall) -> ToolOutcome:
+    async def run(self, call: ToolCall, asked: Event | None = None) -> ToolOutcome:
         """A hook that raises makes the call's error result; a sub-agent's ``fail``
         policy ends the run from here; a refusal (policy or person) is the result the
-        model reads, past the hooks and failure policy."""
+        model reads, past the hooks and failure policy. A call ``asked`` before (it
+        parked) waits on its decision again, past hooks and policy."""
         started_at, started = utc_now(), time.perf_counter()
         try:
-            hooked = await self.control.hooks.before_tool(self.ctx.readonly(), call, self.notes)
+            if asked is None:
+                hooked = await self.control.hooks.before_tool(self.ctx.readonly(), call, self.notes)
+            else:
+                hooked = call
             tool_context: ToolContext | None = None
             if isinstance(hooked, ToolResult):  # short-circuited: the tool is not called
                 result = hooked
             else:
-                admitted = await self._admit(hooked)
+                admitted = await (
+                    self._admit(hooked)
+                    if asked is None
+                    else seek_approval(
+                        self.ctx,
+                        call,
+                        self.control.approval,
+                        self.span,
+                        may_park=self.parks,
+                        asked=asked,
+                    )
+                )
+                if admitted is PARKED:
+                    waiting = ToolResult(call_id=call.id, name=call.name, output="")
+                    return dataclasses.replace(self._outcome(waiting), parked=True)
                 if isinstance(admitted, ToolResult):
                     return self._outcome(admitted)
                 call = admitted
@@ -150,9 +193,9 @@ class _Call:
                 result = await _run_one(self.tools, call, tool_context)
             outcome = await self._finish(call, result, tool_context)
         except HookError as exc:
-            outcome = self._outcome(_error_result(call, f"{exc.code}: {exc.message}"))
+            outcome = self._outcome(error_result(call, f"{exc.code}: {exc.message}"))
         except FailedByPolicyError as exc:  # an agent tool's agent failed, with policy "fail"
-            failed = self._outcome(_error_result(call, f"{exc.code}: {exc.message}"))
+            failed = self._outcome(error_result(call, f"{exc.code}: {exc.message}"))
             outcome = dataclasses.replace(failed, fails_run=exc)
         latency_ms = (time.perf_counter() - started) * 1000
         return dataclasses.replace(outcome, latency_ms=latency_ms, started_at=started_at)
@@ -181,7 +224,7 @@ class _Call:
     def _outcome(self, result: ToolResult) -> ToolOutcome:
         return ToolOutcome(result, ToolEffects(), 0.0, self.span, hooks=tuple(self.notes))
 
-    async def _admit(self, call: ToolCall) -> ToolCall | ToolResult:
+    async def _admit(self, call: ToolCall) -> ToolCall | ToolResult | Parked:
         """The policy's decision on ``call``: the call to run, or the refusal."""
         tool = self.tools.get(call.name)
         target, subject = tool.policy_subject(call.args) if tool else ("tool", call.name)
@@ -193,13 +236,19 @@ class _Call:
             case PolicyAction.ALLOW:
                 return call
             case PolicyAction.DENY:
-                return _error_result(call, verdict.refusal())
+                return error_result(call, verdict.refusal())
             case PolicyAction.REWRITE:
                 return call.model_copy(update={"args": verdict.rewritten})
             case PolicyAction.ASK:
                 schema = tool.parameters_schema() if tool else None
-                return await _seek_approval(
-                    self.ctx, call, self.control.approval, self.span, schema
+                return await seek_approval(
+                    self.ctx,
+                    call,
+                    self.control.approval,
+                    self.span,
+                    schema,
+                    rule=verdict.rule,
+                    may_park=self.parks,
                 )
 
 
@@ -218,62 +267,6 @@ def policy_event(
         rewritten_args=verdict.rewritten,
     )
     return ctx.event(EventType.POLICY_DECISION, policy=info, parent_span_id=parent_span)
-
-
-async def _seek_approval(
-    ctx: Context,
-    call: ToolCall,
-    policy: ApprovalPolicy,
-    tool_span: str,
-    schema: dict[str, Any] | None = None,
-) -> ToolCall | ToolResult:
-    """Announce ``call``, wait for the decision and record it. Returns the call to run
-    (arguments possibly edited) or the refusal the model will read. The wait is a span
-    of its own, inside the tool call's."""
-    info = ApprovalInfo(
-        call_id=call.id,
-        tool=call.name,
-        args=call.args,
-        args_hash=args_hash(call.name, call.args),
-        args_schema=schema,
-    )
-    wait = new_id()
-    with ctx.invocation.approvals.expect(call, session_id=ctx.session_id) as pending:
-        asked = ctx.event(
-            EventType.APPROVAL_REQUEST, approval=info, span_id=wait, parent_span_id=tool_span
-        )
-        await ctx.event_callback(asked)
-        reply = await pending.wait(policy.timeout_s)
-    decision = reply if isinstance(reply, ApprovalDecision) else None
-    if decision is None:
-        outcome = info.model_copy(
-            update={"decision": policy.on_timeout, "decided_by": "timeout", "args_schema": None}
-        )
-    else:
-        outcome = info.model_copy(
-            update={
-                "decision": decision.decision,
-                "edited_args": decision.edited_args,
-                "reason": decision.reason,
-                "decided_by": decision.decided_by,
-                "args_schema": None,
-            }
-        )
-    decided = ctx.event(
-        EventType.APPROVAL_DECISION,
-        approval=outcome,
-        started_at=asked.created_at,
-        span_id=wait,
-        parent_span_id=tool_span,
-    )
-    await ctx.event_callback(decided)
-    if outcome.decision == "deny":
-        why = f" Reason: {outcome.reason}" if outcome.reason else ""
-        refusal = f"denied: a person declined this call to {call.name!r}; it did not run.{why}"
-        return _error_result(call, refusal)
-    if outcome.edited_args is not None:
-        return call.model_copy(update={"args": outcome.edited_args})
-    return call
 
 
 def response_event(ctx: Context, outcome: ToolOutcome) -> Event:
@@ -343,12 +336,8 @@ async def _run_one(
             raise ToolTimeoutError(f"tool {call.name!r} timed out after {tool.timeout_s}s") from exc
         return ToolResult(call_id=call.id, name=call.name, output=render_output(output))
     except ToolError as exc:
-        return _error_result(call, f"{exc.code}: {exc.message}")
+        return error_result(call, f"{exc.code}: {exc.message}")
     except FailedByPolicyError:
         raise
     except Exception as exc:  # a tool's own failure is data for the model, not a crash
-        return _error_result(call, f"tool_failed: {type(exc).__name__}: {exc}")
-
-
-def _error_result(call: ToolCall, message: str) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, output=message, is_error=True)
+        return error_result(call, f"tool_failed: {type(exc).__name__}: {exc}")

@@ -8,6 +8,11 @@ and to a hash of the exact arguments it approves, so a stale or forged decision 
 approve other arguments. Approving may edit the arguments; denying, or nobody answering
 before the timeout (with ``on_timeout="deny"``), gives the model a refusal as the
 tool's result.
+
+A broker that ``parks`` (a host that can resume runs from their record) lets a call
+that would wait stop its run instead (``RunParked``): the run holds nothing while a
+person takes their time, and the host resumes it once the call is decided, handing the
+stored decision to the new run's broker before it starts (``deliver``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -39,6 +44,16 @@ def args_hash(tool: str, args: dict[str, Any]) -> str:
     """A stable hash of a tool name and its arguments (canonical JSON, SHA-256)."""
     canonical = json.dumps({"tool": tool, "args": args}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class RunParked(Exception):
+    """The turn stops here, waiting on a person for ``calls`` (their ids): raised once
+    every other call of the round has its response. Not an ``AgentsCoreError``: no
+    failure policy absorbs it on its way to the runner, which records ``run_parked``."""
+
+    def __init__(self, calls: list[str]) -> None:
+        super().__init__(f"waiting on a person for {', '.join(calls)}")
+        self.calls = calls
 
 
 class ApprovalDecision(Contract):
@@ -83,6 +98,19 @@ class ApprovalPolicy:
     tools: frozenset[str] = frozenset()
     timeout_s: float = 300.0
     on_timeout: Verdict = "deny"
+    per_tool: Mapping[str, tuple[float | None, Verdict | None]] = field(default_factory=dict)
+    """By tool name, that tool's own time-out and outcome (``None``: the agent's)."""
+
+    def for_call(
+        self, tool: str, timeout_s: float | None = None, on_timeout: Verdict | None = None
+    ) -> tuple[float, Verdict]:
+        """How long a call of ``tool`` waits and what then decides it: the rule's
+        (``timeout_s``, ``on_timeout``), else the tool's own, else the agent's."""
+        own_s, own_outcome = self.per_tool.get(tool, (None, None))
+        return (
+            timeout_s or own_s or self.timeout_s,
+            on_timeout or own_outcome or self.on_timeout,
+        )
 
 
 @dataclass(slots=True)
@@ -114,7 +142,24 @@ class ApprovalBroker:
     sessions waiting on the same call id never see each other's decisions.
     """
 
+    parks: bool = False
+    """Whether a call that would wait may park its run instead (``RunParked``)."""
     _pending: dict[tuple[str, str], PendingApproval] = field(default_factory=dict)
+    _parked: dict[tuple[str, str], str] = field(default_factory=dict)
+    """Calls this process's run parked on, with their arguments' hash: a decision that
+    arrives while the run stops is taken (its host keeps it) instead of refused."""
+    _delivered: dict[tuple[str, str], Reply] = field(default_factory=dict)
+    """Replies handed over before their call waits again (a resumed, parked run)."""
+
+    def deliver(self, reply: Reply, *, session_id: str) -> None:
+        """Hand over ``reply`` before its call waits again: the call's wait ends at once
+        with it (checked as ``decide`` checks it)."""
+        self._delivered[(session_id, reply.call_id)] = reply
+
+    def park(self, call: ToolCall, *, session_id: str) -> None:
+        """Note that ``call`` parked its run: a decision on it arriving meanwhile is
+        taken by ``decide`` (and kept by the host), not refused."""
+        self._parked[(session_id, call.id)] = args_hash(call.name, call.args)
 
     @contextmanager
     def expect(
@@ -134,6 +179,9 @@ class ApprovalBroker:
         )
         pending = PendingApproval(args_hash(call.name, call.args), session_id, future, asks)
         self._pending[key] = pending
+        early = self._delivered.pop(key, None)
+        if early is not None:
+            self.decide(early, session_id=session_id)
         try:
             yield pending
         finally:
@@ -146,7 +194,11 @@ class ApprovalBroker:
     ) -> None:
         """Deliver a decision (or an answer) to the call of ``session_id`` it names;
         without a session, to the only call waiting under that id (refused if several
-        are). A reply of the other kind than the call waits for is refused."""
+        are). A reply of the other kind than the call waits for is refused. A decision
+        on a call the run parked on is taken, for its host to keep."""
+        parked = self._parked.get((session_id or "", decision.call_id))
+        if parked is not None and parked == decision.args_hash:
+            return
         pending = self._find(decision.call_id, session_id)
         if decision.kind != pending.asks:
             wanted = "an answer to its question" if pending.asks == "answer" else "a decision"

@@ -22,7 +22,7 @@ from agents_core.agents.loop import LoopAgent
 from agents_core.agents.parallel import ParallelAgent
 from agents_core.agents.react import ReActAgent
 from agents_core.agents.sequential import SequentialAgent
-from agents_core.approvals import ApprovalPolicy
+from agents_core.approvals import ApprovalPolicy, Verdict
 from agents_core.compaction import CompactionConfig
 from agents_core.exceptions import SpecError
 from agents_core.hooks import Hook, HookRegistry
@@ -35,7 +35,7 @@ from agents_core.planners.task import TaskPlanner
 from agents_core.prompts import InMemoryTemplateStore, InstructionTemplate, TemplateStore
 from agents_core.skills import InMemorySkillStore, Skill, SkillStore, skill_tools, with_skills
 from agents_core.spec_checks import check_spec, resolve
-from agents_core.specs import AgentRef, AgentSpec, CompactionSpec, McpRef, PlannerSpec
+from agents_core.specs import AgentRef, AgentSpec, CompactionSpec, McpRef, PlannerSpec, ToolRef
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.base import BaseTool
 from agents_core.tools.registry import ToolRegistry
@@ -52,6 +52,9 @@ __all__ = [
 
 DEFAULT_MAX_ITERATIONS = 10
 DEFAULT_LOOP_ITERATIONS = 5
+
+Gated = dict[str, tuple[float | None, Verdict | None]]
+"""Tools whose calls need approval, by name: their own time-out and outcome, if any."""
 
 
 def build_agent(
@@ -260,32 +263,29 @@ class _Builder:
             raise SpecError("unresolved agent reference")
         return resolved
 
-    def _tools(self, spec: AgentSpec) -> tuple[list[BaseTool], frozenset[str], dict[str, str]]:
-        """The agent's tools, the names of those whose calls need approval, and the
-        failure policy of each registered or MCP tool, by name."""
+    def _tools(self, spec: AgentSpec) -> tuple[list[BaseTool], Gated, dict[str, str]]:
+        """The agent's tools, those whose calls need approval (by name, with their own
+        time-out and outcome), and the failure policy of each registered or MCP tool."""
         built: list[BaseTool] = []
-        gated: set[str] = set()
+        gated: Gated = {}
         failures: dict[str, str] = {}
+        refs: list[tuple[ToolRef | McpRef, list[BaseTool]]] = []
         for ref in spec.tools:
             entry = self.tools.get(ref.name)
-            if entry is None:  # check_spec rejected this already
-                continue
-            created = entry.create(ref.settings)
+            if entry is not None:  # else check_spec rejected this already
+                refs.append((ref, entry.create(ref.settings)))
+        refs.extend((mcp_ref, self._mcp(spec, mcp_ref)) for mcp_ref in spec.mcp)
+        for tool_ref, created in refs:
             built.extend(created)
-            if ref.requires_approval:
-                gated.update(tool.name for tool in created)
-            failures.update((tool.name, ref.on_failure) for tool in created)
-        for mcp_ref in spec.mcp:
-            offered = self._mcp(spec, mcp_ref)
-            built.extend(offered)
-            if mcp_ref.requires_approval:
-                gated.update(tool.name for tool in offered)
-            failures.update((tool.name, mcp_ref.on_failure) for tool in offered)
+            if tool_ref.requires_approval:
+                own = (tool_ref.approval_timeout_s, tool_ref.approval_on_timeout)
+                gated.update((tool.name, own) for tool in created)
+            failures.update((tool.name, tool_ref.on_failure) for tool in created)
         built.extend(AgentTool(self.build(child)) for child in spec.agent_tools)
         if spec.memory is not None and spec.memory.tools:
             built.extend(memory_tools())
         _check_unique_names(spec, built)
-        return built, frozenset(gated), failures
+        return built, gated, failures
 
     def _mcp(self, spec: AgentSpec, ref: McpRef) -> list[BaseTool]:
         """The server's tools the reference picks, named with its prefix."""
@@ -324,11 +324,16 @@ def _planner(spec: PlannerSpec | None) -> BasePlanner | None:
     return PlanReActPlanner() if spec.type == "plan_react" else TaskPlanner()
 
 
-def _approval_policy(spec: AgentSpec, names: frozenset[str]) -> ApprovalPolicy:
+def _approval_policy(spec: AgentSpec, gated: Gated) -> ApprovalPolicy:
     """The approval settings: the tools flagged ``requires_approval`` (each an ``ask``
-    rule) and how long a person may take, for them and for the spec's ``ask`` rules."""
+    rule, with its own time-out if it has one) and how long a person may take, for them
+    and for the spec's ``ask`` rules."""
+    per_tool = {name: own for name, own in gated.items() if own != (None, None)}
     if spec.approval is None:
-        return ApprovalPolicy(tools=names)
+        return ApprovalPolicy(tools=frozenset(gated), per_tool=per_tool)
     return ApprovalPolicy(
-        tools=names, timeout_s=spec.approval.timeout_s, on_timeout=spec.approval.on_timeout
+        tools=frozenset(gated),
+        timeout_s=spec.approval.timeout_s,
+        on_timeout=spec.approval.on_timeout,
+        per_tool=per_tool,
     )

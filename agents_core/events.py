@@ -96,6 +96,11 @@ class EventType(StrEnum):
     """A turn's key facts, saved to long-term memory as it ended: one text part per fact
     (none when the model found nothing worth keeping); ``usage`` is the model call that
     found them, priced like the author's (the root agent's) other calls."""
+    RUN_PARKED = "run_parked"
+    """The run stopped executing until a person decides the calls it waits on: it holds
+    no executor slot and no model connection meanwhile. Stored last by the execution
+    that parks; the run goes on from the record once decided (``agents_core.resume``).
+    Its text says which calls it waits on."""
     TOOL_STARTED = "tool_started"
     """The effect journal: a tool with side effects is about to run the call its one
     ``tool_call`` part names. Stored before the tool runs, so a run that dies before
@@ -237,6 +242,10 @@ class ApprovalInfo(Contract):
     args_schema: dict[str, Any] | None = None
     """On a request: the tool's JSON Schema for its arguments, which edited arguments
     must match."""
+    timeout_s: float | None = None
+    """On a request: how long the call waits for a person, from the request's
+    ``created_at``; then ``on_timeout`` decides it."""
+    on_timeout: Literal["approve", "deny"] | None = None
 
 
 class QuestionInfo(Contract):

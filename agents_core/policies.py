@@ -114,6 +114,10 @@ class PolicyRule(Contract):
     """Said to the model on a denial, and stored with every decision."""
     set: dict[str, Any] | None = Field(default=None, validate_default=True)
     """With ``rewrite``: the arguments to set (merged over the model's)."""
+    timeout_s: float | None = Field(default=None, gt=0, le=30 * 86_400)
+    """With ``ask``: how long the call waits for a person (else the tool's or agent's)."""
+    on_timeout: Literal["approve", "deny"] | None = Field(default=None, validate_default=True)
+    """With ``ask``: what decides the call when nobody did in time."""
 
     @field_validator("action")
     @classmethod
@@ -135,6 +139,14 @@ class PolicyRule(Contract):
             raise ValueError('a rewrite rule needs the arguments to set, e.g. {"amount": 100}')
         if not rewrite and value is not None:
             raise ValueError("only a rewrite rule sets arguments")
+        return value
+
+    @field_validator("on_timeout")
+    @classmethod
+    def _timeouts_go_with_ask(cls, value: str | None, info: ValidationInfo) -> str | None:
+        asks = info.data.get("action") is PolicyAction.ASK
+        if not asks and (value is not None or info.data.get("timeout_s") is not None):
+            raise ValueError("only an ask rule has a time-out")
         return value
 
     def applies(self, target: PolicyTarget, name: str, args: Mapping[str, Any]) -> bool:

@@ -17,6 +17,11 @@ any earlier resumption of it):
   leaves the error result for the model to read).
 
 Only the latest invocation's closures are taken: an earlier resumption handled its own.
+
+A run that parked on a person (``agents_core.approvals.RunParked``) resumes the same
+way, under its own invocation id: the agent that parked takes the calls it asked about
+and nobody decided in the record yet (``take_parked``) and waits on their decisions
+again, which its host hands over before the run starts.
 """
 
 from __future__ import annotations
@@ -44,6 +49,14 @@ class ClosedCall:
     closure: Closure
 
 
+@dataclass(frozen=True, slots=True)
+class ParkedCall:
+    """A call that parked its run: as the model made it, and its stored request."""
+
+    call: ToolCallPart
+    asked: Event
+
+
 @dataclass(slots=True)
 class ResumePoint:
     """What an interrupted turn left: built by ``of``; consumed as agents resume."""
@@ -54,6 +67,8 @@ class ResumePoint:
     """Per agent, the calls the latest interruption closed, in the order they were made."""
     started: dict[AgentKey, str] = field(default_factory=dict)
     """Per agent, the invocation it first started in during the turn."""
+    parked: dict[AgentKey, list[ParkedCall]] = field(default_factory=dict)
+    """Per agent, the calls it asked a person about that nobody decided yet."""
     _skipped: set[AgentKey] = field(default_factory=set)
 
     @classmethod
@@ -87,6 +102,7 @@ class ResumePoint:
                 if call is not None and closure in (ledger.NOT_RUN, ledger.IN_DOUBT):
                     closed = ClosedCall(call, closure)  # type: ignore[arg-type]
                     point.closed.setdefault((event.author, event.branch), []).append(closed)
+        point.parked = _parked(turn, calls)
         return point
 
     def skips(self, name: str, branch: str | None) -> bool:
@@ -107,10 +123,40 @@ class ResumePoint:
         first started in, so resuming does not show it its input a second time."""
         return self.started.get((name, branch), current)
 
+    def take_parked(self, name: str, branch: str | None) -> list[ParkedCall]:
+        """The calls agent ``name`` on ``branch`` parked on; empty the second time."""
+        return self.parked.pop((name, branch), [])
+
     def take_calls(self, name: str, branch: str | None) -> list[ClosedCall]:
         """The calls of agent ``name`` on ``branch`` the interruption closed; empty the
         second time, so an agent that runs again in the turn takes them once."""
         return self.closed.pop((name, branch), [])
+
+
+def _parked(
+    turn: Sequence[Event], calls: Mapping[str, ToolCallPart]
+) -> dict[AgentKey, list[ParkedCall]]:
+    """Per agent, the calls of ``turn`` it asked a person about, undecided."""
+    parked: dict[AgentKey, list[ParkedCall]] = {}
+    for asked in _undecided(turn):
+        found = calls.get(asked.approval.call_id) if asked.approval else None
+        if found is not None:
+            parked.setdefault((asked.author, asked.branch), []).append(ParkedCall(found, asked))
+    return parked
+
+
+def _undecided(turn: Sequence[Event]) -> list[Event]:
+    """The ``approval_request`` events of ``turn`` no decision or response followed."""
+    open_requests: dict[str, Event] = {}
+    for event in turn:
+        if event.type is EventType.APPROVAL_REQUEST and event.approval is not None:
+            open_requests[event.approval.call_id] = event
+        elif event.type is EventType.APPROVAL_DECISION and event.approval is not None:
+            open_requests.pop(event.approval.call_id, None)
+        elif event.type is EventType.TOOL_RESPONSE:
+            for result in event.tool_results:
+                open_requests.pop(result.call_id, None)
+    return list(open_requests.values())
 
 
 def _last_turn(events: Sequence[Event]) -> Sequence[Event]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from agents_core import ledger
 from agents_core._channel import Channel
 from agents_core.agents.base import BaseAgent
-from agents_core.approvals import ApprovalBroker
+from agents_core.approvals import ApprovalBroker, RunParked
 from agents_core.artifacts import ArtifactService
 from agents_core.blobs import BlobStore
 from agents_core.compaction import CompactionConfig, compact
@@ -23,7 +23,7 @@ from agents_core.context import (
     InvocationBudget,
     PauseGate,
 )
-from agents_core.events import ErrorInfo, Event, EventType, new_id, user_message
+from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id, user_message
 from agents_core.exceptions import AgentsCoreError, LimitExceededError, SessionError
 from agents_core.ledger import CallLedger
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
@@ -182,13 +182,14 @@ class Runner:
         # cancelled after its agent_end.
         open_agents, finished = 0, False
         calls = CallLedger()
+        stored_last: Event | None = None
         try:
             while (item := await channel.receive()) is not None:
                 event, ack = item
                 if event.is_terminal_error:
                     async for closing in self._close_calls(session, ctx, calls, event, telemetry):
                         yield closing
-                stored = await self._store(session, event, telemetry)
+                stored = stored_last = await self._store(session, event, telemetry)
                 calls.observe(stored)
                 if ack is not None and not ack.done():
                     ack.set_result(stored)
@@ -196,6 +197,8 @@ class Runner:
                 finished = open_agents == 0 and stored.type is EventType.AGENT_END
                 yield stored
             cancelled = producer.cancelled() and token.cancelled and not finished
+            if stored_last is not None and stored_last.type is EventType.RUN_PARKED:
+                return  # not over: it goes on from the record once decided
             async for stored in self._finish(session, ctx, calls, cancelled, telemetry):
                 yield stored
         finally:
@@ -332,6 +335,18 @@ class Runner:
                     "max_wall_time_s", f"wall time limit of {limit}s reached"
                 )
             await channel.send(self._failure_event(ctx, failure))
+        except RunParked as parked:
+            waits = TextPart(text=f"waits on a person's decision: {', '.join(parked.calls)}")
+            await channel.send(
+                Event(
+                    type=EventType.RUN_PARKED,
+                    invocation_id=ctx.invocation_id,
+                    session_id=ctx.session_id,
+                    author=self.agent.name,
+                    branch=self.agent.name,
+                    parts=[waits],
+                )
+            )
         except Exception as exc:
             await channel.send(self._failure_event(ctx, exc))
         finally:  # at once: the task's done callback would cost the runner a loop trip

@@ -18,7 +18,7 @@ from agents_core.exceptions import SpecError
 from agents_core.hooks import HookRegistry
 from agents_core.prompts import InMemoryTemplateStore, TemplateStore
 from agents_core.skills import InMemorySkillStore, SkillStore
-from agents_core.specs import MODEL_TYPES, AgentRef, AgentSpec
+from agents_core.specs import MODEL_TYPES, AgentRef, AgentSpec, McpRef, ToolRef
 from agents_core.structured import schema_problems
 from agents_core.tools.registry import ToolRegistry
 
@@ -246,6 +246,15 @@ class _Checker:
                 self.fail((*tool_path, "name"), f"tool {ref.name!r} is listed twice")
             seen.add(ref.name)
             self.check_settings(tool_path, entry.parse_settings, ref.settings)
+            self.check_tool_approval(ref, tool_path)
+
+    def check_tool_approval(self, ref: ToolRef | McpRef, path: Path) -> None:
+        """A tool's own approval time-out goes with its approval."""
+        if ref.requires_approval:
+            return
+        for name in ("approval_timeout_s", "approval_on_timeout"):
+            if getattr(ref, name) is not None:
+                self.fail((*path, name), "only a tool whose calls need approval has a time-out")
 
     def check_settings(
         self, path: Path, parse: Callable[[dict[str, Any]], BaseModel | None], raw: dict[str, Any]
@@ -269,5 +278,6 @@ class _Checker:
             if (ref.server, ref.prefix) in seen:
                 self.fail((*ref_path, "server"), f"MCP server {ref.server!r} is listed twice")
             seen.add((ref.server, ref.prefix))
+            self.check_tool_approval(ref, ref_path)
             if ref.tools is not None and len(set(ref.tools)) != len(ref.tools):
                 self.fail((*ref_path, "tools"), "a tool is listed twice")

@@ -59,6 +59,10 @@ class ToolRef(Contract):
     """Validated against the registry entry's settings model when the spec is built."""
     requires_approval: bool = False
     """Every call waits for a person to approve, edit or deny it."""
+    approval_timeout_s: PositiveFloat | None = None
+    """With ``requires_approval``: how long a call waits (else the agent's ``approval``)."""
+    approval_on_timeout: Literal["deny", "approve"] | None = None
+    """With ``requires_approval``: what decides a call nobody decided in time."""
     on_failure: OnFailure = "continue"
     """What a failed call does: the model reads the error (``continue``), and the run
     ends ``degraded`` (``degrade``) or fails at once (``fail``)."""
@@ -80,6 +84,9 @@ class McpRef(Contract):
     prefix: str = Field(default="", pattern=PREFIX_PATTERN)
     requires_approval: bool = False
     """Every call of these tools waits for a person to approve, edit or deny it."""
+    approval_timeout_s: PositiveFloat | None = None
+    """As ``ToolRef.approval_timeout_s``."""
+    approval_on_timeout: Literal["deny", "approve"] | None = None
     on_failure: OnFailure = "continue"
     """What a failed call of these tools does (as ``ToolRef.on_failure``)."""
 

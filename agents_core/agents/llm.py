@@ -17,7 +17,7 @@ from agents_core._tool_round import (
     run_tool_calls,
 )
 from agents_core.agents.base import BaseAgent
-from agents_core.approvals import ApprovalPolicy
+from agents_core.approvals import ApprovalPolicy, RunParked
 from agents_core.blobs import with_blobs
 from agents_core.context import Context, ReadonlyContext, fill_instruction, pause_point
 from agents_core.contracts import built
@@ -167,7 +167,17 @@ class LlmAgent(BaseAgent):
         left in doubt, as their failure policies say, and run again those it closed
         before they started; a turn that is not resumed has nothing to pick up."""
         resume = ctx.invocation.resume
-        closed = resume.take_calls(self.name, ctx.branch) if resume is not None else []
+        if resume is None:
+            return
+        parked = resume.take_parked(self.name, ctx.branch)
+        if parked:  # they wait on a person's decision again, as the same calls
+            carrier = ctx.event(EventType.AGENT_MESSAGE, parts=[p.call for p in parked])
+            asked = {p.call.call_id: p.asked for p in parked}
+            async for event in self._call_tools(ctx, carrier, step, asked=asked):
+                yield event
+            if step.finished:
+                return
+        closed = resume.take_calls(self.name, ctx.branch)
         if not closed:
             return
         for report in in_doubt_reports(ctx, closed, self.control.failures):
@@ -228,15 +238,25 @@ class LlmAgent(BaseAgent):
         )
 
     async def _call_tools(
-        self, ctx: Context, message: Event, step: _ToolStep
+        self,
+        ctx: Context,
+        message: Event,
+        step: _ToolStep,
+        asked: dict[str, Event] | None = None,
     ) -> AsyncGenerator[Event]:
         """Run the tool calls of the model's ``message`` and yield their responses, then
         hand over if one transferred; ``step.finished`` tells whether this agent's turn
-        is over."""
-        outcomes = await run_tool_calls(ctx, self._tools_for(), message, control=self.control)
+        is over. Calls that parked on a person (``asked``: calls that parked before and
+        wait again) stop the turn with ``RunParked`` once the others responded."""
+        outcomes = await run_tool_calls(
+            ctx, self._tools_for(), message, control=self.control, may_park=True, asked=asked
+        )
         for outcome in outcomes:
-            yield response_event(ctx, outcome)
+            if not outcome.parked:
+                yield response_event(ctx, outcome)
         raise_for_failures(outcomes)
+        if parked := [o.result.call_id for o in outcomes if o.parked]:
+            raise RunParked(parked)
         transfer = next(
             (o.effects.transfer_to_agent for o in outcomes if o.effects.transfer_to_agent), None
         )
