@@ -138,14 +138,14 @@ def _parked(
 ) -> dict[AgentKey, list[ParkedCall]]:
     """Per agent, the calls of ``turn`` it asked a person about, undecided."""
     parked: dict[AgentKey, list[ParkedCall]] = {}
-    for asked in _undecided(turn):
+    for asked in undecided_requests(turn):
         found = calls.get(asked.approval.call_id) if asked.approval else None
         if found is not None:
             parked.setdefault((asked.author, asked.branch), []).append(ParkedCall(found, asked))
     return parked
 
 
-def _undecided(turn: Sequence[Event]) -> list[Event]:
+def undecided_requests(turn: Sequence[Event]) -> list[Event]:
     """The ``approval_request`` events of ``turn`` no decision or response followed."""
     open_requests: dict[str, Event] = {}
     for event in turn:

@@ -17,7 +17,7 @@ from typing import Literal
 from agents_core import events as core_events
 from agents_core.approvals import Asks
 from agents_core.ledger import TRACKED_TYPES, CallLedger
-from studio.models import Event, Run, RunStatus
+from studio.models import AWAITING_RUN_STATUSES, Event, Run, RunStatus
 
 __all__ = ["TRACKED_TYPES", "CallLedger", "WaitingFor", "ledger_of", "run_awaiting", "waiting_for"]
 
@@ -29,7 +29,7 @@ def waiting_for(ledger: CallLedger, run_status: str | None) -> WaitingFor:
     and a paused one waits to be resumed (once its current step is done)."""
     if run_status == RunStatus.PAUSED:
         return "paused"
-    if run_status != RunStatus.RUNNING:
+    if run_status not in (RunStatus.RUNNING, RunStatus.WAITING):  # waiting: parked on a person
         return None
     if ledger.waits_for_approval:
         return "approval"
@@ -58,7 +58,7 @@ def run_awaiting(session_pk: uuid.UUID, call_id: str, asks: Asks = "approval") -
     or an answer to its question) according to its stored events (asked, not yet
     answered)."""
     run = (
-        Run.objects.filter(session_id=session_pk, status__in=(RunStatus.RUNNING, RunStatus.PAUSED))
+        Run.objects.filter(session_id=session_pk, status__in=AWAITING_RUN_STATUSES)
         .exclude(start_seq=None)
         .order_by("-created_at")
         .first()

@@ -292,12 +292,15 @@ STUDIO_WORKSPACES_DIR = Path(env_str("STUDIO_WORKSPACES_DIR", str(DATA_DIR / "wo
 STUDIO_SHELL_ALLOWLIST = env_list("STUDIO_SHELL_ALLOWLIST", [])
 
 # Live runs (studio.runs, studio.consumers). At most this many queued or running runs per
-# user; one more start answers 429 "too_many_runs".
+# user (runs parked on a person hold none); one more start answers 429 "too_many_runs".
 STUDIO_MAX_CONCURRENT_RUNS_PER_USER = env_int("STUDIO_MAX_CONCURRENT_RUNS_PER_USER", 4, minimum=1)
 # A server renews the lease on each run it executes every third of this; a run whose
 # lease expired (its server died) is marked interrupted by the next recovery sweep,
 # which every server runs at start-up and every half of this.
 STUDIO_RUN_LEASE_S = env_float("STUDIO_RUN_LEASE_S", 30.0, minimum=0.5)
+# How often every server looks for parked runs whose approval timed out (one query of a
+# partial index): a time-out fires at most this much late (studio.runs.parking).
+STUDIO_PARKED_SWEEP_S = env_float("STUDIO_PARKED_SWEEP_S", 1.0, minimum=0.05)
 # Model config rate limits (studio.gates): counted in windows this long (a minute, as the
 # limits say; shorter only for tests), and a call waits at most this long for room before
 # it fails with a rate-limit error.

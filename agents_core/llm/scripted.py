@@ -122,6 +122,11 @@ class ScriptedModel(BaseLlm):
         usage = step.usage or self._estimate_usage(request, step.text)
         return LlmResponse(text=step.text, usage=usage, model_name=self.name)
 
+    def skip(self, steps: int) -> None:
+        """Start ``steps`` into the script: an earlier object of the same agent played
+        them in this turn (a run built again to go on: woken, or resumed)."""
+        self._position = steps % len(self.script) if self.loop and self.script else steps
+
     def _next_step(self) -> ScriptStep:
         if self._position >= len(self.script):
             if not self.loop or not self.script:

@@ -11,6 +11,7 @@ from pydantic_core import ErrorDetails
 
 from agents_core import exceptions as core_exceptions
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
+from agents_core.llm.chain import ModelChain
 from studio import checked_http, security
 from studio.agents.demo_model import demo_model
 from studio.agents.providers import (
@@ -155,6 +156,15 @@ def _scripted(config: ModelConfig, options: ScriptedOptions) -> BaseLlm:
             token_delay_s=options.token_delay_s,
         )
     return PacedLlm(model, options.latency_s) if options.latency_s else model
+
+
+def skip_played(model: BaseLlm, steps: int) -> None:
+    """Start ``model``'s script (if it plays one: the scripted provider, offline)
+    ``steps`` in: an earlier execution of the same turn played them."""
+    while isinstance(model, WrappedLlm | ModelChain):
+        model = model.links[0].model if isinstance(model, ModelChain) else model._inner
+    if isinstance(model, ScriptedModel):
+        model.skip(steps)
 
 
 class WrappedLlm(BaseLlm):

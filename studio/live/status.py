@@ -26,6 +26,7 @@ def snapshot(session_pk: uuid.UUID) -> Status:
         run.status, run.ended_at = RunStatus.RUNNING, None
         run.error_code = run.error_message = ""
     # Only a running run waits on a call: the others need no read of their events.
-    ledger = ledger_of(run) if run.status == RunStatus.RUNNING else CallLedger()
+    awaits = run.status in (RunStatus.RUNNING, RunStatus.WAITING)
+    ledger = ledger_of(run) if awaits else CallLedger()
     waiting = waiting_for(ledger, run.status)
     return Status(wire.run_payload(run), waiting, last_seq or 0)

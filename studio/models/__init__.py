@@ -213,6 +213,7 @@ class RunStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
     PAUSED = "paused"  # running, held between steps until resumed (services.resume_run)
+    WAITING = "waiting", "waiting for a person"  # parked: holds no executor (runs.parking)
     SUCCEEDED = "succeeded"
     DEGRADED = "degraded"  # finished past failures a policy let through: error_message says
     FAILED = "failed"
@@ -220,7 +221,11 @@ class RunStatus(models.TextChoices):
     INTERRUPTED = "interrupted"
 
 
-ACTIVE_RUN_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED})
+ACTIVE_RUN_STATUSES = frozenset(
+    {RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.WAITING}
+)
+AWAITING_RUN_STATUSES = frozenset({RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.WAITING})
+"""Statuses of a run that may wait on a person: executing, or parked on them."""
 FINISHED_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.DEGRADED})  # no terminal error
 
 

@@ -51,6 +51,11 @@ class Run(models.Model):
     )
     """The interrupted run this one goes on from (``services.resume_interrupted_run``):
     it has no user message of its own and reads the record its predecessor left."""
+    # Parking (studio.runs.parking): a run waiting on a person holds no executor.
+    wakes_at = models.DateTimeField(null=True, blank=True, editable=False)
+    """While ``waiting``: when the first of its calls times out (and decides itself)."""
+    queued_at = models.DateTimeField(null=True, blank=True, editable=False)
+    """When a parked run was queued again to go on (recovery counts from then)."""
 
     class Meta:
         ordering = ["-created_at"]
@@ -59,6 +64,11 @@ class Run(models.Model):
             models.Index(fields=["status"], name="run_status"),
             models.Index(fields=["lease_expires_at"], name="run_lease_expiry"),
             models.Index(fields=["created_at"], name="run_created"),  # the overview's range
+            models.Index(
+                fields=["wakes_at"],
+                name="run_waiting_wakes",
+                condition=models.Q(status="waiting"),
+            ),
         ]
 
     def __str__(self) -> str:

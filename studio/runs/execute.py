@@ -6,12 +6,12 @@ agents name, builds its pinned agent version with the owner's models, runs the t
 interrupted one, from the session's record under the invocation id queued with it)
 through ``DjangoSessionService`` (which stores each complete event, seq assigned,
 before the runner yields it), renews the run's lease while it runs, and ends it
-through ``records.end_run``. A run that stops on an unexpected error (its database
-went away mid-run, say) still ends with a stored terminal ``internal_error`` event, the
-store retried while the database is away.
+through ``records.end_run``, or lets go of it through ``parking.park`` when it parked
+on a person (a woken run goes on from the record under its own invocation). A run that
+stops on an unexpected error (its database went away mid-run, say) still ends with a
+stored terminal ``internal_error`` event, the store retried while the database is away.
 
-``execute_and_publish`` wraps it for the executors (``inline``, ``worker``): each event
-and each change of what the run waits on goes to the session's viewers once stored.
+``published.execute_and_publish`` wraps it for the executors (``inline``, ``worker``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -35,20 +33,17 @@ from agents_core.context import CancellationToken, PauseGate
 from agents_core.contracts import Usage
 from agents_core.memory import MemoryConfig
 from agents_core.runner import Runner
-from studio import budgets, wire
-from studio.agents import specs
+from studio import budgets
+from studio.agents import llms, specs
 from studio.artifacts import DjangoArtifactService
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
 from studio.files import StorageBlobStore
 from studio.gates import rate_limits, response_cache
-from studio.ledger import CallLedger, waiting_for
-from studio.live import Publisher, Status, snapshot
-from studio.live.inbox import notify_inbox
 from studio.mcp import client as mcp
 from studio.memory import DjangoMemoryService
 from studio.models import DEFAULT_APP_NAME, Event, Run, RunStatus, Session
-from studio.runs import records, recovery
+from studio.runs import parking, records, recovery
 from studio.runs.records import Ending
 from studio.session_service import DjangoSessionService
 
@@ -78,6 +73,8 @@ class _Turn:
     error: core_events.ErrorInfo | None = None
     degradations: list[core_events.ErrorInfo] = field(default_factory=list)
     """Failures a ``degrade`` policy let the run go past: it ends ``degraded``."""
+    parked: bool = False
+    """The run stopped on a person (``run_parked``): it is not over."""
 
 
 async def execute_run(
@@ -88,9 +85,12 @@ async def execute_run(
     cancel_token: CancellationToken | None = None,
     approvals: ApprovalBroker | None = None,
     pause_gate: PauseGate | None = None,
+    on_woken: Callable[[], object] | None = None,
 ) -> Run:
-    """Run ``run`` (which must be queued) to its end; every event, partial ones
-    included, goes to ``on_event`` after it is stored. Returns the ended run.
+    """Run ``run`` (which must be queued) to its end, or until it parks on a person;
+    every event, partial ones included, goes to ``on_event`` after it is stored.
+    Returns the ended (or parked) run. ``on_woken``: it parked, and was queued again
+    at once (decided meanwhile).
 
     The run is claimed first, and its lease held from then on, so it is nobody's only
     for a moment (``recovery``); then the MCP servers its agents name connect, staying
@@ -118,7 +118,12 @@ async def execute_run(
         lease.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await lease
-    if turn is not None:
+    if turn is not None and turn.parked:
+        park = db_sync_to_async(parking.park)
+        woken = await _retrying(f"park run {run.pk}", park, run.pk, turn.usage)
+        if woken and on_woken is not None:
+            on_woken()
+    elif turn is not None:
         end = db_sync_to_async(records.end_run)
         ending = Ending.of(turn.error, turn.degradations)
         await _retrying(
@@ -155,6 +160,7 @@ async def _stream(turn: _Turn, controls: _Controls, on_event: EventSink | None) 
                 turn.usage = turn.usage + event.usage if event.usage else turn.usage
                 turn.error = event.error if event.is_terminal_error else turn.error
                 turn.degradations.extend(core_failures.degradations([event]))
+                turn.parked = event.type is core_events.EventType.RUN_PARKED
             if on_event is not None:
                 await on_event(event)
 
@@ -279,6 +285,18 @@ def _prepare(
         artifacts=DjangoArtifactService(session.owner_id),
     )
     user_id = session.owner.get_username()
+    if run.resumed_from_id is not None or parking.parked_before(run):
+        played = parking.answers_this_turn(run)
+        for agent in built.agent.walk():  # models that play a script go on in it
+            if (model := getattr(agent, "model", None)) is not None:
+                llms.skip_played(model, played.get(agent.name, 0))
+    if parking.parked_before(run):  # woken: it goes on from the record, as decided
+        for decision in parking.decisions(run):
+            runner.approvals.deliver(decision, session_id=session.key)
+        so_far = Usage(input_tokens=run.input_tokens, output_tokens=run.output_tokens)
+        return _Turn(
+            runner, user_id, session.key, None, invocation_id=run.invocation_id, usage=so_far
+        )
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record
         return _Turn(runner, user_id, session.key, None, invocation_id=run.invocation_id)
     return _Turn(runner, user_id, session.key, _user_message(run, session))
@@ -291,108 +309,3 @@ def _user_message(run: Run, session: Session) -> core_events.Event | str:
         session=session, seq=(run.start_seq or 0) + 1, type=core_events.EventType.USER_MESSAGE
     ).first()
     return run.message if row is None else row.to_core()
-
-
-# Executing with viewers
-
-
-@dataclass(slots=True)
-class Execution:
-    """A run this process executes, and what its viewers were last told."""
-
-    run_id: uuid.UUID
-    run: Run | None = None
-    token: CancellationToken = field(default_factory=CancellationToken)
-    broker: ApprovalBroker = field(default_factory=ApprovalBroker)
-    """Where decisions on this run's approvals are delivered: one broker per run, so a
-    call id (which the model makes up) only ever names a call of this run."""
-    gate: PauseGate = field(default_factory=PauseGate)
-    """Holds the run between steps while it is paused."""
-    ledger: CallLedger = field(default_factory=CallLedger)
-    last_seq: int = 0
-    published: tuple[Any, ...] | None = None
-    """The key of the last status handed to the publisher."""
-
-    def hold(self, paused: bool) -> None:
-        """Pause the run at its next step, or let it go on, as its record now says."""
-        if self.run is not None:
-            hold(self.run, self.gate, paused=paused)
-        elif paused:
-            self.gate.pause()
-        else:
-            self.gate.resume()
-
-    def status(self, run: Run) -> Status:
-        waiting = waiting_for(self.ledger, run.status)
-        return Status(wire.run_payload(run), waiting, self.last_seq)
-
-    def status_key(self, run: Run) -> tuple[Any, ...]:
-        """``status(run).key`` without rendering the run: checked on every event."""
-        waiting = waiting_for(self.ledger, run.status)
-        return (str(run.pk), run.status, run.invocation_id, waiting)
-
-
-async def execute_and_publish(
-    execution: Execution, *, on_stopped: Callable[[], object] = lambda: None
-) -> None:
-    """Execute ``execution``'s run, publishing each event and status change to the
-    session's group; ``on_stopped`` is called once the run stopped, before its final
-    status is published."""
-    try:
-        run = execution.run = await Run.objects.aget(pk=execution.run_id)
-    except Run.DoesNotExist:  # deleted before it started
-        on_stopped()
-        return
-    publisher = Publisher(run.session_id)
-    try:
-        await execute_run(
-            run,
-            on_event=lambda event: _on_event(execution, publisher, run, event),
-            on_claimed=lambda claimed: _on_claimed(execution, publisher, claimed),
-            cancel_token=execution.token,
-            approvals=execution.broker,
-            pause_gate=execution.gate,
-        )
-    except ConflictError as exc:  # cancelled (or otherwise ended) before it started
-        logger.info("run %s did not start: %s", execution.run_id, exc.message)
-    except Exception:
-        logger.exception("run %s failed", execution.run_id)
-    except asyncio.CancelledError:  # the process is stopping
-        publisher.cancel()
-        raise
-    finally:
-        on_stopped()
-    final = await db_sync_to_async(snapshot)(run.session_id)
-    publisher.status(lambda: final)
-    await publisher.aclose()
-    if execution.ledger.waits_for_approval:  # it ended while a call waited: not anymore
-        await notify_inbox(await db_sync_to_async(records.owner_of)(run))
-
-
-async def _on_claimed(execution: Execution, publisher: Publisher, run: Run) -> None:
-    execution.last_seq = run.start_seq or 0
-    _status_changed(execution, publisher, run)
-
-
-async def _on_event(
-    execution: Execution, publisher: Publisher, run: Run, event: core_events.Event
-) -> None:
-    if event.partial:
-        publisher.event(event, execution.last_seq)
-        return
-    execution.last_seq = event.seq or execution.last_seq
-    execution.ledger.observe(event)
-    if event.approval is not None or event.question is not None:  # a person's turn
-        waiting = execution.ledger.waits_for_person
-        owner = await db_sync_to_async(records.person_turn)(run, event, waiting=waiting)
-        if event.approval is not None:
-            await notify_inbox(owner)
-    publisher.event(event, execution.last_seq - 1)
-    _status_changed(execution, publisher, run)
-
-
-def _status_changed(execution: Execution, publisher: Publisher, run: Run) -> None:
-    key = execution.status_key(run)
-    if key != execution.published:
-        execution.published = key
-        publisher.status(lambda: execution.status(run))

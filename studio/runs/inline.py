@@ -15,8 +15,8 @@ from studio.db import db_sync_to_async
 from studio.errors import ConflictError
 from studio.live import Status, snapshot
 from studio.models import Run
-from studio.runs.execute import Execution, execute_and_publish
 from studio.runs.executor import WAITS_FOR, RunExecutor, refusal
+from studio.runs.published import Execution, execute_and_publish
 
 DECIDE_TIMEOUT_S = 10.0
 """How long a decision from another thread waits for the executor's loop to take it."""
@@ -68,6 +68,10 @@ class InlineExecutor(RunExecutor):
         self._executions = {}
 
     def _spawn(self, run_id: uuid.UUID) -> None:
+        running = self._executions.get(run_id)
+        if running is not None:  # it parked and is letting go: it is handed on after
+            running.wake()
+            return
         if run_id not in self._executions:
             self._executions[run_id] = execution = Execution(run_id)
             stopped = functools.partial(self._executions.pop, run_id, None)

@@ -135,7 +135,7 @@ def claim_run(run: Run, *, owner: str, lease_s: float) -> bool:
     now = timezone.now()
     fields: dict[str, object] = {
         "status": RunStatus.RUNNING,
-        "started_at": now,
+        "started_at": run.started_at or now,  # a woken run started when it first did
         "owner_process": owner,
         "lease_expires_at": now + timedelta(seconds=lease_s),
     }
@@ -212,7 +212,7 @@ def request_cancel(run: Run) -> bool:
     never started ends here (True); a running one is ended by its executor, which
     stops it on hearing of this (False)."""
     ending = Ending(RunStatus.CANCELLED, CANCELLED, "cancelled by request")
-    if run.status == RunStatus.QUEUED:
+    if run.status in (RunStatus.QUEUED, RunStatus.WAITING):  # no executor holds it
         end_run(run.pk, ending)
         return True
     _record(run, ending)

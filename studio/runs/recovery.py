@@ -19,6 +19,7 @@ from typing import Protocol
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from studio.db import db_sync_to_async
@@ -75,8 +76,8 @@ def abandoned_runs(executor: Executor, now: datetime | None = None) -> list[uuid
     now = now or timezone.now()
     unclaimed_since = now - timedelta(seconds=settings.STUDIO_RUN_LEASE_S)
     expired = list(Run.objects.filter(lease_expires_at__lt=now).values_list("pk", flat=True))
-    unclaimed = Run.objects.filter(
-        status=RunStatus.QUEUED, owner_process="", created_at__lt=unclaimed_since
+    unclaimed = Run.objects.alias(queued=Coalesce("queued_at", "created_at")).filter(
+        status=RunStatus.QUEUED, owner_process="", queued__lt=unclaimed_since
     )
     queued = list(unclaimed.values_list("pk", flat=True))
     return expired + sorted(set(queued) - executor.waiting_for_a_worker(queued, now))
@@ -102,4 +103,4 @@ def _abandoned(run: Run, now: datetime) -> bool:
         return run.lease_expires_at < now
     unclaimed_since = now - timedelta(seconds=settings.STUDIO_RUN_LEASE_S)
     unclaimed = run.status == RunStatus.QUEUED and not run.owner_process
-    return unclaimed and run.created_at < unclaimed_since
+    return unclaimed and (run.queued_at or run.created_at) < unclaimed_since

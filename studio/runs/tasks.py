@@ -22,7 +22,7 @@ from django.tasks import task
 from studio.db import db_sync_to_async
 from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus
 from studio.runs import relay
-from studio.runs.execute import Execution, execute_and_publish
+from studio.runs.published import Execution, execute_and_publish
 
 logger = logging.getLogger("studio.worker")
 

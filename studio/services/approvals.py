@@ -28,7 +28,8 @@ from studio.db import db_sync_to_async
 from studio.errors import ConflictError, InvalidInputError, Problem
 from studio.ledger import ledger_of, run_awaiting
 from studio.live import AnswerBody, ApprovalBody
-from studio.models import ApprovalDecision, Event, Run, RunStatus, Session
+from studio.models import AWAITING_RUN_STATUSES, ApprovalDecision, Event, Run, RunStatus, Session
+from studio.runs import parking
 
 Via = Literal["page", "api", "socket"]
 MAX_PROBLEMS = 5
@@ -91,6 +92,9 @@ def _decide_once(session: Session, body: ApprovalBody, *, user: User, via: Via) 
             )
         _check_edits(body, request)
         row = _store(session, run, request, body, user=user, via=via)
+        if run.status == RunStatus.WAITING:  # parked: it goes on from the record, decided
+            parking.wake(run)
+            return row
         reply = core_approvals.ApprovalDecision(**body.model_dump(), decided_by=user.get_username())
         async_to_sync(runs.executor().decide)(run.pk, session.key, reply)
     return row
@@ -111,7 +115,7 @@ def decide_many(
 
 def pending_request(run: Run, call_id: str) -> core_events.ApprovalInfo | None:
     """The request of ``run``'s call ``call_id``, if it waits for a decision."""
-    if run.status not in (RunStatus.RUNNING, RunStatus.PAUSED):
+    if run.status not in AWAITING_RUN_STATUSES:
         return None
     return _request(run, call_id)
 

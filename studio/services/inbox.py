@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 
 from agents_core import events as core_events
 from studio.ledger import ledger_of
-from studio.models import Event, Run, RunStatus, Session, SessionStatus
+from studio.models import AWAITING_RUN_STATUSES, Event, Run, Session, SessionStatus
 
 MAX_PENDING = 500
 
@@ -69,7 +69,7 @@ def pending_payload(owner: User) -> dict[str, Any]:
 
 def _pending_in(session: Session) -> list[PendingApproval]:
     run = (
-        Run.objects.filter(session=session, status__in=(RunStatus.RUNNING, RunStatus.PAUSED))
+        Run.objects.filter(session=session, status__in=AWAITING_RUN_STATUSES)
         .exclude(start_seq=None)
         .order_by("-created_at")
         .first()

@@ -48,7 +48,9 @@ def agent(model: ScriptedModel, **kwargs: object) -> LlmAgent:
     return LlmAgent("clerk", model=model, tools=[pay, look], approval=policy, **kwargs)  # type: ignore[arg-type]
 
 
-async def turn(runner: Runner, message: str | None, invocation_id: str | None = None) -> list[Event]:
+async def turn(
+    runner: Runner, message: str | None, invocation_id: str | None = None
+) -> list[Event]:
     stream = runner.astream(
         user_id="u", session_id="s", message=message, invocation_id=invocation_id
     )
@@ -126,7 +128,10 @@ async def test_siblings_that_need_nobody_respond_before_the_run_parks(
         ]
     )
     runner = Runner(
-        agent(model), session_service=sessions, breakers=breakers, approvals=ApprovalBroker(parks=True)
+        agent(model),
+        session_service=sessions,
+        breakers=breakers,
+        approvals=ApprovalBroker(parks=True),
     )
     first = await turn(runner, "go")
     assert ran == [("look", {"what": "balance"})]
@@ -183,7 +188,10 @@ async def test_undecided_and_in_time_it_parks_again_without_asking_twice(
 ) -> None:
     model = ScriptedModel([tool_call("pay", "c1", amount=9), reply("done")])
     runner = Runner(
-        agent(model), session_service=sessions, breakers=breakers, approvals=ApprovalBroker(parks=True)
+        agent(model),
+        session_service=sessions,
+        breakers=breakers,
+        approvals=ApprovalBroker(parks=True),
     )
     first = await turn(runner, "go")
     second = await turn(runner, None, invocation_id=first[-1].invocation_id)

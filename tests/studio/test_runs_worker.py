@@ -113,17 +113,26 @@ CAREFUL_SCRIPT = [
 ]
 
 
-async def test_a_decision_sent_to_the_manager_is_relayed_to_the_worker_run(ada: User) -> None:
+async def parked(run: Run, executing: asyncio.Task[None]) -> Run:
+    """The worker's execution of ``run``, parked on a person: it let go of the run."""
+    await asyncio.wait_for(executing, timeout=10)
+    waiting = await Run.objects.aget(pk=run.pk)
+    assert (waiting.status, waiting.owner_process, waiting.lease_expires_at) == (
+        RunStatus.WAITING,
+        "",
+        None,
+    )
+    return waiting
+
+
+async def test_a_worker_run_parks_on_a_person_and_a_decision_queues_it_again(ada: User) -> None:
     tools = [{"name": "calculator", "requires_approval": True}]
     await sync_to_async(scripted_agent)(ada, "careful", CAREFUL_SCRIPT, tools=tools)
     session = await new_session(ada, "careful")
     run = await start(session)
-    executing = asyncio.create_task(tasks.execute(run.pk))
-
-    async def requested() -> list[dict[str, Any]]:
-        return [e for e in await stored(session) if e["type"] == "approval_request"]
-
-    approval = (await eventually(requested))[0]["approval"]
+    first = await parked(run, asyncio.create_task(tasks.execute(run.pk)))
+    assert first.started_at is not None
+    approval = await approval_requested(session)
 
     def body(**changes: Any) -> live.ApprovalBody:
         fields = {"call_id": approval["call_id"], "args_hash": approval["args_hash"]}
@@ -138,15 +147,23 @@ async def test_a_decision_sent_to_the_manager_is_relayed_to_the_worker_run(ada: 
             await services.decide_approval(session, refused, user=ada, via="api")
         assert caught.value.code == code
 
+    await DBTaskResult.objects.all().adelete()
     await services.decide_approval(session, body(), user=ada, via="api")
-    await asyncio.wait_for(executing, timeout=10)
+    # Queued again, with a task for a worker: the rest runs wherever a worker is free.
+    assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.QUEUED
+    assert await sync_to_async(task_of)(run) is not None
+    await tasks.execute(run.pk)
     events = await stored(session)
     [decided] = [e for e in events if e["type"] == "approval_decision"]
     assert (decided["approval"]["decision"], decided["approval"]["decided_by"]) == (
         "approve",
         "ada",
     )
-    assert (await Run.objects.aget(pk=run.pk)).status == RunStatus.SUCCEEDED
+    assert [e["type"] for e in events].count("approval_request") == 1
+    assert [e["type"] for e in events].count("run_parked") == 1
+    finished = await Run.objects.aget(pk=run.pk)
+    assert finished.status == RunStatus.SUCCEEDED
+    assert finished.started_at == first.started_at  # one run, started once
     with pytest.raises(ConflictError):
         await services.decide_approval(session, body(decision="deny"), user=ada, via="api")
 
@@ -169,7 +186,8 @@ async def test_two_users_worker_runs_waiting_on_the_same_call_id_are_decided_apa
         await sync_to_async(scripted_agent)(owner, "careful", CAREFUL_SCRIPT, tools=tools)
         sessions.append(await new_session(owner, "careful"))
     started = [await start(session) for session in sessions]
-    executing = [asyncio.create_task(tasks.execute(run.pk)) for run in started]
+    for run in started:
+        await parked(run, asyncio.create_task(tasks.execute(run.pk)))
     ada_approval, bob_approval = [await approval_requested(s) for s in sessions]
     assert ada_approval["call_id"] == bob_approval["call_id"]
 
@@ -179,10 +197,10 @@ async def test_two_users_worker_runs_waiting_on_the_same_call_id_are_decided_apa
         )
 
     await services.decide_approval(sessions[1], body(bob_approval, "deny"), user=bob, via="api")
-    await asyncio.wait_for(executing[1], timeout=10)
-    assert (await Run.objects.aget(pk=started[0].pk)).status == RunStatus.RUNNING
+    await tasks.execute(started[1].pk)
+    assert (await Run.objects.aget(pk=started[0].pk)).status == RunStatus.WAITING
     await services.decide_approval(sessions[0], body(ada_approval, "approve"), user=ada, via="api")
-    await asyncio.wait_for(executing[0], timeout=10)
+    await tasks.execute(started[0].pk)
     ended = [await Run.objects.aget(pk=run.pk) for run in started]
     assert [run.status for run in ended] == [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]
     verdicts = [
