@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,15 +19,19 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.db import connection
 
-from studio import services
+from studio import runs, services
 from studio.asgi import application
-from studio.models import Agent, ApprovalDecision, Event, Session
+from studio.models import Agent, ApprovalDecision, Event, Run, RunStatus, Session
+from studio.runs import parking
 from tests.studio.conftest import client_for, make_agent, make_session
 from tests.support.live import (
     eventually,
     latest_run,
     open_socket,
     run_manager,  # noqa: F401  (an autouse fixture)
+)
+from tests.support.live import (
+    stored as stored_payloads,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -275,3 +280,76 @@ async def test_the_inbox_socket_pushes_each_change_to_its_user_only(ada: User, b
         await socket.disconnect()
     anonymous, _ = await open_socket(application, None, None, path="/ws/approvals/")
     assert (await anonymous.receive_output(timeout=5))["code"] == 4401
+
+
+async def parked_run(session: Session) -> Run:
+    """The session's run, once parked on a person (``waiting``)."""
+
+    async def waiting() -> Run | None:
+        run = await latest_run(session)
+        return run if run is not None and run.status == RunStatus.WAITING else None
+
+    return await eventually(waiting)
+
+
+async def test_parked_runs_hold_no_execution_and_no_place_under_the_cap(
+    ada: User, settings: Any
+) -> None:
+    settings.STUDIO_MAX_CONCURRENT_RUNS_PER_USER = 2
+    sessions, parked = [], []
+    for n in (1, 2, 3):  # three waiting at once, under a cap of two running
+        session = await waiting_session(ada, f"what is {n} + 1?")
+        sessions.append(session)
+        parked.append(await parked_run(session))
+    for run in parked:
+        assert (run.owner_process, run.lease_expires_at) == ("", None)
+        assert run.wakes_at is not None and run.wakes_at > run.created_at
+
+    async def let_go() -> bool:  # each execution ended once it parked its run
+        return not any(runs.executor().executes(run.pk) for run in parked)
+
+    await eventually(let_go)
+    assert {s.status async for s in Session.objects.filter(owner=ada)} == {"waiting"}
+    items = await pending(ada, 3)
+    response = await sync_to_async(client_for(ada).post)(
+        DECIDE, {"decisions": [decision(item) for item in items]}, format="json"
+    )
+    assert [r["decided"] for r in response.json()["results"]] == [True, True, True]
+    assert [await ended(s) for s in sessions] == ["succeeded"] * 3
+    for session, run in zip(sessions, parked, strict=True):
+        finished = await Run.objects.aget(pk=run.pk)
+        assert finished.started_at == run.started_at  # the same run went on
+        assert finished.input_tokens > run.input_tokens  # its usage adds up
+        types = [e["type"] for e in await stored_payloads(session)]
+        assert (types.count("run_parked"), types.count("approval_request")) == (1, 1)
+
+
+async def test_a_tools_own_time_out_decides_once_whoever_sweeps(ada: User, settings: Any) -> None:
+    settings.STUDIO_PARKED_SWEEP_S = 3_600  # only this test sweeps
+    tools = [
+        {
+            "name": "calculator",
+            "requires_approval": True,
+            "approval_timeout_s": 0.2,
+            "approval_on_timeout": "approve",
+        }
+    ]
+    agent = await sync_to_async(make_agent)(
+        ada, "hasty", instruction=CALCULATOR, tools=tools, approval={"timeout_s": 900}
+    )
+    session = await sync_to_async(make_session)(ada, agent)
+    await sync_to_async(services.start_run)(session, "what is 2 + 3?")
+    run = await parked_run(session)
+    assert run.wakes_at is not None
+    assert await sync_to_async(parking.expire_due)(run.wakes_at - timedelta(seconds=0.1)) == []
+    # Two sweeps past its time (two servers, or one twice): one decision, one wake.
+    assert await sync_to_async(parking.expire_due)(run.wakes_at) == [run.pk]
+    assert await sync_to_async(parking.expire_due)(run.wakes_at) == []
+    assert await ended(session) == "succeeded"
+    [row] = [r async for r in ApprovalDecision.objects.filter(session=session)]
+    assert (row.channel, row.decision, row.reason) == (
+        "timeout",
+        "approve",
+        "nobody decided within 0.2s",
+    )
+    assert await tool_results(session) == ["5"]
