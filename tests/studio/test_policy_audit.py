@@ -6,7 +6,7 @@ stored again; listed, filtered and exported like a person's, and shown in the se
 timeline. A rule that asks a person (``ask``) and a rule on a model call are no
 decisions of their own.
 
-In the PostgreSQL pass too (``DATABASE_URL``)."""
+Passes on PostgreSQL too (``DATABASE_URL``)."""
 
 from __future__ import annotations
 
