@@ -116,9 +116,10 @@ class Span(Contract):
     attributes: dict[str, Any] = {}
     """Kind-specific details: a tool's ``call_id``, ``arguments``, ``result``,
     ``outcome`` and the ``policy`` rule that decided it (``rule``, ``action``,
-    ``reason``, a rewrite's ``rewritten_args``); a model's ``text`` and ``tool_calls``; an agent's ``transfer_to`` and
-    loop ``iteration``; a wait's ``decision``, ``decided_by`` and ``reason``, or its
-    ``question``, ``answer`` and ``answered_by``."""
+    ``reason``, a rewrite's ``rewritten_args``); a model's ``text`` and
+    ``tool_calls``; an agent's ``transfer_to`` and loop ``iteration``; a wait's
+    ``decision``, ``decided_by``, ``reason`` and ``edited_args``, or its ``question``,
+    ``answer`` and ``answered_by``."""
 
     @property
     def duration_ms(self) -> float | None:

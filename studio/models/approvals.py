@@ -113,13 +113,15 @@ def record_policy_decisions(decided: Iterable[tuple[str, core_events.Event]]) ->
             .values_list("pk", "session_id")
             .first()
         )
-        if found is not None:
-            rows.append(_policy_row(found[0], found[1], policy))
+        if found is not None and policy.call_id is not None:
+            rows.append(_policy_row(found[0], found[1], policy.call_id, policy))
     if rows:
         ApprovalDecision.objects.bulk_create(rows, ignore_conflicts=True)
 
 
-def _policy_row(run_id: Any, session_id: Any, policy: core_events.PolicyInfo) -> ApprovalDecision:
+def _policy_row(
+    run_id: Any, session_id: Any, call_id: str, policy: core_events.PolicyInfo
+) -> ApprovalDecision:
     tool = _tool_of(policy)
     verdict = POLICY_VERDICTS[policy.action]
     approved = None
@@ -128,7 +130,7 @@ def _policy_row(run_id: Any, session_id: Any, policy: core_events.PolicyInfo) ->
     return ApprovalDecision(
         session_id=session_id,
         run_id=run_id,
-        call_id=policy.call_id,
+        call_id=call_id,
         tool=tool[:200],
         decision=verdict,
         channel=DecisionChannel.POLICY,
