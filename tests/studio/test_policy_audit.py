@@ -177,6 +177,13 @@ async def test_policy_rows_are_listed_filtered_and_exported_to_their_owner_only(
     )
     assert (record["args_shown"], record["args_approved"]) == ('{"expression": "8 / 2"}', "")
 
-    page = await sync_to_async(lambda: signed_in(ada).get(f"/sessions/{session.pk}/"))()
-    audit = page.content.decode().split('data-testid="approval-audit"')[1]
-    assert "by rule no_division via policy" in " ".join(audit.split())
+    for where in (f"/sessions/{session.pk}/", "/approvals/"):  # the timeline, the inbox
+        audit = (await html_of(ada, where)).split('data-testid="approval-audit"')[1]
+        assert "by rule no_division via policy" in " ".join(audit.split()), where
+    assert 'data-testid="approval-audit"' not in await html_of(bob, "/approvals/")
+
+
+async def html_of(user: User, url: str) -> str:
+    page = await sync_to_async(lambda: signed_in(user).get(url))()
+    assert page.status_code == 200
+    return str(page.content.decode())
