@@ -5,6 +5,7 @@ or a policy rule that decided the call without asking anyone (``policy_rows``)."
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -100,23 +101,49 @@ def record_policy_decisions(decided: Iterable[tuple[str, core_events.Event]]) ->
     """Store the audit row of each policy decision in ``decided`` (session key, stored
     ``decided_by_policy`` event), in the caller's transaction: the one storing the
     events, so a row exists exactly when its event does. The row belongs to the
-    session's latest run of the event's invocation (a resumed run shares it). Once per
-    call: a call decided already (an event stored again) keeps its row."""
+    session's latest run of the event's invocation (a resumed run goes on with it).
+    Once per call: a call of that invocation with a row already (its event stored
+    again, or decided again after a resume) gets none."""
+    invocations: dict[tuple[str, str], _Invocation | None] = {}
     rows = []
     for session_key, event in decided:
         policy = decided_by_policy(event)
-        if policy is None:
+        if policy is None or policy.call_id is None:
             continue
+        key = (session_key, event.invocation_id)
+        if key not in invocations:
+            invocations[key] = _Invocation.of(*key)
+        found = invocations[key]
+        if found is None or policy.call_id in found.decided:
+            continue
+        found.decided.add(policy.call_id)
+        rows.append(_policy_row(found.run_id, found.session_id, policy.call_id, policy))
+    if rows:  # ignore_conflicts: a concurrent writer's row stands (approval_decision_once)
+        ApprovalDecision.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+@dataclass(slots=True)
+class _Invocation:
+    """A session's latest run of one invocation, and the calls it has rows for."""
+
+    run_id: Any
+    session_id: Any
+    decided: set[str]
+
+    @classmethod
+    def of(cls, session_key: str, invocation_id: str) -> _Invocation | None:
         found = (
-            Run.objects.filter(session__key=session_key, invocation_id=event.invocation_id)
+            Run.objects.filter(session__key=session_key, invocation_id=invocation_id)
             .order_by("-created_at")
             .values_list("pk", "session_id")
             .first()
         )
-        if found is not None and policy.call_id is not None:
-            rows.append(_policy_row(found[0], found[1], policy.call_id, policy))
-    if rows:
-        ApprovalDecision.objects.bulk_create(rows, ignore_conflicts=True)
+        if found is None:
+            return None
+        rows = ApprovalDecision.objects.filter(
+            session_id=found[1], run__invocation_id=invocation_id
+        )
+        return cls(found[0], found[1], set(rows.values_list("call_id", flat=True)))
 
 
 def _policy_row(

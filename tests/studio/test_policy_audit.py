@@ -20,9 +20,10 @@ from django.contrib.auth.models import User
 
 from agents_core import approvals as core_approvals
 from agents_core import events as core_events
+from agents_core.events import new_id
 from studio import event_rows, session_service
 from studio.asgi import application
-from studio.models import ApprovalDecision, Event, Session
+from studio.models import ApprovalDecision, Event, Run, Session
 from tests.studio.conftest import client_for, make_agent, make_session, signed_in
 from tests.support.live import (
     run_manager,  # noqa: F401  (an autouse fixture)
@@ -124,17 +125,34 @@ async def test_asking_a_person_and_deciding_a_model_call_store_no_policy_row(
 
 
 @sync_to_async
-def store_again(session: Session, payload: dict[str, Any]) -> None:
-    """The stored policy event, stored again as a retry would, and as a new event for the
-    same call (a replay): neither adds a row."""
+def store_again(session: Session, payload: dict[str, Any]) -> core_events.Event:
+    """The stored policy event, stored again as a retry would, as a new event for the
+    same call (a replay) in a batch and alone, and after the run was resumed (a new run
+    of the same invocation): none adds a row. Returns the event."""
     event = core_events.Event.model_validate(payload)
     again = session_service._append_once_sync(session.key, event, retry=False)
     assert again.seq == event.seq  # found as stored, not stored twice
-    replayed = event.model_copy(update={"id": core_events.new_id(), "seq": None})
-    [stored] = event_rows.insert_batch([(session.key, replayed)])
+    replay = event.model_copy(update={"id": core_events.new_id(), "seq": None})
+    [stored] = event_rows.insert_batch([(session.key, replay)])
     assert isinstance(stored, core_events.Event)
-    alone = replayed.model_copy(update={"id": core_events.new_id()})
-    session_service.append_event_sync(session.key, alone)
+    session_service.append_event_sync(session.key, replay.model_copy(update={"id": new_id()}))
+    first = Run.objects.get(session=session)
+    Run.objects.create(
+        session=session, invocation_id=first.invocation_id, message="", resumed_from=first
+    )
+    session_service.append_event_sync(session.key, replay.model_copy(update={"id": new_id()}))
+    return event
+
+
+@sync_to_async
+def store_two_calls_at_once(session: Session, event: core_events.Event) -> None:
+    """Two calls decided in one round, stored in one batch: a row each."""
+    assert event.policy is not None
+    batch = []
+    for call_id in ("parallel-1", "parallel-2"):
+        policy = event.policy.model_copy(update={"call_id": call_id})
+        batch.append((session.key, event.model_copy(update={"id": new_id(), "policy": policy})))
+    event_rows.insert_batch(batch)
 
 
 async def test_the_row_is_written_once_per_call_whatever_stores_the_event_again(
@@ -144,10 +162,14 @@ async def test_the_row_is_written_once_per_call_whatever_stores_the_event_again(
     await run(ada, session, "what is 8 / 2?")
     payload = await Event.objects.filter(session=session, type="policy_decision").aget()
 
-    await store_again(session, payload.payload)
+    event = await store_again(session, payload.payload)
+    assert await Event.objects.filter(session=session, type="policy_decision").acount() == 4
+    [row] = await rows_of(session)
+    assert event.policy is not None and row.call_id == event.policy.call_id
 
-    assert await Event.objects.filter(session=session, type="policy_decision").acount() == 3
-    assert len(await rows_of(session)) == 1
+    await store_two_calls_at_once(session, event)
+    calls = sorted(r.call_id for r in await rows_of(session))
+    assert calls == sorted([row.call_id, "parallel-1", "parallel-2"])
 
 
 @sync_to_async
