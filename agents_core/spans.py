@@ -50,6 +50,7 @@ SPAN_EVENT_TYPES: frozenset[str] = frozenset(
         EventType.RATE_LIMIT_WAITING,
         EventType.RATE_LIMIT_WAIT,
         EventType.ERROR,
+        EventType.POLICY_DECISION,
     }
 )
 """The event types spans are made of (``SpanTree`` skips every other)."""
@@ -113,10 +114,12 @@ class Span(Contract):
     """What the model calls in it cost: set on an answered model call and on the spans
     above one; ``None`` on spans with none beneath them (and on a call still streaming)."""
     attributes: dict[str, Any] = {}
-    """Kind-specific details: a tool's ``call_id``, ``arguments``, ``result`` and
-    ``outcome``; a model's ``text`` and ``tool_calls``; an agent's ``transfer_to`` and
-    loop ``iteration``; a wait's ``decision``, ``decided_by`` and ``reason``, or its
-    ``question``, ``answer`` and ``answered_by``."""
+    """Kind-specific details: a tool's ``call_id``, ``arguments``, ``result``,
+    ``outcome`` and the ``policy`` rule that decided it (``rule``, ``action``,
+    ``reason``, a rewrite's ``rewritten_args``); a model's ``text`` and
+    ``tool_calls``; an agent's ``transfer_to`` and loop ``iteration``; a wait's
+    ``decision``, ``decided_by``, ``reason`` and ``edited_args``, or its ``question``,
+    ``answer`` and ``answered_by``."""
 
     @property
     def duration_ms(self) -> float | None:
@@ -162,6 +165,8 @@ class SpanTree:
             self._rate_limit(wire)
         elif kind == EventType.ERROR:
             self._error(wire)
+        elif kind == EventType.POLICY_DECISION:
+            self._policy(wire)
 
     def observe_all(self, wires: Iterable[Wire]) -> SpanTree:
         for wire in wires:
@@ -344,6 +349,17 @@ class SpanTree:
         for key in ("question", "answer", "answered_by"):
             if question.get(key):
                 built.attributes[key] = _clip(question[key])
+
+    def _policy(self, wire: Wire) -> None:
+        """A rule's decision on a tool or sub-agent call, on that call's span."""
+        policy = wire.get("policy") or {}
+        built = self._spans.get(wire.get("parent_span_id") or "")
+        if built is None or built.fields["kind"] != "tool" or policy.get("call_id") is None:
+            return
+        found = {key: policy.get(key) for key in ("rule", "action", "reason")}
+        if policy.get("rewritten_args") is not None:
+            found["rewritten_args"] = policy["rewritten_args"]
+        built.attributes["policy"] = found
 
     def _error(self, wire: Wire) -> None:
         """A terminal error fails the agent span it happened in."""

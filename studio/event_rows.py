@@ -21,6 +21,7 @@ from agents_core import exceptions as core_exceptions
 from agents_core.sessions import base as core_sessions
 from studio import metrics
 from studio.models import Event, Session
+from studio.models.approvals import decided_by_policy, record_policy_decisions
 
 
 def insert_one(session_key: str, event: core_events.Event) -> int:
@@ -32,13 +33,23 @@ def insert_one(session_key: str, event: core_events.Event) -> int:
     ``state_delta``. On PostgreSQL that update, the state merge and the event's insert
     are one statement (one round trip, atomic on its own); elsewhere (SQLite) they are
     three statements in one transaction. Joins the caller's transaction if there is one.
+    A policy's decision on a call is stored with its audit row, in one transaction
+    (``record_policy_decisions``).
     """
+    audited = decided_by_policy(event) is not None
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
+        if connection.vendor == "postgresql" and not audited:
             seq = _append_postgresql(cursor, session_key, event)
         else:
             with transaction.atomic():
-                seq = _append_in_transaction(cursor, session_key, event)
+                append = (
+                    _append_postgresql
+                    if connection.vendor == "postgresql"
+                    else _append_in_transaction
+                )
+                seq = append(cursor, session_key, event)
+                if seq is not None and audited:
+                    record_policy_decisions([(session_key, event)])
     if seq is None:
         raise core_exceptions.SessionNotFoundError(f"no session {session_key!r}")
     metrics.stored(event)
@@ -223,8 +234,9 @@ def insert_batch(items: Sequence[tuple[str, core_events.Event]]) -> list[Stored]
     ``UPDATE ... FROM (VALUES ...)`` allocates every session's seqs at once
     (``last_seq + n``, holding each session row until the commit, as ``insert_one``
     does), the state deltas are merged in order, and one ``executemany`` inserts the
-    events. Events of a session that does not exist are answered with
-    ``SessionNotFoundError`` and not stored. Any database error rolls the whole batch
+    events, with the audit rows of the policy decisions among them
+    (``record_policy_decisions``). Events of a session that does not exist are answered
+    with ``SessionNotFoundError`` and not stored. Any database error rolls the whole batch
     back and propagates (``studio.group_commit`` then tries each event alone)."""
     groups: dict[str, list[int]] = {}
     for index, (key, _event) in enumerate(items):
@@ -252,6 +264,9 @@ def insert_batch(items: Sequence[tuple[str, core_events.Event]]) -> list[Stored]
         if states:
             cursor.executemany(_state_sql(), states)
         cursor.executemany(_insert_sql(), rows)
+        record_policy_decisions(
+            (key, event) for key, event in items if decided_by_policy(event) is not None
+        )
     for answer in answers:
         if isinstance(answer, core_events.Event):
             metrics.stored(answer)

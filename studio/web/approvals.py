@@ -1,7 +1,8 @@
 """The approval inbox page, ``/approvals/``: every call waiting for the signed-in
 user's decision across their sessions, with its arguments as formatted JSON, to approve,
 deny with a reason, or approve with edited arguments, one at a time or several
-selected at once (decisions through the page: channel ``page``); and the count in the
+selected at once (decisions through the page: channel ``page``), with the newest
+decisions taken below, whatever took them; and the count in the
 navigation bar of every page (``inbox_count``), kept live by ``app.js`` over
 ``/ws/approvals/``. Arguments are shown as text, never as HTML."""
 
@@ -21,10 +22,12 @@ from pydantic import ValidationError
 
 from studio import live, services
 from studio.errors import ConflictError, InvalidInputError
-from studio.models import Session
+from studio.models import ApprovalDecision, Session
 from studio.services.inbox import pending_approvals, pending_count
 
 MAX_SELECTED = 100
+RECENT_DECISIONS = 20
+"""The audit trail's newest rows the page shows below the inbox (all: the CSV)."""
 
 
 def inbox_count(request: HttpRequest) -> dict[str, Any]:
@@ -42,7 +45,13 @@ def approval_inbox(request: HttpRequest) -> HttpResponse:
         {"item": item, "args_json": json.dumps(item.args, indent=2, ensure_ascii=False)}
         for item in pending_approvals(_user(request))
     ]
-    return render(request, "studio/approval_inbox.html", {"items": items, "section": "approvals"})
+    decisions = (
+        ApprovalDecision.objects.filter(session__owner=_user(request))
+        .select_related("session")
+        .order_by("-decided_at")[:RECENT_DECISIONS]
+    )
+    context = {"items": items, "decisions": decisions, "section": "approvals"}
+    return render(request, "studio/approval_inbox.html", context)
 
 
 @login_required

@@ -23,6 +23,7 @@ from agents_core.approvals import ApprovalDecision, ApprovalPolicy
 from agents_core.contracts import Cost
 from agents_core.events import new_id
 from agents_core.llm.resilience import BreakerRegistry
+from agents_core.policies import Condition, PolicyRule
 from agents_core.span_upgrade import upgrade
 from agents_core.spans import Span, SpanCost, SpanTree, spans_of
 from agents_core.testing import ScriptedModel, reply, tool_call
@@ -286,3 +287,35 @@ async def test_a_call_still_streaming_has_no_cost_yet(
     assert named(tree.spans(), "agent", "lead").cost is None
     tree.observe(wires[first_answer])
     assert named(tree.spans(), "agent", "lead").cost.amount == Decimal("0.01")  # type: ignore[union-attr]
+
+
+BIG = Condition(arg="a", op="gt", value=100)
+
+
+async def test_a_rule_s_decision_on_a_call_is_on_that_call_s_span_not_a_model_call_s(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    rules = [
+        PolicyRule(name="no_big", match="add", action="deny", when=[BIG], reason="too big"),
+        PolicyRule(name="round", match="add", action="rewrite", set={"b": 0}, priority=-1),
+        PolicyRule(name="models_ok", target="model", action="allow"),
+    ]
+    model = ScriptedModel(
+        [tool_call("add", "c1", a=1000, b=1), tool_call("add", "c2", a=1, b=2), reply("done")]
+    )
+    agent = LlmAgent("lead", model=model, tools=[add], policies=rules)
+    runner = make_runner(agent, sessions, breakers)
+    stream = runner.astream(user_id="ada", session_id="s", message="go")
+    events = complete([event async for event in stream])
+
+    spans = spans_of(e.to_wire() for e in events)
+    denied, rewritten = [s for s in spans if s.kind == "tool"]
+    assert denied.attributes["policy"] == {"rule": "no_big", "action": "deny", "reason": "too big"}
+    assert rewritten.attributes["policy"] == {
+        "rule": "round",
+        "action": "rewrite",
+        "reason": "",
+        "rewritten_args": {"a": 1, "b": 0},
+    }
+    assert rewritten.attributes["result"] == "1"  # ran with the rule's arguments
+    assert not any("policy" in s.attributes for s in spans if s.kind != "tool")

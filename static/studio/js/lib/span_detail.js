@@ -7,6 +7,7 @@
 import { h, pretty } from "./dom.js";
 import { formatDuration, formatTime, formatTokens } from "./ui.js";
 import { costText } from "./span_costs.js";
+import { decisionFacts, decisionSections } from "./span_decisions.js";
 import { isoOf } from "./spans.js";
 import { transferOf } from "./waterfall_layout.js";
 
@@ -59,16 +60,15 @@ function kindFacts(span, end) {
       if (a.ran_ms !== undefined) facts.push(["Ran", formatDuration(a.ran_ms)]);
       const waited = (end - span.start) / 1000 - (a.ran_ms ?? 0);
       if (a.ran_ms !== undefined && waited >= 1) facts.push(["Waited to run", formatDuration(waited)]);
-      return facts;
+      return [...facts, ...decisionFacts(span)];
     }
     case "wait":
       return [["Waited for", "the model's rate limit"], ["State", span.end === null ? "waiting" : span.status]];
-    case "human":
-      return [
-        ["Tool", a.tool ?? "—"],
-        ["Decision", a.decision ? `${a.decision === "approve" ? "approved" : "denied"}${a.decided_by ? ` by ${a.decided_by}` : ""}` : "waiting"],
-        ...(a.reason ? [["Reason", a.reason]] : []),
-      ];
+    case "human": {
+      const decided = decisionFacts(span);
+      if (span.name !== "approval") return a.answered_by ? [["Answered by", a.answered_by]] : [];
+      return [["Tool", a.tool ?? "—"], ...(decided.length ? decided : [["Decision", span.end === null ? "waiting" : "none"]])];
+    }
     default:
       return [];
   }
@@ -89,12 +89,13 @@ function sections(span, tree, run) {
       return [
         section("Arguments", pretty(a.arguments ?? {})),
         section("Result", a.result ?? (span.end === null ? "(running…)" : "—")),
+        ...decisionSections(span, tree).map(([title, text]) => section(title, text)),
         a.transfer_to ? section("Handed over to", a.transfer_to) : null,
       ];
     case "wait":
       return [section("Wait", a.text || "")];
     case "human":
-      return [a.edited_args ? section("Edited arguments", pretty(a.edited_args)) : null];
+      return decisionSections(span, tree).map(([title, text]) => section(title, text));
     default:
       return [];
   }

@@ -116,6 +116,9 @@ export class SpanStore {
       case "error":
         this.error(wire);
         break;
+      case "policy_decision":
+        this.policy(wire);
+        break;
       default:
     }
   }
@@ -303,6 +306,17 @@ export class SpanStore {
     for (const key of ["question", "answer", "answered_by"]) {
       if (truthy(question[key])) span.attributes[key] = clip(question[key]);
     }
+  }
+
+  /** SpanTree._policy: a rule's decision on a tool or sub-agent call, on its span. */
+  policy(wire) {
+    const policy = wire.policy || {};
+    const span = this.byId.get(wire.parent_span_id || "");
+    if (!span || span.kind !== "tool" || policy.call_id === null || policy.call_id === undefined) return;
+    const found = { rule: policy.rule ?? null, action: policy.action ?? null, reason: policy.reason ?? null };
+    if (policy.rewritten_args !== null && policy.rewritten_args !== undefined) found.rewritten_args = policy.rewritten_args;
+    span.attributes.policy = found;
+    this.touch(span);
   }
 
   /** A terminal error fails the agent span it happened in. */

@@ -8,6 +8,7 @@
 
 import { h } from "./dom.js";
 import { costText, costValue } from "./span_costs.js";
+import { decisionChip, decisionLine } from "./span_decisions.js";
 import { micros } from "./spans.js";
 import { formatDuration } from "./ui.js";
 import { costHeatOf, heatOf, layoutRun, rowOfSpan } from "./waterfall_layout.js";
@@ -291,7 +292,8 @@ export class WaterfallChart {
     el.track.replaceChildren(el.bar, el.dur);
     el.cost = cost;
     el.dataset.cost = span.cost?.amount ?? "";
-    el.title = `${span.kind} ${span.name} (${span.author})${cost ? ` · cost ${cost}` : ""}`;
+    const decision = decisionLine(span);
+    el.title = `${span.kind} ${span.name} (${span.author})${cost ? ` · cost ${cost}` : ""}${decision ? `\n${decision}` : ""}`;
   }
 
   drawArrows({ x, first, last, now }) {
@@ -584,7 +586,8 @@ function chips(span) {
   if (a.iteration !== undefined) found.push(h("span", { class: "wf-chip iter" }, `#${a.iteration}`));
   if (a.transfer_to) found.push(h("span", { class: "wf-chip via" }, `→ ${a.transfer_to}`));
   if (a.outcome && a.outcome !== "done") found.push(h("span", { class: "wf-chip error" }, a.outcome));
-  if (span.kind === "human" && a.decision) found.push(h("span", { class: "wf-chip" }, a.decision === "approve" ? "approved" : "denied"));
+  const decided = decisionChip(span);
+  if (decided) found.push(h("span", { class: `wf-chip ${decided[1]}` }, decided[0]));
   if (span.status === "error" && !(a.outcome && a.outcome !== "done")) found.push(h("span", { class: "wf-chip error" }, "error"));
   return found;
 }
