@@ -69,6 +69,9 @@ class ResumePoint:
     """Per agent, the invocation it first started in during the turn."""
     parked: dict[AgentKey, list[ParkedCall]] = field(default_factory=dict)
     """Per agent, the calls it asked a person about that nobody decided yet."""
+    spans: dict[AgentKey, str] = field(default_factory=dict)
+    """Per agent that was running when the turn parked, its span: the agent goes on in
+    it, so a parked run's agent is one span from its start to its end."""
     _skipped: set[AgentKey] = field(default_factory=set)
 
     @classmethod
@@ -103,6 +106,8 @@ class ResumePoint:
                     closed = ClosedCall(call, closure)  # type: ignore[arg-type]
                     point.closed.setdefault((event.author, event.branch), []).append(closed)
         point.parked = _parked(turn, calls)
+        if turn and turn[-1].type is EventType.RUN_PARKED:
+            point.spans = _running(turn)
         return point
 
     def skips(self, name: str, branch: str | None) -> bool:
@@ -122,6 +127,11 @@ class ResumePoint:
         """The invocation whose start agent ``name`` reads its history from: the one it
         first started in, so resuming does not show it its input a second time."""
         return self.started.get((name, branch), current)
+
+    def reopen(self, name: str, branch: str | None) -> str | None:
+        """The span agent ``name`` on ``branch`` was running in when the turn parked
+        (``None`` if it was not): it goes on in it, once."""
+        return self.spans.pop((name, branch), None)
 
     def take_parked(self, name: str, branch: str | None) -> list[ParkedCall]:
         """The calls agent ``name`` on ``branch`` parked on; empty the second time."""
@@ -143,6 +153,17 @@ def _parked(
         if found is not None:
             parked.setdefault((asked.author, asked.branch), []).append(ParkedCall(found, asked))
     return parked
+
+
+def _running(turn: Sequence[Event]) -> dict[AgentKey, str]:
+    """Per agent, the span of its start in ``turn`` that no end closed."""
+    started: dict[str, AgentKey] = {}
+    for event in turn:
+        if event.type is EventType.AGENT_START and event.span_id:
+            started[event.span_id] = (event.author, event.branch)
+        elif event.type is EventType.AGENT_END and event.span_id:
+            started.pop(event.span_id, None)
+    return {key: span for span, key in started.items()}
 
 
 def undecided_requests(turn: Sequence[Event]) -> list[Event]:

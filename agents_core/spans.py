@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AwareDatetime, NonNegativeInt, PlainSerializer
+from pydantic import AwareDatetime
 
 from agents_core.contracts import Contract, Cost
 from agents_core.events import EventType
+from agents_core.span_costs import SpanCost, sum_costs
 
 SpanKind = Literal["agent", "model", "tool", "human", "wait"]
 SpanStatus = Literal["open", "ok", "error"]
@@ -51,6 +51,7 @@ SPAN_EVENT_TYPES: frozenset[str] = frozenset(
         EventType.RATE_LIMIT_WAIT,
         EventType.ERROR,
         EventType.POLICY_DECISION,
+        EventType.RUN_PARKED,
     }
 )
 """The event types spans are made of (``SpanTree`` skips every other)."""
@@ -63,29 +64,6 @@ _WAIT_OPENED: Mapping[str, str] = {
 _WAIT_CLOSED = frozenset(
     {EventType.APPROVAL_DECISION, EventType.USER_ANSWER, EventType.RUN_RESUMED}
 )
-
-
-Amount = Annotated[
-    Decimal, PlainSerializer(lambda amount: format(amount, "f"), return_type=str, when_used="json")
-]
-"""A sum of costs, written as a plain decimal string (``0.00000012``, never ``1.2E-7``)."""
-
-
-class SpanCost(Contract):
-    """What the model calls in a span cost. Unknown is never zero: a call without a cost
-    makes the sum incomplete, and calls in more than one currency have no sum at all."""
-
-    amount: Amount | None
-    """The sum of the known costs; ``None`` when none is known, or when they are in more
-    than one currency."""
-    currency: str | None
-    """The currency of ``amount``."""
-    complete: bool
-    """Every call's cost is known, in one currency: ``amount`` is the whole cost."""
-    calls: NonNegativeInt
-    """The model calls summed."""
-    unknown: NonNegativeInt
-    """How many of them have no cost."""
 
 
 class Span(Contract):
@@ -167,6 +145,8 @@ class SpanTree:
             self._error(wire)
         elif kind == EventType.POLICY_DECISION:
             self._policy(wire)
+        elif kind == EventType.RUN_PARKED:
+            self._parked(wire)
 
     def observe_all(self, wires: Iterable[Wire]) -> SpanTree:
         for wire in wires:
@@ -181,8 +161,9 @@ class SpanTree:
         """Close the spans a run left open when it ended at ``at``: errors, saying
         ``error``, when it failed, was cancelled or interrupted."""
         for built in self._spans.values():
-            if built.fields["end"] is None:
-                built.fields["end"] = max(at, built.fields["start"])
+            parked = built.attributes.get("parked", False)  # never went on: it ends so
+            if built.fields["end"] is None or (parked and error is not None):
+                built.fields["end"] = built.fields["end"] or max(at, built.fields["start"])
                 built.fields["status"] = "ok" if error is None else "error"
                 if error is not None:
                     built.fields.setdefault("error", error)
@@ -202,6 +183,20 @@ class SpanTree:
         return {span_id: sum_costs(costs) for span_id, costs in calls.items()}
 
     # Opening and closing
+
+    def _parked(self, wire: Wire) -> None:
+        """The execution stopped on a person: its agents' spans end here (``parked``)
+        until the run's next execution starts them again. Calls and waits go on."""
+        for built in self._spans.values():
+            fields = built.fields
+            if fields["kind"] != "agent" or fields["end"] is not None:
+                continue
+            if fields["invocation_id"] != wire["invocation_id"]:
+                continue
+            fields["end"] = max(_time(wire["created_at"]), fields["start"])
+            fields["end_seq"] = wire.get("seq")
+            fields["status"] = "ok"
+            built.attributes["parked"] = True
 
     def _open(self, wire: Wire, kind: SpanKind, name: str, start: datetime) -> _Open | None:
         span_id = wire.get("span_id")
@@ -223,6 +218,9 @@ class SpanTree:
                     "start_seq": wire.get("seq"),
                 }
             )
+        elif built.attributes.pop("parked", False):  # it goes on after parking
+            built.fields.update(end=None, end_seq=None, status="open")
+            built.attributes["resumed"] = True
         elif built.fields["start_seq"] is None:
             built.fields["start_seq"] = wire.get("seq")
         return built
@@ -375,25 +373,6 @@ class SpanTree:
 def spans_of(wires: Iterable[Wire]) -> list[Span]:
     """The spans of ``wires`` (stored events in seq order)."""
     return SpanTree().observe_all(wires).spans()
-
-
-def sum_costs(costs: Iterable[Cost | None]) -> SpanCost:
-    """The exact sum of some model calls' ``costs`` (``None``: a call of unknown cost)."""
-    listed = list(costs)
-    known = [cost for cost in listed if cost is not None]
-    currencies = {cost.currency for cost in known}
-    unknown = len(listed) - len(known)
-    if len(currencies) != 1:
-        return SpanCost(
-            amount=None, currency=None, complete=False, calls=len(listed), unknown=unknown
-        )
-    return SpanCost(
-        amount=sum((cost.amount for cost in known), Decimal(0)),
-        currency=currencies.pop(),
-        complete=unknown == 0,
-        calls=len(listed),
-        unknown=unknown,
-    )
 
 
 def _outcome(part: Wire) -> str:

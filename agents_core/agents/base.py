@@ -69,6 +69,9 @@ class BaseAgent(ABC):
         (parallel, loop, agent tools) pass a context made with ``ctx.for_branch``.
         """
         ctx = ctx.for_agent(self.name)
+        resume = ctx.invocation.resume
+        if resume is not None and (running := resume.reopen(self.name, ctx.branch)):
+            ctx = ctx.within(running)  # it parked: it goes on in its own span
         span, parent = ctx.span_id, ctx.parent_span_id
         start = ctx.built_event(EventType.AGENT_START, span_id=span, parent_span_id=parent)
         yield start

@@ -14,7 +14,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agents_core.spans import Span, SpanCost
+from agents_core.span_costs import SpanCost
+from agents_core.spans import Span
 from studio import wire
 from studio.api.serializers import RunSerializer
 from studio.models import Run, Session

@@ -13,6 +13,7 @@ from agents_core.approvals import ApprovalBroker, ApprovalDecision, ApprovalPoli
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.policies import Condition, PolicyRule
 from agents_core.resume import ResumePoint
+from agents_core.spans import spans_of
 from agents_core.testing import (
     ScriptedModel,
     ScriptedResponse,
@@ -247,3 +248,33 @@ async def test_without_parking_a_call_still_waits_in_its_run(
             runner.approvals.decide(approve(1))
     assert EventType.RUN_PARKED not in [e.type for e in events]
     assert ran == [("pay", {"amount": 1})]
+
+
+async def test_spans_end_the_parked_executions_agents_and_keep_the_wait_whole(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    model = ScriptedModel([tool_call("pay", "c1", amount=8), reply("done")])
+    parking = ApprovalBroker(parks=True)
+    runner = Runner(agent(model), session_service=sessions, breakers=breakers, approvals=parking)
+    first = await turn(runner, "go")
+    woken = ApprovalBroker(parks=True)
+    woken.deliver(approve(8), session_id="s")
+    again = Runner(agent(model), session_service=sessions, breakers=breakers, approvals=woken)
+    await turn(again, None, invocation_id=first[-1].invocation_id)
+    session = await sessions.get_session(app_name="agents", user_id="u", session_id="s")
+    assert session is not None
+    spans = spans_of(e.to_wire() for e in session.events)
+    [agent_span] = [s for s in spans if s.kind == "agent"]  # one span, across parking
+    assert (agent_span.status, agent_span.attributes.get("resumed")) == ("ok", True)
+    assert agent_span.start == first[1].created_at
+    assert agent_span.end == session.events[-1].created_at
+    starts = [e for e in session.events if e.type is EventType.AGENT_START]
+    assert len(starts) == 2 and starts[0].span_id == starts[1].span_id
+    parked_view = spans_of(e.to_wire() for e in first)  # as a viewer saw it, parked
+    [while_parked] = [s for s in parked_view if s.kind == "agent"]
+    assert (while_parked.status, while_parked.end) == ("ok", first[-1].created_at)
+    [wait] = [s for s in spans if s.kind == "human"]
+    [tool] = [s for s in spans if s.kind == "tool"]
+    assert wait.status == "ok" and wait.start == first[-2].created_at
+    assert tool.start <= wait.start and tool.end is not None and tool.end >= wait.end  # type: ignore[operator]
+    assert not [s for s in spans if s.status == "open"]

@@ -24,8 +24,9 @@ from agents_core.contracts import Cost
 from agents_core.events import new_id
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.policies import Condition, PolicyRule
+from agents_core.span_costs import SpanCost
 from agents_core.span_upgrade import upgrade
-from agents_core.spans import Span, SpanCost, SpanTree, spans_of
+from agents_core.spans import Span, SpanTree, spans_of
 from agents_core.testing import ScriptedModel, reply, tool_call
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.control import exit_loop_tool

@@ -167,13 +167,16 @@ def test_a_live_multi_agent_run_draws_lanes_arrows_and_open_spans_that_close(
     open_waterfall(page, session_id)
     api.post(f"/api/sessions/{session_id}/messages/", {"text": "work it out as a team"})
 
-    # The call waits for approval: the spans that wait with it are open, and tick.
+    # The call waits for approval: the call and its wait are open, and tick; the run
+    # parked, so its agents' spans end there, marked so.
     wait = row(page, "approval", "human")
     expect(wait).to_have_attribute("data-status", "open")
     opened = page.locator(".wf-span[data-status=open]")
-    expect(opened).to_have_count(4)
+    expect(opened).to_have_count(2)
     names = opened.evaluate_all("els => els.map(e => e.dataset.name)")
-    assert sorted(names) == ["approval", "calculator", "lead", "team_live"]
+    assert sorted(names) == ["approval", "calculator"]
+    for name in ("lead", "team_live"):
+        expect(row(page, name, "agent").locator(".wf-chip", has_text="parked")).to_be_visible()
     expect(wait.locator(".wf-bar.open")).to_be_visible()
     clock = wait.locator(".wf-dur")
     first = clock.inner_text()
@@ -190,6 +193,9 @@ def test_a_live_multi_agent_run_draws_lanes_arrows_and_open_spans_that_close(
 
     decide(api, session_id, "approve")
     expect(wait).to_have_attribute("data-status", "ok")  # closed by its event
+    # One span per agent across the parking: the run went on in it.
+    expect(row(page, "lead", "agent")).to_have_count(1)
+    expect(row(page, "lead", "agent").locator(".wf-chip")).to_contain_text(["parked, went on"])
     expect(page.locator(".wf-run-head .badge")).to_have_text("succeeded")
     expect(page.locator(".wf-span[data-status=open]")).to_have_count(0)
     expect(page.locator(".wf-bar.open")).to_have_count(0)

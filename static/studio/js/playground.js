@@ -4,7 +4,7 @@
 import { api, ApiError } from "./lib/api.js";
 import { h, readJsonScript } from "./lib/dom.js";
 import { ChatView } from "./lib/chat_view.js";
-import { isActiveRun, SessionSocket, showConnection } from "./lib/live.js";
+import { isActiveRun, isExecuting, SessionSocket, showConnection } from "./lib/live.js";
 import { toast } from "./lib/ui.js";
 
 const HISTORY_EVENTS = 400; // a continued session shows this many of its latest events
@@ -255,7 +255,7 @@ function afterChange() {
     $("send").disabled = sending || active || !agent;
     $("stop").hidden = !active;
     $("stop").disabled = false;
-    $("pause").hidden = !active || run.status === "queued";
+    $("pause").hidden = !isExecuting(run);
     $("pause").disabled = false;
     $("pause").textContent = run?.status === "paused" ? "Resume" : "Pause";
     $("resume-from-last-step").hidden = run?.status !== "interrupted" || sending;

@@ -5,7 +5,7 @@
 
 import { api } from "./lib/api.js";
 import { h, pretty, readJsonScript } from "./lib/dom.js";
-import { isActiveRun, SessionSocket, showConnection, WAITING_LABELS } from "./lib/live.js";
+import { isActiveRun, isExecuting, SessionSocket, showConnection, WAITING_LABELS } from "./lib/live.js";
 import { TimelineView } from "./lib/timeline_view.js";
 import { tallyText } from "./lib/calls.js";
 import { formatClock, formatDuration, formatTokens, toast } from "./lib/ui.js";
@@ -179,7 +179,7 @@ function showRun() {
   badge.textContent = status === "waiting" ? "waiting for approval" : status;
   if (!active) return;
   cancelButton.disabled = false;
-  pauseButton.hidden = currentRun.status === "queued";
+  pauseButton.hidden = !isExecuting(currentRun);
   pauseButton.disabled = false;
   pauseButton.textContent = currentRun.status === "paused" ? "Resume" : "Pause";
   $("run-state").textContent = currentRun.status;

@@ -62,6 +62,9 @@ export class ChatView {
       case "run_paused":
         this.bubble("policy paused", "Paused", textOf(event) || "paused", event);
         break;
+      case "run_parked":
+        this.bubble("policy paused", "Parked", "waiting for your decision; the run holds nothing until then", event);
+        break;
       case "run_resumed":
         this.bubble("policy resumed", "Resumed", "the run goes on", event);
         break;

@@ -155,8 +155,14 @@ export function showConnection(el, state, detail) {
   el.title = detail || "";
 }
 
+/** Whether ``run`` is not over: queued, executing, paused, or parked on a person. */
 export function isActiveRun(run) {
-  return Boolean(run) && (run.status === "queued" || run.status === "running" || run.status === "paused");
+  return Boolean(run) && ["queued", "running", "paused", "waiting"].includes(run.status);
+}
+
+/** Whether ``run`` executes somewhere now, so it can be paused (a parked one cannot). */
+export function isExecuting(run) {
+  return Boolean(run) && (run.status === "running" || run.status === "paused");
 }
 
 export const WAITING_LABELS = {

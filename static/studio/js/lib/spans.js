@@ -81,6 +81,9 @@ export class SpanStore {
       case "agent_end":
         this.close(wire, "ok");
         break;
+      case "run_parked": // the execution stopped on a person: its agents' spans end here
+        this.parked(wire);
+        break;
       case "agent_message":
         this.model(wire);
         break;
@@ -138,8 +141,9 @@ export class SpanStore {
   finish(invocationId, atIso, error = null) {
     const at = micros(atIso);
     for (const span of this.byId.values()) {
-      if (span.invocation_id !== invocationId || span.end !== null) continue;
-      span.end = Math.max(at, span.start);
+      const parked = Boolean(span.attributes.parked) && error !== null; // never went on
+      if (span.invocation_id !== invocationId || (span.end !== null && !parked)) continue;
+      span.end = span.end ?? Math.max(at, span.start);
       span.status = error === null ? "ok" : "error";
       if (error !== null && span.error === undefined) span.error = error;
       this.touch(span);
@@ -206,11 +210,29 @@ export class SpanStore {
       };
       this.byId.set(spanId, span);
       this.touch(span);
+    } else if (span.attributes.parked) { // it goes on after parking
+      delete span.attributes.parked;
+      span.attributes.resumed = true;
+      span.end = null;
+      span.end_seq = null;
+      span.status = "open";
+      this.touch(span);
     } else if (span.start_seq === null && (wire.seq ?? null) !== null) {
       span.start_seq = wire.seq;
       this.touch(span);
     }
     return span; // a model call's later streamed chunks change nothing: no redraw
+  }
+
+  parked(wire) {
+    for (const span of this.byId.values()) {
+      if (span.kind !== "agent" || span.end !== null || span.invocation_id !== wire.invocation_id) continue;
+      span.end = Math.max(micros(wire.created_at), span.start);
+      span.end_seq = wire.seq ?? null;
+      span.status = "ok";
+      span.attributes.parked = true;
+      this.touch(span);
+    }
   }
 
   close(wire, status, spanId = wire.span_id) {

@@ -179,6 +179,10 @@ export class TimelineView {
         break;
       case "tool_started": // the effect journal: the tool call's own row already shows it
         break;
+      case "run_parked":
+        this.place(inv, event, this.row(event, "Parked · waiting on a person", h("div", { class: "text" },
+          "The run holds nothing until the call is decided (or times out); then it goes on from here.")));
+        break;
       case "run_paused":
       case "run_resumed":
         this.place(inv, event, this.row(event, event.type === "run_paused" ? "Paused" : "Resumed", this.textBlock(event)));

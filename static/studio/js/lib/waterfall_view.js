@@ -585,6 +585,8 @@ function chips(span) {
   const a = span.attributes;
   if (a.iteration !== undefined) found.push(h("span", { class: "wf-chip iter" }, `#${a.iteration}`));
   if (a.transfer_to) found.push(h("span", { class: "wf-chip via" }, `→ ${a.transfer_to}`));
+  if (a.parked) found.push(h("span", { class: "wf-chip via", title: "The run waits on a person and holds nothing until the call is decided" }, "parked"));
+  if (a.resumed) found.push(h("span", { class: "wf-chip via", title: "It waited on a person, parked, and went on once decided" }, "parked, went on"));
   if (a.outcome && a.outcome !== "done") found.push(h("span", { class: "wf-chip error" }, a.outcome));
   const decided = decisionChip(span);
   if (decided) found.push(h("span", { class: `wf-chip ${decided[1]}` }, decided[0]));
