@@ -4,7 +4,9 @@ A step is what a person would call one thing the run did: the user's message, on
 model reply (its text, thinking, structured answer and the tools it chose), one tool
 call with its result, an error, an approval, a question, a policy decision. Its ``key``
 says who took it and what kind it is (``author``, ``branch``, ``kind``, and for a tool
-call or an approval the tool's name); its ``content`` is the JSON compared, without what
+call or an approval the tool's name), with the run's root agent written ``ROOT``: the
+steps of two agents (a duplicate with a new prompt) pair up as their versions' do, and
+their sub-agents by their paths below the root. Its ``content`` is the JSON compared, without what
 differs in every run (ids, seqs, times, span ids, call ids, hashes) and without its
 figures (tokens, cost, latency), which are shown beside it but never make it "changed".
 
@@ -36,6 +38,7 @@ NOT_STEPS = frozenset(
         EventType.RUN_RESUMED,
     }
 )
+ROOT = "(root)"
 MESSAGE = "model_reply"
 TOOL = "tool_call"
 _VOLATILE = frozenset({"call_id", "args_hash", "span_id", "signature", "decided_by", "answered_by"})
@@ -59,11 +62,18 @@ class Step:
     cost: Decimal | None = None
     cost_currency: str = ""
     latency_ms: float | None = None
+    root: str = ""
+    """The run's root agent (``key`` writes it ``ROOT``)."""
     _fingerprint: str = field(default="", repr=False)
 
     @property
     def key(self) -> tuple[str, ...]:
-        return self.author, self.branch, self.kind, self.tool
+        return self._relative(self.author), self._relative(self.branch), self.kind, self.tool
+
+    def _relative(self, path: str) -> str:
+        if not self.root or not (path == self.root or path.startswith(f"{self.root}.")):
+            return path
+        return ROOT + path[len(self.root) :]
 
     @property
     def fingerprint(self) -> str:
@@ -82,6 +92,16 @@ def canonical(value: Any) -> str:
 
 def steps_of(events: Iterable[core_events.Event]) -> list[Step]:
     """The steps of a run's stored events, in seq order."""
+    steps = _steps(events)
+    # The root agent heads every agent's path (``branch``): the first reply may be a
+    # sub-agent's (a sequential agent's first step), never the root's own.
+    root = next((step.branch.split(".")[0] for step in steps if step.author != "user"), "")
+    for step in steps:
+        step.root = root
+    return steps
+
+
+def _steps(events: Iterable[core_events.Event]) -> list[Step]:
     steps: list[Step] = []
     open_calls: dict[str, Step] = {}
     for event in events:

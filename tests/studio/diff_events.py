@@ -23,9 +23,11 @@ class Script:
     invocation: str = field(default_factory=ev.new_id)
     _calls: int = 0
 
-    def _add(self, type_: ev.EventType, author: str, **fields: Any) -> ev.Event:
+    def _add(self, type_: ev.EventType, agent: str, **fields: Any) -> ev.Event:
+        """An event of ``agent``: its path (``root.helper``), whose last name is its author."""
         seq = self.offset + len(self.events) + 1
-        fields.setdefault("branch", author if author != "user" else None)
+        author = agent.rsplit(".", 1)[-1]
+        fields.setdefault("branch", agent if agent != "user" else None)
         event = ev.Event(
             type=type_,
             invocation_id=self.invocation,

@@ -187,10 +187,24 @@ def test_another_tool_and_an_error_show_as_removed_and_added_steps() -> None:
 
 
 def test_a_sub_agents_steps_pair_by_its_path() -> None:
-    a = Script().user("go").call("lookup", {"q": "x"}, "1", agent="helper").say("done")
-    b = Script().user("go").call("lookup", {"q": "x"}, "1", agent="other").say("done")
-    statuses = [row.status for row in compare(record(a), record(b)).rows]
-    assert statuses == ["same", "removed", "removed", "added", "added", "same"]
+    a = Script().user("go").call("lookup", {"q": "x"}, "1", agent="root.helper").say("done")
+    b = Script().user("go").call("lookup", {"q": "x"}, "1", agent="root.other").say("done")
+    rows = compare(record(a), record(b)).rows
+    assert [row.status for row in rows] == ["same", "removed", "removed", "added", "added", "same"]
+    assert rows[3].step.key == ("other", "(root).other", MESSAGE, "")
+
+
+def test_two_agents_steps_pair_below_their_roots() -> None:
+    # A duplicate of an agent under another name: its steps pair with the original's.
+    a = Script().user("go").call("lookup", {"q": "x"}, "1", agent="calc.helper")
+    a.say("5", agent="calc")
+    b = Script().user("go").call("lookup", {"q": "x"}, "1", agent="calc2.helper")
+    b.say("6", agent="calc2")
+    rows = compare(record(a), record(b)).rows
+    assert [row.status for row in rows] == ["same", "same", "same", "changed"]
+    assert rows[3].a is not None and rows[3].b is not None
+    assert (rows[3].a.author, rows[3].b.author) == ("calc", "calc2")
+    assert rows[3].a.key == rows[3].b.key == ("(root)", "(root)", MESSAGE, "")
 
 
 def test_state_deltas_are_merged_per_run_and_compared() -> None:
