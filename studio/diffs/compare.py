@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agents_core import events as core_events
 from studio import costs
@@ -62,10 +62,8 @@ class Row:
     @property
     def step(self) -> Step:
         """The step this row is about (``a``'s unless only ``b`` has one)."""
-        found = self.a or self.b
-        if found is None:
-            raise ValueError("a row has a step on one side at least")
-        return found
+        # Never both None: every row holds a step of one run at least (``_row``).
+        return self.a if self.a is not None else cast("Step", self.b)
 
     def swapped(self) -> Row:
         changes = tuple(change.swapped() for change in self.changes)

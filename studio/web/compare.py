@@ -127,7 +127,7 @@ def run_label(run: Run) -> str:
     """``Weather · “What is…” · Mar 4 14:02 · succeeded``: a run as a picker lists it."""
     message = run.message if len(run.message) <= 40 else f"{run.message[:39]}…"
     title = run.session.title or "Untitled session"
-    when = run.created_at.strftime("%b %-d %H:%M")
+    when = f"{run.created_at:%b} {run.created_at.day} {run.created_at:%H:%M}"
     return f"{title} · “{message}” · {when} · {run.status}"
 
 

@@ -127,3 +127,20 @@ def test_the_session_list_and_page_lead_to_compare(ada: User) -> None:
     assert f'name="session" value="{session.pk}" form="compare-sessions"' in listing
     page = client.get(f"/sessions/{session.pk}/").content.decode()
     assert f'href="/compare/?a={run.pk}" data-testid="compare-with"' in page
+
+
+def test_long_identical_stretches_fold_up_beside_the_differences(ada: User) -> None:
+    session = make_session(ada)
+    a, b = Script().user("count"), Script().user("count")
+    for n in range(12):
+        a.say(f"step {n}")
+        b.say(f"step {n}")
+    a.say("done: 12")
+    b.say("done: 13")
+    run_a, run_b = stored_run(session, a, minutes_ago=5), stored_run(session, b)
+    html = signed_in(ada).get(f"/compare/?a={run_a.pk}&b={run_b.pk}").content.decode()
+    # 13 identical steps before the change: 3 shown beside it, the 10 before folded.
+    assert '<summary>10 identical steps</summary>' in html
+    assert statuses(html) == ["same"] * 13 + ["changed"]
+    folded = html.index('class="cmp-fold"')
+    assert html.index("step 9") > folded and html.index("done: 13") > html.index("step 11")
