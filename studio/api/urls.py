@@ -10,6 +10,7 @@ from studio.api import (
     budgets,
     catalogue,
     costs,
+    diffs,
     mcp,
     memories,
     prompts,
@@ -82,6 +83,8 @@ urlpatterns = [
         artifacts.ArtifactDownloadView.as_view(),
         name="api-artifact-download",
     ),
+    # Before the router's runs/<pk>/, which would take "compare" for a run's id.
+    path("runs/compare/", diffs.RunCompareView.as_view(), name="api-run-compare"),
     path("skills/", skills.SkillListView.as_view(), name="api-skills"),
     path("skills/<str:name>/", skills.SkillDetailView.as_view(), name="api-skill"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -144,6 +144,7 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "data": data,
             "artifacts": artifacts.panel(session),
             "decisions": session.approval_decisions.order_by("decided_at")[:TIMELINE_DECISIONS],
+            "latest_run": runs[0] if runs else None,  # "Compare with…" starts from it
         },
     )
 

@@ -342,6 +342,10 @@ def site(objects: dict[str, Objects], contexts: dict[str, BrowserContext]) -> Si
         # admin's change page for staff.
         stdio = reverse("mcp-server-edit", kwargs={"pk": mine.stdio_server})
         visits[user].append(Visit(stdio, "mcp-server-edit-stdio", 403 if user == "demo" else 200))
+        # Comparing runs: the picker alone is the route's page; here two runs compared
+        # (the user's one run with itself; tests/e2e/test_pages_compare.py compares two).
+        compared = f"{reverse('run-compare')}?a={mine.run}&b={mine.run}"
+        visits[user].append(Visit(compared, "run-compare-runs"))
     return Site(visits, sorted(actions), sorted(unfilled))
 
 
@@ -357,6 +361,7 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     assert "memories" in names and {"memory-edit", "memory-delete"} <= set(site.actions)
     assert {"skills", "skill"} <= names and "skill-delete" in set(site.actions)
     assert "mcp-tokens" in names and "mcp-token-revoke" in site.actions
+    assert {"run-compare", "run-compare-runs"} <= names
     assert not names & set(site.actions)
 
 

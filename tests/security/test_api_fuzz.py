@@ -10,12 +10,12 @@ WSGI rather than ASGI: both hand requests to the same Django views, and WSGI kee
 request on this thread, inside a savepoint rolled back after it, so the examples do not
 see each other's writes and the fixture objects survive every DELETE.
 
-Half of the requests to an operation with an ``{id}`` name one of the user's own
-objects (the other half a generated id), and half of the bodies that name an agent name
-the user's own, so the fuzzer gets past the 404s and "no such agent"s. An AgentSpec is
-recursive (sub-agents are specs), which schemathesis's generator does not follow (it
-sends any JSON value): specs come from ``agent_specs()`` below instead, naming the
-user's model or an unknown one.
+Half of the requests to an operation with an ``{id}`` (or, comparing runs, run ids in
+its query) name one of the user's own objects (the other half a generated id), and half
+of the bodies that name an agent name the user's own, so the fuzzer gets past the 404s
+and "no such agent"s. An AgentSpec is recursive (sub-agents are specs), which
+schemathesis's generator does not follow (it sends any JSON value): specs come from
+``agent_specs()`` below instead, naming the user's model or an unknown one.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def test_every_api_route_is_in_the_schema() -> None:
         "POST /api/sessions/{id}/approvals/",
         "POST /api/runs/{id}/cancel/",
         "DELETE /api/models/{id}/",
+        "GET /api/runs/compare/",
     ):
         assert expected in labels
     assert len(labels) >= 32
@@ -127,6 +128,12 @@ class Fixtures:
         if owned is None or "{id}" not in path:
             return {}
         return {"id": str(owned.pk), **({"number": 1} if "{number}" in path else {})}
+
+    def query_ids(self, path: str) -> dict[str, Any]:
+        """Query parameters naming the user's own objects, or {} for other operations."""
+        if path == "/api/runs/compare/":  # two runs: here one run, compared with itself
+            return {"a": str(self.run.pk), "b": str(self.run.pk)}
+        return {}
 
 
 @pytest.fixture
@@ -197,6 +204,9 @@ def cases(operation: Any, fixtures: Fixtures) -> st.SearchStrategy[Any]:
         own = operation.as_strategy(
             generation_mode=GenerationMode.POSITIVE, path_parameters=own_ids
         )
+        generated = st.one_of(generated, own)
+    if own_query := fixtures.query_ids(operation.path):
+        own = operation.as_strategy(generation_mode=GenerationMode.POSITIVE, query=own_query)
         generated = st.one_of(generated, own)
     extras = st.tuples(st.booleans(), agent_specs(fixtures.model.name))
     return st.tuples(generated, extras).map(lambda pair: _complete(pair[0], *pair[1], fixtures))

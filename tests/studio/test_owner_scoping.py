@@ -42,6 +42,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/sessions/{session}/", "delete", None, 204),
     ("/api/runs/{run}/", "get", None, 200),
     ("/api/runs/{run}/cancel/", "post", None, 200),
+    ("/api/runs/compare/?a={run}&b={run}", "get", None, 200),
 ]
 
 LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/"]
