@@ -11,7 +11,8 @@ differs in every run (ids, seqs, times, span ids, call ids, hashes) and without 
 figures (tokens, cost, latency), which are shown beside it but never make it "changed".
 
 Bookkeeping events are not steps: an agent's start and end, the effect journal's
-``tool_started``, waits for a rate limit, pauses and resumes.
+``tool_started``, waits for a rate limit, pauses and resumes, and parking on a person
+(a parked run and one that waited in its execution did the same steps).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ NOT_STEPS = frozenset(
         EventType.RATE_LIMIT_WAIT,
         EventType.RUN_PAUSED,
         EventType.RUN_RESUMED,
+        EventType.RUN_PARKED,
     }
 )
 ROOT = "(root)"
