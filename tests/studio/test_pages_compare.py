@@ -140,7 +140,7 @@ def test_long_identical_stretches_fold_up_beside_the_differences(ada: User) -> N
     run_a, run_b = stored_run(session, a, minutes_ago=5), stored_run(session, b)
     html = signed_in(ada).get(f"/compare/?a={run_a.pk}&b={run_b.pk}").content.decode()
     # 13 identical steps before the change: 3 shown beside it, the 10 before folded.
-    assert '<summary>10 identical steps</summary>' in html
+    assert "<summary>10 identical steps</summary>" in html
     assert statuses(html) == ["same"] * 13 + ["changed"]
     folded = html.index('class="cmp-fold"')
     assert html.index("step 9") > folded and html.index("done: 13") > html.index("step 11")
