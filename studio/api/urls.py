@@ -10,6 +10,7 @@ from studio.api import (
     budgets,
     catalogue,
     costs,
+    forks,
     mcp,
     memories,
     prompts,
@@ -81,6 +82,10 @@ urlpatterns = [
         "sessions/<uuid:id>/artifacts/<str:name>/download/",
         artifacts.ArtifactDownloadView.as_view(),
         name="api-artifact-download",
+    ),
+    path("sessions/<uuid:id>/forks/", forks.ForkListView.as_view(), name="api-session-forks"),
+    path(
+        "sessions/<uuid:id>/continue/", forks.ContinueView.as_view(), name="api-session-continue"
     ),
     path("skills/", skills.SkillListView.as_view(), name="api-skills"),
     path("skills/<str:name>/", skills.SkillDetailView.as_view(), name="api-skill"),

@@ -51,6 +51,17 @@ class Run(models.Model):
     )
     """The interrupted run this one goes on from (``services.resume_interrupted_run``):
     it has no user message of its own and reads the record its predecessor left."""
+    copied_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+        help_text="The parent session's run this one copies up to a fork point, if any.",
+    )
+    """A fork's copy of a run of its parent (``services.forks``): it shows what that run
+    did and used up to the fork point, and is never counted again (figures, costs)."""
 
     class Meta:
         ordering = ["-created_at"]
