@@ -133,7 +133,7 @@ def _copy_runs(
                 f"forked at #{point.seq}: this copy of the run ends there; go on from it "
                 "with the fork"
             )
-            copy.ended_at = max(point.created_at, copy.started_at or copy.created_at)
+            copy.ended_at = max(point.created_at, original.started_at or original.created_at)
             copy.timing = None
         copies[original.pk] = copy
     Run.objects.bulk_create(copies.values())

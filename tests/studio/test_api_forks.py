@@ -14,6 +14,7 @@ from studio.models import Run, RunStatus, Session
 from tests.studio.conftest import client_for, make_agent, make_session, remote_model
 from tests.support.forks import QUESTION, RESULT, recorded_session
 from tests.support.live import (
+    open_socket,
     run_manager,  # noqa: F401  (an autouse fixture)
     stored,
     watch,
@@ -36,7 +37,7 @@ def fork(user: User, session: Session, **body: Any) -> Any:
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_fork_at_an_edited_tool_result_goes_on_live_and_the_model_reads_the_edit(
-    ada: User,
+    ada: User, bob: User
 ) -> None:
     with OpenAIServer(models=["fake-model"]) as server:
         server.reply(REPLY)
@@ -54,6 +55,10 @@ async def test_a_fork_at_an_edited_tool_result_goes_on_live_and_the_model_reads_
         )
         await viewer.close()
         [request] = server.requests
+        # Another user's socket to the fork closes as for a session that does not exist.
+        foreign, connected = await open_socket(application, forked.pk, bob)
+        assert connected
+        assert await foreign.receive_output(timeout=5) == {"type": "websocket.close", "code": 4404}
 
     # The model read the record as the fork holds it: the question, and the edited result.
     said = [m["content"] for m in request.messages if m["role"] == "user"]

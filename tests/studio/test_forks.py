@@ -209,3 +209,21 @@ def test_going_on_without_a_message_needs_a_point_the_model_answers_next(
     assert (resumed.resumed_from_id, resumed.message, resumed.start_seq) == (cut.pk, "", 4)
     assert resumed.status == RunStatus.QUEUED
     assert at_result.runs.count() == 2
+
+
+def test_a_session_whose_run_is_still_active_forks_with_that_run_cut_short(
+    parent: Session,
+) -> None:
+    queued = services.start_run(parent, "and 3 + 3?")  # stored at #11; never claimed here
+    fork = forks.fork_session(parent, 11)
+    last = fork.runs.order_by("-created_at").first()
+    assert last is not None
+    assert (last.copied_from_id, last.status, last.error_code) == (
+        queued.pk,
+        RunStatus.INTERRUPTED,
+        FORKED,
+    )
+    assert last.ended_at is not None and last.start_seq == 10
+    queued.refresh_from_db()
+    assert queued.status == RunStatus.QUEUED  # the parent's run goes on as it was
+    assert forks.can_go_on_without_message(fork)
