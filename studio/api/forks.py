@@ -85,7 +85,8 @@ class TreeSessionSerializer(serializers.Serializer[object]):
     id = serializers.UUIDField()
     title = serializers.CharField()
     status = serializers.CharField()
-    parent = serializers.UUIDField(source="parent_id", allow_null=True)
+    # A field (the serializer's metaclass takes it off the class), not Serializer.parent.
+    parent = serializers.UUIDField(source="parent_id", allow_null=True)  # type: ignore[assignment]
     fork_seq = serializers.IntegerField(allow_null=True)
     fork_event_id = serializers.CharField()
     created_at = serializers.DateTimeField()

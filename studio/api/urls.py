@@ -84,9 +84,7 @@ urlpatterns = [
         name="api-artifact-download",
     ),
     path("sessions/<uuid:id>/forks/", forks.ForkListView.as_view(), name="api-session-forks"),
-    path(
-        "sessions/<uuid:id>/continue/", forks.ContinueView.as_view(), name="api-session-continue"
-    ),
+    path("sessions/<uuid:id>/continue/", forks.ContinueView.as_view(), name="api-session-continue"),
     path("skills/", skills.SkillListView.as_view(), name="api-skills"),
     path("skills/<str:name>/", skills.SkillDetailView.as_view(), name="api-skill"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

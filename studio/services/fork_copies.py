@@ -63,7 +63,7 @@ def edited(event: core_events.Event, text: str, call_id: str | None) -> core_eve
     delta = {
         k: text if v == original and original else v for k, v in event.actions.state_delta.items()
     }
-    info = core_events.EditInfo(what=what, original=original)  # type: ignore[arg-type]
+    info = core_events.EditInfo(what=what, original=original)
     actions = event.actions.model_copy(update={"state_delta": delta})
     return event.model_copy(update={"parts": parts, "actions": actions, "edited": info})
 

@@ -142,7 +142,8 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
         "fork": {"resumable": forks.can_go_on_without_message(session)},
     }
     # Indented by depth, at most MAX_TREE_INDENT steps (studio.css: .fork-tree .depth-N).
-    tree = [(row, min(depth, MAX_TREE_INDENT)) for row, depth in forks.tree_rows(forks.fork_tree(session))]
+    rows = forks.tree_rows(forks.fork_tree(session))
+    tree = [(row, min(depth, MAX_TREE_INDENT)) for row, depth in rows]
     return render(
         request,
         "studio/session_timeline.html",

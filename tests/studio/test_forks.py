@@ -16,7 +16,7 @@ from studio.services import forks
 from studio.services.fork_copies import FORKED
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_agent, make_session
-from tests.support.forks import ANSWER, E, QUESTION, RESULT, call, record_turn, recorded_session
+from tests.support.forks import ANSWER, RESULT, E, call, record_turn, recorded_session
 
 pytestmark = pytest.mark.django_db
 

@@ -27,7 +27,7 @@ def record_turn(session: Session, text: str, steps: list[dict[str, Any]]) -> Run
         run = records.queue_run(Session.objects.select_for_update().get(pk=session.pk), text)
     assert records.claim_run(run, owner="test:1:fork", lease_s=30)
 
-    def event(type: core_events.EventType, **fields: Any) -> core_events.Event:  # noqa: A002
+    def event(type: core_events.EventType, **fields: Any) -> core_events.Event:
         return core_events.Event(
             type=type,
             invocation_id=run.invocation_id,
