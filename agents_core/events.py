@@ -42,6 +42,11 @@ field with a default, no new version).
 Artifacts (a field with a default, no new version): a ``tool_response`` whose tool saved
 artifacts says which, in ``actions.artifact_delta`` (name -> version saved); the bytes
 live in the run's artifact service, never in the event.
+
+Edits (a field with a default, no new version): a fork's copy of its fork point may be
+edited by the user before the fork goes on (studio's ``services.forks``); ``edited``
+says what was changed and what it said before, so a timeline shows it was not what the
+model, the tool or the user originally produced.
 """
 
 from __future__ import annotations
@@ -286,6 +291,16 @@ class FallbackInfo(Contract):
     reason: str = ""
 
 
+class EditInfo(Contract):
+    """The user changed this event's content when forking at it: ``what`` (their
+    message's text, a tool's result, or the model's reply text) and what it said
+    before (``original``); ``call_id`` names the tool call whose result changed."""
+
+    what: Literal["user_message", "tool_result", "reply"]
+    original: str
+    call_id: str | None = None
+
+
 def new_id() -> str:
     """A random UUID4, as 32 hex digits: ``uuid.uuid4().hex`` without building a
     ``UUID`` (a turn makes some fifteen ids, and the object cost 4x the randomness)."""
@@ -327,6 +342,8 @@ class Event(Contract):
     hooks: list[HookNote] = Field(default_factory=list)
     """Hooks that changed this model or tool call, in the order they ran."""
     fallback: FallbackInfo | None = None
+    edited: EditInfo | None = None
+    """The user edited it in a fork (see the module docstring)."""
     model: str | None = None
     """The model (its registry name) that answered, for agents with a chain or cache."""
     cached: bool = False

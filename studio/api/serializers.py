@@ -351,6 +351,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "error_message",
             "timing",
             "resumed_from",
+            "copied_from",
         ]
         read_only_fields = fields
 

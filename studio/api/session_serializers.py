@@ -50,6 +50,9 @@ class SessionSerializer(serializers.ModelSerializer[Session]):
             "cost_complete",
             "created_at",
             "updated_at",
+            "parent",
+            "fork_seq",
+            "fork_event_id",
         ]
         read_only_fields = [f for f in fields if f != "title"]
 

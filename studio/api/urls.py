@@ -11,6 +11,7 @@ from studio.api import (
     catalogue,
     costs,
     diffs,
+    forks,
     mcp,
     memories,
     prompts,
@@ -85,6 +86,8 @@ urlpatterns = [
     ),
     # Before the router's runs/<pk>/, which would take "compare" for a run's id.
     path("runs/compare/", diffs.RunCompareView.as_view(), name="api-run-compare"),
+    path("sessions/<uuid:id>/forks/", forks.ForkListView.as_view(), name="api-session-forks"),
+    path("sessions/<uuid:id>/continue/", forks.ContinueView.as_view(), name="api-session-continue"),
     path("skills/", skills.SkillListView.as_view(), name="api-skills"),
     path("skills/<str:name>/", skills.SkillDetailView.as_view(), name="api-skill"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),

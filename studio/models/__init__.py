@@ -23,6 +23,7 @@ from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.sessions import base as core_sessions
 from studio import costs, crypto
+from studio.models.forks import ForkOrigin
 
 DEFAULT_APP_NAME = "studio"
 SESSION_KEY_MAX_LENGTH = 200
@@ -221,11 +222,8 @@ class RunStatus(models.TextChoices):
     INTERRUPTED = "interrupted"
 
 
-ACTIVE_RUN_STATUSES = frozenset(
-    {RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.WAITING}
-)
 AWAITING_RUN_STATUSES = frozenset({RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.WAITING})
-"""Statuses of a run that may wait on a person: executing, or parked on them."""
+ACTIVE_RUN_STATUSES = AWAITING_RUN_STATUSES | {RunStatus.QUEUED}
 FINISHED_RUN_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.DEGRADED})  # no terminal error
 
 
@@ -250,8 +248,8 @@ def cost_field() -> models.DecimalField[Any, Any]:
     )
 
 
-class Session(models.Model):
-    """A conversation with one pinned agent version.
+class Session(ForkOrigin):
+    """A conversation with one pinned agent version (a fork: ``ForkOrigin``).
 
     ``key`` is the id ``agents_core`` knows the session by: the UUID as a string for
     sessions studio creates, or the id a caller chose (``create_session(session_id=...)``).

@@ -56,6 +56,17 @@ class Run(models.Model):
     """While ``waiting``: when the first of its calls times out (and decides itself)."""
     queued_at = models.DateTimeField(null=True, blank=True, editable=False)
     """When a parked run was queued again to go on (recovery counts from then)."""
+    copied_from = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+        help_text="The parent session's run this one copies up to a fork point, if any.",
+    )
+    """A fork's copy of a run of its parent (``services.forks``): it shows what that run
+    did and used up to the fork point, and is never counted again (figures, costs)."""
 
     class Meta:
         ordering = ["-created_at"]

@@ -68,7 +68,8 @@ class Figures:
 
 def overview(owner: AbstractBaseUser, span: DayRange) -> Figures:
     """``owner``'s figures over ``span``: only runs of their own sessions count."""
-    runs = Run.objects.filter(span.created_in(), session__owner_id=owner.pk)
+    # A fork's copies of its parent's runs happened once, in the parent: not counted again.
+    runs = Run.objects.filter(span.created_in(), session__owner_id=owner.pk, copied_from=None)
     days = {day: Row(day, day.isoformat()) for day in span.days}
     agents: dict[Any, Row] = {}
     total = Row(None, "All")

@@ -342,8 +342,9 @@ def _save(run: Run) -> None:
 
 
 def session_cost(session_id: uuid.UUID) -> costs.Total:
-    """What a session's ended runs cost, all told."""
-    runs = Run.objects.filter(session_id=session_id, ended_at__isnull=False)
+    """What a session's ended runs cost, all told (a fork's copies of its parent's runs
+    cost it nothing: they were paid for once, in the parent)."""
+    runs = Run.objects.filter(session_id=session_id, ended_at__isnull=False, copied_from=None)
     rows = runs.values_list("cost", "cost_currency", "cost_complete")
     return costs.total_of(
         costs.Total(amount, currency, complete) for amount, currency, complete in rows

@@ -19,7 +19,8 @@ from django.views.decorators.http import require_GET, require_POST
 from studio import services
 from studio.api import serializers as s
 from studio.api import session_serializers as ss
-from studio.models import Event, Run, Session
+from studio.models import AgentVersion, Event, Run, Session
+from studio.services import forks
 from studio.web import artifacts
 from studio.web.forms import SessionFilterForm
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
@@ -28,6 +29,7 @@ SESSIONS_PER_PAGE = 25
 TIMELINE_PAGE_SIZE = 250
 """Events the timeline loads at first (the newest) and per "load earlier" click."""
 TIMELINE_RUNS = 100
+MAX_TREE_INDENT = 6
 
 
 # Playground
@@ -133,8 +135,15 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             **_live_urls(),
             "waterfall": reverse("session-waterfall", args=[session.pk]),
             "artifacts": reverse("session-artifacts", args=[session.pk]),
+            "forks": reverse("api-session-forks", args=[session.pk]),
+            "continue": reverse("api-session-continue", args=[session.pk]),
         },
+        "versions": _versions(session),
+        "fork": {"resumable": forks.can_go_on_without_message(session)},
     }
+    # Indented by depth, at most MAX_TREE_INDENT steps (studio.css: .fork-tree .depth-N).
+    rows = forks.tree_rows(forks.fork_tree(session))
+    tree = [(row, min(depth, MAX_TREE_INDENT)) for row, depth in rows]
     return render(
         request,
         "studio/session_timeline.html",
@@ -145,8 +154,21 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "artifacts": artifacts.panel(session),
             "decisions": session.approval_decisions.order_by("decided_at")[:TIMELINE_DECISIONS],
             "latest_run": runs[0] if runs else None,  # "Compare with…" starts from it
+            "fork_tree": tree if len(tree) > 1 else [],
+            "fork_children": [row for row, depth in tree if row.parent_id == session.pk],
         },
     )
+
+
+def _versions(session: Session) -> list[dict[str, Any]]:
+    """The versions of the session's agent a fork of it may go on with, newest first."""
+    if session.agent_version is None:
+        return []
+    rows = AgentVersion.objects.filter(agent_id=session.agent_version.agent_id)
+    return [
+        {"number": number, "note": note, "current": number == session.agent_version.number}
+        for number, note in rows.order_by("-number").values_list("number", "note")[:50]
+    ]
 
 
 @login_required

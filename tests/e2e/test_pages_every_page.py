@@ -192,6 +192,9 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
     )
     skill = api.upload("/api/skills/", "archive", "skill.zip", SKILL_ZIP)
     wait_for_run_end(api, run["id"])
+    # A fork of it, so the session page shows its fork tree (services.forks).
+    last_seq = api.get(f"/api/sessions/{session['id']}/")["last_seq"]
+    api.post(f"/api/sessions/{session['id']}/forks/", {"seq": last_seq})
     return Objects(
         agent=agent["id"],
         model=api.get("/api/models/")["results"][0]["id"],

@@ -38,8 +38,10 @@ from rest_framework.authtoken.models import Token
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from agents_core import events as core_events
 from agents_core import specs as core_specs
 from studio.models import Agent, McpServer, ModelConfig, Run, RunStatus, Session
+from studio.session_service import append_event_sync
 from tests.studio.conftest import make_agent, make_session
 
 EXAMPLES = 100
@@ -77,6 +79,10 @@ STATEFUL_CODES = {
     "artifact_name",
     # A skill's archive or folder: its paths, sizes, text and SKILL.md (agents_core.skills).
     "skill_format",
+    # A fork point: a stored event of the session, and what that event has to edit.
+    "no_such_event",
+    "not_editable",
+    "no_such_call",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
@@ -141,6 +147,17 @@ def fixtures(ada: User) -> Fixtures:
     agent = make_agent(ada)
     session = make_session(ada, agent)
     run = Run.objects.create(session=session, message="hi", status=RunStatus.SUCCEEDED)
+    for event in (  # fork points for POST /api/sessions/{id}/forks/
+        core_events.user_message(session.key, "hi"),
+        core_events.Event(
+            type=core_events.EventType.AGENT_MESSAGE,
+            invocation_id="i",
+            session_id=session.key,
+            author="helper",
+            parts=[core_events.TextPart(text="hello")],
+        ),
+    ):
+        append_event_sync(session.key, event)
     model = ModelConfig.objects.get(owner=ada, name="scripted")
     token = Token.objects.create(user=ada).key
     mcp_server = McpServer.objects.create(

@@ -7,6 +7,7 @@ import { api } from "./lib/api.js";
 import { h, pretty, readJsonScript } from "./lib/dom.js";
 import { isActiveRun, isExecuting, SessionSocket, showConnection, WAITING_LABELS } from "./lib/live.js";
 import { TimelineView } from "./lib/timeline_view.js";
+import { openForkForm } from "./lib/fork.js";
 import { tallyText } from "./lib/calls.js";
 import { formatClock, formatDuration, formatTokens, toast } from "./lib/ui.js";
 
@@ -18,7 +19,7 @@ const session = data.session;
 const $ = (id) => document.getElementById(id);
 const timelineEl = $("timeline");
 const loadEarlier = $("load-earlier");
-const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions, waterfallUrl: data.urls.waterfall });
+const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions, waterfallUrl: data.urls.waterfall, forkable: true });
 
 // The newest stored events, up to session.last_seq as the server read it with the session.
 const newest = data.events || [];
@@ -81,6 +82,15 @@ const socket = new SessionSocket(session.id, {
   onState: (connection, detail) => showConnection($("conn"), connection, detail),
   onError: (frame) => toast(frame.detail || frame.code, { error: true }),
 }).start();
+
+// "Fork here": the form that forks this session at that event (lib/fork.js).
+timelineEl.addEventListener("click", (click) => {
+  const button = click.target instanceof Element ? click.target.closest("button.fork-here") : null;
+  if (!button) return;
+  click.preventDefault(); // inside a tool call's summary: do not fold it
+  const event = events.find((e) => e.seq === Number(button.dataset.forkSeq));
+  if (event) openForkForm(event, { forksUrl: data.urls.forks, timelineUrl: data.urls.timeline, versions: data.versions });
+});
 
 // Older pages
 
@@ -159,18 +169,37 @@ resumeButton.addEventListener("click", async () => {
   if (currentRun?.status !== "interrupted") return;
   resumeButton.disabled = true;
   try {
-    await api(`${data.urls.runs}${currentRun.id}/resume-from-last-step/`, { method: "POST" });
-    toast("Resuming the run from its last step…");
+    if (currentRun.error_code === "forked") {
+      await api(data.urls.continue, { method: "POST", body: {} });
+      toast("Going on from the fork point…");
+    } else {
+      await api(`${data.urls.runs}${currentRun.id}/resume-from-last-step/`, { method: "POST" });
+      toast("Resuming the run from its last step…");
+    }
   } catch (error) {
     toast(error.message, { error: true });
     resumeButton.disabled = false;
   }
 });
 
+// A fork stops where it was forked: its copy of the run cut there reads "interrupted"
+// (error_code "forked"). It goes on from there when the model answers that step next
+// (a user message, a tool result), else from a new message.
+const resumeWhy = $("resume-why").textContent;
+function showForkStop(forked) {
+  $("resume-why").textContent = !forked ? resumeWhy
+    : data.fork.resumable ? "This fork stops at its fork point. Go on from there: the agent reads the record, edits included."
+      : "This fork stops at its fork point, after the model's reply: send a message to go on.";
+  resumeButton.textContent = forked ? "Continue from the fork point" : "Resume from last step";
+  resumeButton.hidden = forked && !data.fork.resumable;
+  $("fork-go-on").hidden = !forked || data.fork.resumable;
+}
+
 function showRun() {
   const active = isActiveRun(currentRun);
   $("runbar").hidden = !active;
   $("resume-bar").hidden = currentRun?.status !== "interrupted";
+  showForkStop(currentRun?.error_code === "forked");
   resumeButton.disabled = false;
   const waiting = active && waitingFor === "approval";
   const status = waiting ? "waiting" : currentRun ? currentRun.status : session.status;

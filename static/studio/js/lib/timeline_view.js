@@ -14,6 +14,7 @@ import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
 import { artifactMarks, attachments, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
+import { editedMark, forkButton } from "./fork.js";
 import { ToolCallView } from "./tool_call.js";
 import { formatClock, formatDuration, formatTime, formatTokens } from "./ui.js";
 import { wallTimeBar } from "./wall_time.js";
@@ -21,8 +22,9 @@ import { wallTimeBar } from "./wall_time.js";
 const PREVIEW_CHARS = 90;
 
 export class TimelineView {
-  constructor(root, { sessionsUrl, waterfallUrl = null }) {
+  constructor(root, { sessionsUrl, waterfallUrl = null, forkable = false }) {
     this.root = root;
+    this.forkable = forkable; // each stored event's row gets a "Fork here" button
     this.sessionsUrl = sessionsUrl;
     this.waterfallUrl = waterfallUrl; // each run and agent step links to its spans there
     this.runs = new Map(); // invocation id -> Run JSON
@@ -294,7 +296,7 @@ export class TimelineView {
       h("span", { class: "icon", "aria-hidden": "true" }, "◆"),
       h("span", { class: "agent", title: event.branch ? `branch ${event.branch}` : null }, event.author),
       h("span", { class: "seq" }, `#${event.seq}`),
-      timer, waiting, this.spanLink(inv, event));
+      timer, waiting, this.spanLink(inv, event), this.forkHere(event));
     const el = h("div", { class: "step", dataset: { seq: event.seq, type: event.type, agent: event.author } }, head, body);
     parent.append(el);
     const step = { inv, el, body, head, timer, waiting, agent: event.author, startMs: Date.parse(event.created_at) };
@@ -319,7 +321,8 @@ export class TimelineView {
   stop(step) {
     const run = this.runs.get(step.inv.id);
     const finished = ["succeeded", "degraded"].includes(run?.status);
-    step.timer.textContent = run && !isActiveRun(run) && !finished ? run.status : "stopped";
+    const stopped = run?.error_code === "forked" ? "forked here" : run?.status;
+    step.timer.textContent = run && !isActiveRun(run) && !finished ? stopped : "stopped";
     step.timer.dataset.stopped = "1";
   }
 
@@ -348,7 +351,11 @@ export class TimelineView {
   row(event, label, ...body) {
     return h("div", { class: `ev ${event.type}`, dataset: { seq: event.seq, type: event.type } },
       h("span", { class: "seq", dataset: { time: event.created_at } }, `#${event.seq}`),
-      h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), figures(event), routeMarks(event), hookMarks(event), degradedMark(event)), ...body));
+      h("div", { class: "body" }, h("div", { class: "line" }, h("span", { class: "kind" }, label), figures(event), routeMarks(event), hookMarks(event), degradedMark(event), editedMark(event), this.forkHere(event)), ...body));
+  }
+
+  forkHere(event) {
+    return this.forkable ? forkButton(event) : null;
   }
 
   textBlock(event) {
@@ -387,6 +394,9 @@ export class TimelineView {
       const attrs = anchored ? {} : { seq: event.seq, type: event.type };
       anchored = true;
       call.answered(part, event, attrs);
+      if (attrs.seq) call.result.querySelector(".label")?.append(" ", this.forkHere(event) || "");
+      const edited = attrs.seq ? editedMark(event) : null;
+      if (edited) call.summary.insertBefore(edited, call.outcomeEl);
       const transfer = event.actions?.transfer_to_agent;
       if (transfer) call.summary.append(h("span", { class: "chip" }, `→ ${transfer}`));
       const saved = artifactMarks(event);
@@ -542,6 +552,7 @@ export class TimelineView {
     const link = earlier?.invocation_id
       ? h("a", { class: "inv-resumed-from", href: `#inv-${earlier.invocation_id}` }, label)
       : label;
+    if (earlier?.error_code === "forked") return ["Went on from the fork point, after ", link];
     return ["Resumed from ", link, " at its last step"];
   }
 
@@ -550,7 +561,7 @@ export class TimelineView {
     if (run?.status !== "interrupted") return [];
     const later = [...this.runsById.values()].find((other) => other.resumed_from === run.id);
     if (!later?.invocation_id) return [];
-    return [" · resumed as ", h("a", { class: "inv-resumed-as", href: `#inv-${later.invocation_id}` }, `run ${later.id.slice(0, 8)}`)];
+    return [run.error_code === "forked" ? " · went on as " : " · resumed as ", h("a", { class: "inv-resumed-as", href: `#inv-${later.invocation_id}` }, `run ${later.id.slice(0, 8)}`)];
   }
 
   updateSummary(inv) {
@@ -559,7 +570,7 @@ export class TimelineView {
     inv.titleEl.replaceChildren(...this.titleOf(inv, run));
     const status = run?.status || (s.terminal ? "failed" : "");
     inv.statusEl.className = `badge ${status}`;
-    inv.statusEl.textContent = status;
+    inv.statusEl.textContent = run?.error_code === "forked" ? "forked here" : status;
     inv.statusEl.hidden = !status;
     const chips = [`${s.events} events`];
     const { input, output } = this.tokens(inv.id, run);
