@@ -172,7 +172,7 @@ async def test_a_paused_redis_delays_no_stored_event_and_viewers_catch_up(
         await viewer.close()
 
 
-async def test_an_approval_decided_through_the_other_server_reaches_the_worker_and_the_run_ends(
+async def test_a_run_parked_on_a_person_frees_its_worker_and_a_decision_on_the_other_server_ends_it(
     cluster: Cluster, worker: Worker
 ) -> None:
     starter, other = cluster.api(0), cluster.api(1)
@@ -186,20 +186,22 @@ async def test_an_approval_decided_through_the_other_server_reaches_the_worker_a
         "the approval request",
     )
     approval = requested[0]["approval"]
-    assert f":{worker.pid}:" in executor_of(cluster.database_url, run["id"])
+    # Parked: the worker let go of it (no owner, no lease) and is free for other runs.
+    await asyncio.to_thread(starter.wait_for_run, run["id"], {"waiting"}, 60)
+    assert executor_of(cluster.database_url, run["id"]) == ""
     decision = {"call_id": approval["call_id"], "args_hash": approval["args_hash"]}
 
-    # Waiting, but not for these arguments: the worker's broker refuses, through the relay.
+    # Waiting, but not with these arguments.
     status, body = other.call(
         "POST", approvals, {**decision, "args_hash": "0" * 64, "decision": "approve"}
     )
-    assert (status, body["code"]) == (409, "approval_not_pending")
-    # No such call waits: the server answers from the database.
+    assert (status, body["code"]) == (409, "approval_stale")
+    # No such call waits.
     status, body = other.call(
         "POST", approvals, {**decision, "call_id": "nope", "decision": "approve"}
     )
     assert (status, body["code"]) == (409, "approval_not_pending")
-    assert starter.run(run["id"])["status"] == "running"
+    assert starter.run(run["id"])["status"] == "waiting"
 
     assert other.call("POST", approvals, {**decision, "decision": "approve"}) == (204, None)
     finished = await asyncio.to_thread(starter.wait_for_run, run["id"], ENDED, 60)
@@ -214,7 +216,7 @@ async def test_an_approval_decided_through_the_other_server_reaches_the_worker_a
     assert answered["parts"][0]["result"] == "42"
     # Decided already: a second decision is refused.
     status, body = starter.call("POST", approvals, {**decision, "decision": "deny"})
-    assert (status, body["code"]) == (409, "approval_not_pending")
+    assert (status, body["code"]) == (409, "approval_decided")
 
 
 async def test_an_approval_sent_over_the_other_servers_socket_reaches_the_worker(
@@ -258,12 +260,13 @@ async def test_two_users_runs_on_two_workers_waiting_on_the_same_call_id_are_dec
             for api, s in zip(apis, sessions, strict=True)
         ]
         assert approvals[0]["call_id"] == approvals[1]["call_id"]
-        owners = {executor_of(cluster.database_url, run["id"]).split(":")[1] for run in started}
-        assert owners == {str(worker.pid), str(second.pid)}
+        for api, run in zip(apis, started, strict=True):  # parked: neither worker holds one
+            await asyncio.to_thread(api.wait_for_run, run["id"], {"waiting"}, 60)
+            assert executor_of(cluster.database_url, run["id"]) == ""
 
         assert _decide(apis[1], sessions[1], approvals[1], "deny") == (204, None)
         await asyncio.to_thread(apis[1].wait_for_run, started[1]["id"], ENDED, 60)
-        assert apis[0].run(started[0]["id"])["status"] == "running"  # still waits on its own
+        assert apis[0].run(started[0]["id"])["status"] == "waiting"  # still waits on its own
         assert _decide(apis[0], sessions[0], approvals[0], "approve") == (204, None)
         finished = [
             await asyncio.to_thread(api.wait_for_run, run["id"], ENDED, 60)
