@@ -106,6 +106,9 @@ def test_mcp_servers_and_approvals_set_in_the_form_are_saved(
     page.get_by_label("Needs approval").check()
     page.get_by_label("calculator", exact=True).check()
     page.locator("[data-field='tools.0']").get_by_label("Needs approval").check()
+    # This tool's own time-out and outcome, over the agent's.
+    page.fill("#f-tools-0-approval_timeout_s", "20")
+    page.select_option("#f-tools-0-approval_on_timeout", "deny")
     page.fill("#f-approval-timeout_s", "45")
     page.select_option("#f-approval-on_timeout", "approve")
     expect(page.locator("#validity")).to_have_text("Valid")
@@ -117,7 +120,8 @@ def test_mcp_servers_and_approvals_set_in_the_form_are_saved(
     assert ref["requires_approval"] is True
     assert "echo" not in ref["tools"] and "add" in ref["tools"]
     assert {"docs__read_resource", "docs__get_prompt"} <= set(ref["tools"])
-    assert spec["tools"] == [{"name": "calculator", "requires_approval": True}]
+    own = {"approval_timeout_s": 20, "approval_on_timeout": "deny"}
+    assert spec["tools"] == [{"name": "calculator", "requires_approval": True, **own}]
     assert spec["approval"] == {"timeout_s": 45, "on_timeout": "approve"}
     page.evaluate("window.scrollTo(0, document.querySelector('[data-field=mcp]').offsetTop)")
     screenshot(page, "builder-mcp")
@@ -132,7 +136,7 @@ def test_mcp_servers_and_approvals_set_in_the_form_are_saved(
     stored = api.get(f"/api/agents/{agent_id}/")["spec"]
     assert stored["mcp"] == [ref]
     assert stored["approval"] == {"timeout_s": 45.0, "on_timeout": "approve"}
-    assert stored["tools"] == [{"name": "calculator", "requires_approval": True}]
+    assert stored["tools"] == [{"name": "calculator", "requires_approval": True, **own}]
 
     page.reload()
     expect(page.locator("body")).to_have_attribute("data-ready", "builder")
@@ -140,6 +144,8 @@ def test_mcp_servers_and_approvals_set_in_the_form_are_saved(
     expect(page.locator("#f-mcp-0-requires_approval")).to_be_checked()
     expect(page.locator("#f-approval-timeout_s")).to_have_value("45")
     expect(page.locator("#f-approval-on_timeout")).to_have_value("approve")
+    expect(page.locator("#f-tools-0-approval_timeout_s")).to_have_value("20")
+    expect(page.locator("#f-tools-0-approval_on_timeout")).to_have_value("deny")
     editor = page.locator("#json-editor")
     edited = {**stored, "approval": {"timeout_s": 90}}
     editor.fill(json.dumps(edited, indent=2))

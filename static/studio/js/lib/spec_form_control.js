@@ -106,3 +106,23 @@ export function renderHooks(ctx, node, path) {
     items.length ? h("ul", { class: "tool-list hook-list" }, items) : null,
     h("div", { class: "row hook-add" }, picker, h("button", { type: "button", class: "btn small", onclick: add }, "Add hook")));
 }
+
+const TOOL_ON_TIMEOUT = [["", "As the agent says"], ["deny", "Deny it"], ["approve", "Approve it"]];
+
+/** With "Needs approval" checked, this tool's own time-out and outcome (else the
+ *  agent's): approval_timeout_s and approval_on_timeout on a tool or MCP reference. */
+export function toolApprovalFields(ctx, ref, path) {
+  if (!ref.requires_approval) return null;
+  const edit = (key, value) => {
+    assign(ref, key, value);
+    ctx.onEdit();
+  };
+  const seconds = [...path, "approval_timeout_s"];
+  const outcome = [...path, "approval_on_timeout"];
+  return h("div", { class: "grid-2" },
+    field(seconds, "Waits at most (s)", numberInput(controlId(seconds), ref.approval_timeout_s,
+      (v) => edit("approval_timeout_s", v), { placeholder: "the agent's" }),
+    { help: "From the request, even while the run is parked or the server restarts." }),
+    field(outcome, "Then", select(controlId(outcome), TOOL_ON_TIMEOUT, ref.approval_on_timeout || "",
+      (v) => edit("approval_on_timeout", v))));
+}

@@ -8,7 +8,7 @@
 import { api } from "./api.js";
 import { h } from "./dom.js";
 import { assign, checkbox, controlId, field, textInput } from "./spec_fields.js";
-import { failureField } from "./spec_form_control.js";
+import { failureField, toolApprovalFields } from "./spec_form_control.js";
 import { dotted } from "./spec_paths.js";
 
 /** What each server said when asked for its tools: {busy} | {tools} | {error}, by name. */
@@ -69,7 +69,12 @@ function refSettings(ctx, server, ref, path) {
       (value) => edit("prefix", value), { placeholder: "none" }),
     { help: `${ctx.rules.prefix} Put before each of its tools' names, for two servers that offer the same one.` }),
     h("div", { dataset: { field: dotted(approval) } }, checkbox(controlId(approval), "Needs approval",
-      Boolean(ref.requires_approval), (checked) => edit("requires_approval", checked))),
+      Boolean(ref.requires_approval), (checked) => {
+        assign(ref, "requires_approval", checked);
+        if (!checked) for (const key of ["approval_timeout_s", "approval_on_timeout"]) delete ref[key];
+        ctx.onStructure(); // its time-out fields come and go with it
+      })),
+    toolApprovalFields(ctx, ref, path),
     failureField(ctx, ref, path, "mcp"));
 }
 

@@ -5,7 +5,7 @@
 
 import { h } from "./dom.js";
 import { assign, checkbox, controlId } from "./spec_fields.js";
-import { failureField } from "./spec_form_control.js";
+import { failureField, toolApprovalFields } from "./spec_form_control.js";
 import { dotted } from "./spec_paths.js";
 import { settingsFields } from "./spec_settings.js";
 
@@ -47,7 +47,9 @@ function renderToolSettings(ctx, tool, ref, path) {
     h("div", { dataset: { field: dotted(approval) } }, checkbox(controlId(approval), "Needs approval",
       Boolean(ref.requires_approval), (checked) => {
         assign(ref, "requires_approval", checked);
-        ctx.onEdit();
+        if (!checked) for (const key of ["approval_timeout_s", "approval_on_timeout"]) delete ref[key];
+        ctx.onStructure(); // its time-out fields come and go with it
       })),
+    toolApprovalFields(ctx, ref, path),
     failureField(ctx, ref, path, "tool"));
 }
