@@ -53,6 +53,7 @@ __all__ = [
     "comparable",
     "is_divergence",
     "open_replay",
+    "replay_copies",
 ]
 
 DIVERGED = "replay_diverged"
@@ -159,19 +160,27 @@ async def open_replay(
     session = await sessions.create_session(
         app_name=app_name, user_id=user_id, session_id=session_id
     )
+    for copy in replay_copies(recording, session.id):
+        stored = await sessions.append_event(session, copy)
+    return stored
+
+
+def replay_copies(recording: Recording, session_id: str) -> list[Event]:
+    """What a replay's session starts with: copies of the events before the recorded
+    turn and of its user message (last), for session ``session_id``, with new ids
+    (invocation ids too, one new id for each) and no seq, in order."""
     invocations: dict[str, str] = {}
-    for event in [*recording.before, recording.user_event]:
-        invocation = invocations.setdefault(event.invocation_id, new_id())
-        copy = event.model_copy(
+    return [
+        event.model_copy(
             update={
                 "id": new_id(),
                 "seq": None,
-                "session_id": session.id,
-                "invocation_id": invocation,
+                "session_id": session_id,
+                "invocation_id": invocations.setdefault(event.invocation_id, new_id()),
             }
         )
-        stored = await sessions.append_event(session, copy)
-    return stored
+        for event in [*recording.before, recording.user_event]
+    ]
 
 
 def comparable(events: Iterable[Event]) -> list[dict[str, Any]]:

@@ -58,6 +58,7 @@ def run_payload(run: Run) -> dict[str, Any]:
         "error_message": run.error_message,
         "timing": run.timing,
         "resumed_from": None if run.resumed_from_id is None else str(run.resumed_from_id),
+        "replay_of": None if run.replay_of_id is None else str(run.replay_of_id),
     }
 
 

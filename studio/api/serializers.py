@@ -351,6 +351,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "error_message",
             "timing",
             "resumed_from",
+            "replay_of",
         ]
         read_only_fields = fields
 

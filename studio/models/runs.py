@@ -51,6 +51,17 @@ class Run(models.Model):
     )
     """The interrupted run this one goes on from (``services.resume_interrupted_run``):
     it has no user message of its own and reads the record its predecessor left."""
+    replay_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replays",
+        editable=False,
+        help_text="The recorded run this one replays, if any.",
+    )
+    """The run this one replays (``services.replay_run``), in a session of its own: its
+    models, tools and people answer from that run's record until the replay diverges."""
 
     class Meta:
         ordering = ["-created_at"]

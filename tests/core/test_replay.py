@@ -127,13 +127,15 @@ async def test_a_later_turn_replays_on_copies_of_the_turns_before_it(
     await drive(runner, "s", "two")
     original = await session(sessions, "s")
 
+    silent = MustNotBeCalled()
     replay, replayed = await replay_of(
-        sessions, breakers, Recording.of(original.events), build(Make(lambda *_: MustNotBeCalled()))
+        sessions, breakers, Recording.of(original.events), build(Make(lambda *_: silent))
     )
 
     assert comparable(replayed.events) == comparable(original.events)
     assert replayed.state == original.state == {"answer": "2"}
     assert replayed.events[0].id != original.events[0].id
+    assert (silent.calls, replay.divergence) == (0, None)
 
 
 async def test_another_version_replays_until_its_first_new_step_then_goes_live(
