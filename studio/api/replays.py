@@ -10,6 +10,7 @@ from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.serializers import ValidationError
 
 from studio import services
@@ -39,7 +40,8 @@ def _version(run: Run, version_id: uuid.UUID | None) -> AgentVersion | None:
         versions = AgentVersion.objects.filter(agent_id=recorded.agent_id)
     found = versions.filter(pk=version_id).first()
     if found is None:
-        raise ValidationError({"agent_version": ["not a version of this run's agent"]})
+        problem = ErrorDetail("not a version of this run's agent", code="does_not_exist")
+        raise ValidationError({"agent_version": [problem]})
     return found
 
 
