@@ -20,6 +20,7 @@ from studio import services
 from studio.api import serializers as s
 from studio.api import session_serializers as ss
 from studio.models import Event, Run, Session
+from studio.web.replays import replay_context
 from studio.web import artifacts
 from studio.web.forms import SessionFilterForm
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
@@ -144,6 +145,7 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "data": data,
             "artifacts": artifacts.panel(session),
             "decisions": session.approval_decisions.order_by("decided_at")[:TIMELINE_DECISIONS],
+            **replay_context(session),
         },
     )
 
