@@ -8,9 +8,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import action
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.exceptions import ErrorDetail
 from rest_framework.serializers import ValidationError
 
 from studio import services

@@ -20,10 +20,10 @@ from studio import services
 from studio.api import serializers as s
 from studio.api import session_serializers as ss
 from studio.models import Event, Run, Session
-from studio.web.replays import replay_context
 from studio.web import artifacts
 from studio.web.forms import SessionFilterForm
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
+from studio.web.replays import replay_context
 
 SESSIONS_PER_PAGE = 25
 TIMELINE_PAGE_SIZE = 250

@@ -14,10 +14,9 @@ from django.core.management import call_command
 
 from agents_core import events as core_events
 from agents_core.replay import by_branch, comparable, is_divergence
-from studio import services
+from studio import runs, services
 from studio.agents.demo import DEMO_MODEL
 from studio.models import Agent, Event, ModelConfig, Run, Session
-from studio.runs.executor import RunExecutor
 from tests.studio.conftest import client_for, make_agent, make_session
 from tests.support.live import (
     ENDED,
@@ -46,9 +45,9 @@ def demo(transactional_db: None) -> User:
 
 
 @pytest.fixture(autouse=True)
-async def executing(run_manager: RunExecutor) -> None:
-    """Runs execute on this test's loop, as in a server."""
-    run_manager.start()
+async def executing() -> None:
+    """Runs execute on this test's loop, as in a server (``run_manager`` stops them)."""
+    runs.executor().start()
 
 
 @sync_to_async
