@@ -16,11 +16,13 @@ from agents_core import events as core_events
 from agents_core.replay import by_branch, comparable, is_divergence
 from studio import runs, services
 from studio.agents.demo import DEMO_MODEL
+from studio.asgi import application
 from studio.models import Agent, Event, ModelConfig, Run, Session
-from tests.studio.conftest import client_for, make_agent, make_session
+from tests.studio.conftest import client_for, make_agent, make_session, signed_in
 from tests.support.live import (
     ENDED,
     eventually,
+    open_socket,
     run_manager,  # noqa: F401  (an autouse fixture)
 )
 
@@ -157,3 +159,13 @@ async def test_another_users_run_cannot_be_replayed_or_seen(ada: User, bob: User
     assert not await Run.objects.filter(replay_of=run).aexists()
     mine = await post_replay(ada, run)
     assert mine.status_code == 202
+    replay_session = mine.json()["session"]
+    page = await sync_to_async(lambda: signed_in(bob).get(f"/sessions/{replay_session}/"))()
+    assert page.status_code == 404
+    communicator, connected = await open_socket(application, replay_session, bob)
+    assert connected
+    closed = await communicator.receive_output(timeout=5)
+    assert closed == {"type": "websocket.close", "code": 4404}
+    own = await sync_to_async(lambda: signed_in(ada).get(f"/sessions/{replay_session}/"))()
+    assert own.status_code == 200
+    assert f"/sessions/{session.pk}/" in own.content.decode()  # "Replay of" its original
