@@ -59,6 +59,7 @@ def run_payload(run: Run) -> dict[str, Any]:
         "timing": run.timing,
         "resumed_from": None if run.resumed_from_id is None else str(run.resumed_from_id),
         "copied_from": None if run.copied_from_id is None else str(run.copied_from_id),
+        "replay_of": None if run.replay_of_id is None else str(run.replay_of_id),
     }
 
 

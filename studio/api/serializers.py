@@ -352,6 +352,7 @@ class RunSerializer(serializers.ModelSerializer[Run]):
             "timing",
             "resumed_from",
             "copied_from",
+            "replay_of",
         ]
         read_only_fields = fields
 

@@ -30,6 +30,7 @@ from studio import live, services
 from studio.api import serializers as s
 from studio.api import session_serializers as ss
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
+from studio.api.replays import RunReplays
 from studio.api.schema import error_responses
 from studio.api.traces import RunSpans, SessionSpans
 from studio.models import (
@@ -332,7 +333,7 @@ class RunFilter(django_filters.FilterSet):  # type: ignore[misc]
         fields = ["session", "status"]
 
 
-class RunViewSet(RunSpans, OwnedQuerysetMixin, viewsets.ReadOnlyModelViewSet[Run]):
+class RunViewSet(RunSpans, RunReplays, OwnedQuerysetMixin, viewsets.ReadOnlyModelViewSet[Run]):
     """The runs of your sessions, one per user turn: status, tokens, error."""
 
     queryset = Run.objects.all()

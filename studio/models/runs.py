@@ -67,6 +67,17 @@ class Run(models.Model):
     )
     """A fork's copy of a run of its parent (``services.forks``): it shows what that run
     did and used up to the fork point, and is never counted again (figures, costs)."""
+    replay_of = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replays",
+        editable=False,
+        help_text="The recorded run this one replays, if any.",
+    )
+    """The run this one replays (``services.replay_run``), in a session of its own: its
+    models, tools and people answer from that run's record until the replay diverges."""
 
     class Meta:
         ordering = ["-created_at"]

@@ -43,7 +43,7 @@ from studio.gates import rate_limits, response_cache
 from studio.mcp import client as mcp
 from studio.memory import DjangoMemoryService
 from studio.models import DEFAULT_APP_NAME, Event, Run, RunStatus, Session
-from studio.runs import parking, records, recovery
+from studio.runs import parking, records, recovery, replays
 from studio.runs.records import Ending
 from studio.session_service import DjangoSessionService
 
@@ -263,13 +263,14 @@ def _prepare(
         if version is None:
             raise core_exceptions.SpecError("the session's agent version was deleted")
         built = specs.build(version, mcp_tools=mcp.connected_tools(mcp_tools))
+        make_runner = replays.runner_type(run, version, mcp.connected_tools(mcp_tools))
     except core_exceptions.AgentsCoreError as exc:
         records.end_run(run.pk, Ending(RunStatus.FAILED, exc.code, str(exc)))
         return None
     prices = specs.agent_prices(version)
     configs = specs.model_configs(session.owner)
     model_prices = {name: price for name, config in configs.items() if (price := config.price())}
-    runner = Runner(
+    runner = make_runner(
         built.agent,
         # Prices as they are when the run starts: each call's cost is kept as stored.
         session_service=DjangoSessionService(prices, specs.summary_price(version), model_prices),

@@ -30,6 +30,7 @@ from studio.services.model_configs import (
     delete_model_config,
 )
 from studio.services.prompts import delete_template, preview_template, save_template
+from studio.services.replays import replay_run
 from studio.services.sessions import (
     FORMAT_VERSION,
     SESSION_FORMAT,
@@ -82,6 +83,7 @@ __all__ = [
     "pause_run",
     "preview_template",
     "published_agents",
+    "replay_run",
     "resume_active_run",
     "resume_interrupted_run",
     "resume_run",

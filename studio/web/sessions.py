@@ -24,6 +24,7 @@ from studio.services import forks
 from studio.web import artifacts
 from studio.web.forms import SessionFilterForm
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
+from studio.web.replays import replay_context
 
 SESSIONS_PER_PAGE = 25
 TIMELINE_PAGE_SIZE = 250
@@ -156,6 +157,7 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "latest_run": runs[0] if runs else None,  # "Compare with…" starts from it
             "fork_tree": tree if len(tree) > 1 else [],
             "fork_children": [row for row, depth in tree if row.parent_id == session.pk],
+            **replay_context(session),
         },
     )
 

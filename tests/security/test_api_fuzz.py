@@ -107,6 +107,7 @@ def test_every_api_route_is_in_the_schema() -> None:
         "POST /api/sessions/{id}/messages/",
         "POST /api/sessions/{id}/approvals/",
         "POST /api/runs/{id}/cancel/",
+        "POST /api/runs/{id}/replay/",
         "DELETE /api/models/{id}/",
         "GET /api/runs/compare/",
     ):

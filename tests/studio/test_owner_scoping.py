@@ -10,7 +10,9 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from studio import services
-from studio.models import Agent, ModelConfig, Run, Session
+from studio.models import Agent, ModelConfig, Run, RunStatus, Session
+from studio.runs import records
+from studio.runs.records import Ending
 from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
 
 pytestmark = pytest.mark.django_db
@@ -46,6 +48,7 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/runs/{run}/", "get", None, 200),
     ("/api/runs/{run}/cancel/", "post", None, 200),
     ("/api/runs/compare/?a={run}&b={run}", "get", None, 200),
+    ("/api/runs/{ended_run}/replay/", "post", {}, 202),
 ]
 
 LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/"]
@@ -63,7 +66,15 @@ def owned(ada: User) -> dict[str, Any]:
         "session": session.pk,
         "idle_session": make_session(ada, agent).pk,
         "run": services.start_run(session, "hello").pk,
+        "ended_run": ended_run(make_session(ada, agent)).pk,
     }
+
+
+def ended_run(session: Session) -> Run:
+    """A run of ``session`` that ended (a replay needs one), its record in place."""
+    run = services.start_run(session, "hello")
+    records.end_run(run.pk, Ending(RunStatus.SUCCEEDED))
+    return run
 
 
 @pytest.fixture

@@ -194,8 +194,25 @@ function showForkStop(forked) {
   resumeButton.hidden = forked && !data.fork.resumable;
   $("fork-go-on").hidden = !forked || data.fork.resumable;
 }
+// Replay: the latest run, once ended, again on its recorded outputs in a new session
+// (with the version picked: recorded outputs are reused until its requests differ).
+const replayControls = $("replay-controls");
+const replayButton = $("replay-run");
+replayButton?.addEventListener("click", async () => {
+  if (!currentRun || isActiveRun(currentRun)) return;
+  replayButton.disabled = true;
+  try {
+    const body = { agent_version: $("replay-version").value || null };
+    const replay = await api(`${data.urls.runs}${currentRun.id}/replay/`, { method: "POST", body });
+    window.location.assign(`/sessions/${replay.session}/`);
+  } catch (error) {
+    toast(error.message, { error: true });
+    replayButton.disabled = false;
+  }
+});
 
 function showRun() {
+  if (replayControls) replayControls.hidden = !currentRun || isActiveRun(currentRun) || !!currentRun.resumed_from;
   const active = isActiveRun(currentRun);
   $("runbar").hidden = !active;
   $("resume-bar").hidden = currentRun?.status !== "interrupted";

@@ -485,6 +485,11 @@ export class TimelineView {
    * rejected structured answer with its text, or one that degrades the run). */
   errorRow(inv, event) {
     const error = event.error || { code: "error", message: "" };
+    if (error.code === "replay_diverged") {  // where a replay left its record and went live
+      const el = this.row(event, "Replay diverged", h("div", { class: "text" }, error.message));
+      el.classList.add("replay-diverged");
+      return el;
+    }
     const went = error.failure && error.failure !== "terminal" && !error.degraded ? " (went on)" : "";
     const rejected = textOf(event);
     const el = this.row(event, `Error · ${error.code}${went}`, h("div", { class: "text" }, error.message),
