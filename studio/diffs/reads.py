@@ -27,7 +27,21 @@ def run_record(run: Run) -> RunRecord:
 
 
 def run_events(run: Run, *, limit: int) -> list[core_events.Event]:
-    if run.start_seq is None or not run.invocation_id:
+    """``run``'s events, after those of the runs it goes on from (``resumed_from``: an
+    interrupted run, or a fork's copy of the run it was forked in): one turn, whole."""
+    chain: list[Run] = []
+    at: Run | None = run
+    while at is not None and at not in chain:
+        chain.insert(0, at)
+        at = at.resumed_from
+    found: list[core_events.Event] = []
+    for each in chain:
+        found += _own_events(each, limit=limit - len(found))
+    return found[:limit]
+
+
+def _own_events(run: Run, *, limit: int) -> list[core_events.Event]:
+    if run.start_seq is None or not run.invocation_id or limit <= 0:
         return []
     rows = (
         Event.objects.filter(

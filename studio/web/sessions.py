@@ -155,11 +155,27 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "artifacts": artifacts.panel(session),
             "decisions": session.approval_decisions.order_by("decided_at")[:TIMELINE_DECISIONS],
             "latest_run": runs[0] if runs else None,  # "Compare with…" starts from it
+            "origin_run": _origin_run(runs[0]) if runs else None,
             "fork_tree": tree if len(tree) > 1 else [],
             "fork_children": [row for row, depth in tree if row.parent_id == session.pk],
             **replay_context(session),
         },
     )
+
+
+def _origin_run(run: Run) -> Run | None:
+    """The run a fork's or a replay's ``run`` goes back to (through the runs it resumed),
+    which it is compared with."""
+    seen: set[UUID] = set()
+    at: Run | None = run
+    while at is not None and at.pk not in seen:
+        seen.add(at.pk)
+        if at.replay_of_id is not None:
+            return at.replay_of
+        if at.copied_from_id is not None:
+            return at.copied_from
+        at = at.resumed_from
+    return None
 
 
 def _versions(session: Session) -> list[dict[str, Any]]:

@@ -70,6 +70,21 @@ def test_fork_at_a_tool_result_edit_it_and_continue(page: Page, api: Api) -> Non
     expect(tree.locator("li").first.locator("a")).to_have_text("Sums to fork")
     screenshot(page, "fork-timeline", full_page=True)
 
+    fork_url = page.url
+    # Compare with the original: the same up to the edited result, changed from there.
+    page.get_by_test_id("compare-origin").click()
+    page.wait_for_url(re.compile(r"/compare/\?a=[0-9a-f-]+&b=[0-9a-f-]+$"))
+    rows = page.get_by_test_id("step-row")
+    expect(rows.first).to_be_visible()
+    statuses = rows.evaluate_all("els => els.map(e => e.dataset.status)")
+    changed_at = statuses.index("changed")
+    assert set(statuses[:changed_at]) == {"same"} and "same" not in statuses[changed_at:]
+    expect(rows.nth(changed_at)).to_contain_text("Tool call · calculator")
+    expect(page.get_by_test_id("answer-diff").locator("ins")).to_contain_text(EDITED)
+    screenshot(page, "fork-compare", full_page=True)
+    page.goto(fork_url)
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+
     fork_id = page.url.rstrip("/").split("/")[-1]
     fork_events = api.events(fork_id)
     assert [e["seq"] for e in fork_events] == list(range(1, len(fork_events) + 1))
