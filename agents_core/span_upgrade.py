@@ -37,6 +37,9 @@ class _Invocation:
     """call id -> (tool span id, the span it happened in)."""
     waits: dict[str, tuple[str, str]] = field(default_factory=dict)
     """call id -> (wait span id, when it began)."""
+    parked: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    """(branch, author) -> (span id, started) of agents running when the run parked:
+    each goes on in its span when it starts again."""
 
     def agent_span(self, branch: str | None, author: str | None = None) -> str | None:
         """The innermost open agent run on ``branch`` (``author``'s, if it has one
@@ -71,9 +74,20 @@ def _agent_start(inv: _Invocation, event: dict[str, Any]) -> None:
     parent = inv.agent_span(branch)
     if parent is None:  # the first agent on a branch run as a tool: inside the call
         parent = inv.agent_span(branch + ".")
-    span = span_id_for(event["id"])
+    span, started = inv.parked.pop(
+        (branch, event["author"]), (span_id_for(event["id"]), event["created_at"])
+    )
     event.update(span_id=span, parent_span_id=parent)
-    inv.agents.setdefault(branch, []).append((event["author"], span, event["created_at"]))
+    inv.agents.setdefault(branch, []).append((event["author"], span, started))
+
+
+def _run_parked(inv: _Invocation, event: dict[str, Any]) -> None:
+    """The agents running stop here, to go on in their spans once the run does."""
+    _other(inv, event)
+    for branch, stack in inv.agents.items():
+        for author, span, started in stack:
+            inv.parked[(branch, author)] = (span, started)
+    inv.agents.clear()
 
 
 def _agent_end(inv: _Invocation, event: dict[str, Any]) -> None:
@@ -149,4 +163,5 @@ _UPGRADES = {
     EventType.TOOL_RESPONSE: _tool_response,
     EventType.APPROVAL_REQUEST: _approval_request,
     EventType.APPROVAL_DECISION: _approval_decision,
+    EventType.RUN_PARKED: _run_parked,
 }

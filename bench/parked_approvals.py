@@ -127,7 +127,7 @@ async def measure(runs: int) -> None:
             "s",
             None,
             None,
-            {"runs": runs, "mode": "inline"},
+            details,
         )
     )
     await executor.aclose()

@@ -195,6 +195,8 @@ def _approval(turn: Turn, call: dict[str, Any], tool_span: str, rng: random.Rand
         "edited_args": None,
         "reason": "",
         "decided_by": None,
+        "timeout_s": 300.0,
+        "on_timeout": "deny",
     }
     wait = new_id(rng).hex
     asked = turn.add(

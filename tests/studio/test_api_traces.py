@@ -14,7 +14,7 @@ from agents_core import events as core_events
 from studio.asgi import application
 from studio.models import Event, Run, RunSpans, Session
 from tests.studio.conftest import client_for, make_agent, make_session
-from tests.support.live import run_manager, watch  # noqa: F401  (an autouse fixture)
+from tests.support.live import eventually, run_manager, watch  # noqa: F401  (an autouse fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,16 +44,20 @@ async def test_a_waiting_run_has_open_spans_and_a_finished_one_closes_them(
     viewer = await watch(application, session, ada)
     await viewer.send({"type": "user_message", "text": "what is 2 + 3?"})
     await viewer.until(lambda v: v.status is not None and v.status["waiting_for"] == "approval")
-    run = await Run.objects.aget(session=session)
 
+    async def parked() -> Run | None:  # its execution let go: it waits on the person
+        return await Run.objects.filter(session=session, status="waiting").afirst()
+
+    run = await eventually(parked)
     live = await sync_to_async(get)(ada, f"/api/runs/{run.pk}/spans/")
-    assert live["run"]["status"] == "running"
+    assert live["run"]["status"] == "waiting"
     assert kinds(live["spans"]) == [
-        ("agent", "careful", "open"),
+        ("agent", "careful", "ok"),  # ended where the run parked, until it goes on
         ("model", "model", "ok"),
         ("tool", "calculator", "open"),
         ("human", "approval", "open"),
     ]
+    assert live["spans"][0]["attributes"]["parked"] is True
     assert all(s["end"] is None for s in live["spans"] if s["status"] == "open")
     tool, wait = live["spans"][2], live["spans"][3]
     assert wait["parent_span_id"] == tool["span_id"]
