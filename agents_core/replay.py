@@ -185,11 +185,18 @@ def replay_copies(recording: Recording, session_id: str) -> list[Event]:
 
 def comparable(events: Iterable[Event]) -> list[dict[str, Any]]:
     """``events`` without what differs between two faithful runs of one turn: ids,
-    seqs, times, latencies, spans and prices. Partial events are left out."""
+    seqs, times, latencies, spans and prices. Partial events are left out, and so is
+    parking on a person (``run_parked``, and an agent starting again in its span
+    after it), which is how a run waited, not what it did."""
     out = []
+    started: set[str] = set()
     for event in events:
-        if event.partial:
+        if event.partial or event.type is EventType.RUN_PARKED:
             continue
+        if event.type is EventType.AGENT_START and event.span_id:
+            if event.span_id in started:
+                continue
+            started.add(event.span_id)
         data = event.model_dump(mode="json", exclude=set(_VOLATILE))
         for part in data["parts"]:
             part.pop("span_id", None)

@@ -10,8 +10,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
-from studio import runs, services
-from studio.models import Run, Session
+from agents_core.replay import by_branch, comparable
+from studio import live, runs, services
+from studio.models import Event, Run, Session
 from studio.services.diffs import compare_runs
 from studio.services.forks import Edit, continue_fork, fork_session
 from tests.studio.conftest import make_session
@@ -90,3 +91,42 @@ async def test_a_fork_with_one_edited_tool_result_differs_from_there_on_only(ada
     assert steps[changed_at][1] == "tool_call"  # the edited result is its call's step
     assert all(status != "same" for status, _ in steps[changed_at:])
     assert (diff.answer_a, diff.answer_b) == ("The answer is 5.", "The answer is 7.")
+
+
+async def test_a_run_that_parked_on_a_person_replays_to_the_same_steps(ada: User) -> None:
+    tools = [{"name": "calculator", "requires_approval": True}]
+    agent = await sync_to_async(scripted_agent)(ada, "careful", SCRIPT, tools=tools)
+    session = await sync_to_async(make_session)(ada, agent)
+    run = await sync_to_async(services.start_run)(session, "what is 2 + 3?")
+
+    async def parked() -> Run | None:
+        return await Run.objects.filter(pk=run.pk, status="waiting").afirst()
+
+    await eventually(parked)
+    [request] = [
+        p
+        async for p in session.events.filter(type="approval_request").values_list(
+            "payload", flat=True
+        )
+    ]
+    body = live.ApprovalBody(
+        call_id=request["approval"]["call_id"],
+        args_hash=request["approval"]["args_hash"],
+        decision="approve",
+    )
+    await services.decide_approval(session, body, user=ada, via="api")
+    run = await ended(run)
+    assert run.status == "succeeded"
+
+    replay = await ended(await sync_to_async(services.replay_run)(run))
+    assert replay.status == "succeeded"
+    diff = await sync_to_async(compare_runs)(run, replay)
+    assert diff.identical, statuses(diff)
+    rows = [
+        [e.to_core() async for e in Event.objects.filter(session_id=s).order_by("seq")]
+        for s in (run.session_id, replay.session_id)
+    ]
+    original_turn = [e for e in rows[0] if e.invocation_id == run.invocation_id]
+    replayed_turn = [e for e in rows[1] if e.invocation_id == replay.invocation_id]
+    assert any(e.type == "run_parked" for e in original_turn)
+    assert by_branch(comparable(replayed_turn)) == by_branch(comparable(original_turn))
