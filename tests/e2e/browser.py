@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,13 @@ def timeline_rows(page: Page) -> list[tuple[int, str]]:
     rows = [(int(seq), str(kind)) for seq, kind in found]
     assert len(rows) == len({seq for seq, _ in rows}), f"an event is shown twice: {rows}"
     return sorted(rows)
+
+
+def until[T](check: Callable[[], T], what: str, within: float = 30.0) -> T:
+    """``check()``'s first truthy value, polled every 50 ms; fails after ``within`` s."""
+    deadline = time.monotonic() + within
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {what} within {within}s")
+        time.sleep(0.05)
+    return value

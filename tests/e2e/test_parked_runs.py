@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.browser import *  # noqa: F403  (the api fixture)
-from tests.e2e.browser import Api
+from tests.e2e.browser import Api, until
 from tests.support.daphne_server import DaphneServer, daphne_server
 from tests.support.openai_server import OpenAIServer, ToolCallReply
 
@@ -39,15 +39,6 @@ def model() -> Iterator[OpenAIServer]:
         server.reply(tool_calls=[ToolCallReply("calculator", {"expression": "2 + 3"}, id="k1")])
         server.reply("The answer is 42.")
         yield server
-
-
-def until[T](check: Callable[[], T], what: str, within: float = 30.0) -> T:
-    deadline = time.monotonic() + within
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not {what} within {within}s")
-        time.sleep(0.05)
-    return value
 
 
 def careful_session(api: Api, model: OpenAIServer, **approval: Any) -> str:

@@ -6,8 +6,7 @@ the timeline's "Resume from last step" button in Chromium."""
 from __future__ import annotations
 
 import itertools
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
-from tests.e2e.browser import Api, screenshot, timeline_rows
+from tests.e2e.browser import Api, screenshot, timeline_rows, until
 from tests.support.daphne_server import DaphneServer, daphne_server
 from tests.support.mcp_server import TALLY, serve_http
 from tests.support.openai_server import OpenAIServer, ToolCallReply
@@ -56,15 +55,6 @@ def model() -> Iterator[OpenAIServer]:
         server.reply(ANSWER)
         yield server
         TALLY.release.set()
-
-
-def until[T](check: Callable[[], T], what: str, within: float = 30.0) -> T:
-    deadline = time.monotonic() + within
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not {what} within {within}s")
-        time.sleep(0.05)
-    return value
 
 
 def tallying_session(api: Api, model: OpenAIServer, counter_url: str) -> str:
