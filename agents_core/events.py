@@ -60,6 +60,21 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, Field, NonNegativeInt, PositiveInt
 
 from agents_core.contracts import Contract, Cost, ToolCall, ToolResult, Usage, built
+from agents_core.event_infos import (  # re-exported: part of the event contract
+    ApprovalInfo as ApprovalInfo,
+)
+from agents_core.event_infos import (
+    EditInfo as EditInfo,
+)
+from agents_core.event_infos import (
+    FallbackInfo as FallbackInfo,
+)
+from agents_core.event_infos import (
+    PolicyInfo as PolicyInfo,
+)
+from agents_core.event_infos import (
+    QuestionInfo as QuestionInfo,
+)
 
 SCHEMA_VERSION = 2
 
@@ -230,75 +245,6 @@ class ErrorInfo(Contract):
     @property
     def terminal(self) -> bool:
         return self.failure == "terminal"
-
-
-class ApprovalInfo(Contract):
-    """The call an approval event is about and, on a decision event, the outcome."""
-
-    call_id: str
-    tool: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    args_hash: str
-    decision: Literal["approve", "deny"] | None = None
-    edited_args: dict[str, Any] | None = None
-    reason: str = ""
-    decided_by: str | None = None
-    """Who decided; ``"timeout"`` when the fallback applied."""
-    args_schema: dict[str, Any] | None = None
-    """On a request: the tool's JSON Schema for its arguments, which edited arguments
-    must match."""
-    timeout_s: float | None = None
-    """On a request: how long the call waits for a person, from the request's
-    ``created_at``; then ``on_timeout`` decides it."""
-    on_timeout: Literal["approve", "deny"] | None = None
-
-
-class QuestionInfo(Contract):
-    """The question a ``user_question`` event asks and, on ``user_answer``, the answer."""
-
-    call_id: str
-    question: str
-    args_hash: str
-    answer: str | None = None
-    answered_by: str | None = None
-    """Who answered; ``"timeout"`` when nobody did in time (``answer`` is ``None``)."""
-
-
-class PolicyInfo(Contract):
-    """What a policy rule decided about one call (``agents_core.policies``)."""
-
-    rule: str
-    target: Literal["model", "tool", "agent"]
-    subject: str
-    """The tool's, agent's or model's name the rule matched."""
-    action: Literal["allow", "deny", "rewrite", "ask"]
-    reason: str = ""
-    call_id: str | None = None
-    """The tool or sub-agent call decided on; ``None`` for a model call."""
-    args: dict[str, Any] = Field(default_factory=dict)
-    """The arguments the rule saw."""
-    rewritten_args: dict[str, Any] | None = None
-    """With ``rewrite``: the arguments the call went ahead with."""
-
-
-class FallbackInfo(Contract):
-    """An agent's call moved from one model of its chain to the next."""
-
-    from_model: str
-    to_model: str
-    code: str
-    """The failure's code (``server_error``, ``circuit_open`` ...)."""
-    reason: str = ""
-
-
-class EditInfo(Contract):
-    """The user changed this event's content when forking at it: ``what`` (their
-    message's text, a tool's result, or the model's reply text) and what it said
-    before (``original``); ``call_id`` names the tool call whose result changed."""
-
-    what: Literal["user_message", "tool_result", "reply"]
-    original: str
-    call_id: str | None = None
 
 
 def new_id() -> str:

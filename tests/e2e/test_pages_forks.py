@@ -100,7 +100,8 @@ def test_fork_at_a_tool_result_edit_it_and_continue(page: Page, api: Api) -> Non
 
 
 def test_a_refused_fork_point_says_why_in_the_form(page: Page, api: Api) -> None:
-    agent = api.agent({"name": "replier", "model": "fork-calc", "instruction": "Reply: hi"})
+    api.model("fork-replier")  # its own: the test must not rely on another test's model
+    agent = api.agent({"name": "replier", "model": "fork-replier", "instruction": "Reply: hi"})
     session = api.post("/api/sessions/", {"agent": agent["id"]})
     run = api.post(f"/api/sessions/{session['id']}/messages/", {"text": "hello"})
     _run_to_end(api, run["id"])

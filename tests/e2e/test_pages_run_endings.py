@@ -6,6 +6,7 @@ approval card loses its buttons and says how the run ended."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -66,34 +67,44 @@ def expect_nothing_running(page: Page, status: str, ending: str) -> None:
     expect(page.locator("#runbar")).to_be_hidden()
 
 
-def test_a_run_failing_while_a_call_waits_for_approval_leaves_nothing_running(
+def expect_still_waiting(page: Page) -> None:
+    expect(page.locator("#session-status")).to_have_text("waiting for approval")
+    expect(page.locator(".approval").get_by_role("button", name="Approve")).to_be_visible()
+    expect(page.locator(".tool[data-tool=calculator] .state")).to_have_text("waiting for approval")
+
+
+def approve_and_finish(page: Page, api: Api, session_id: str) -> None:
+    page.locator(".approval").get_by_role("button", name="Approve").click()
+    expect(page.locator("#session-status")).to_have_text("succeeded")
+    expect(page.locator("#runbar")).to_be_hidden()
+    stored = api.events(session_id)
+    assert [e["type"] for e in stored].count("run_parked") == 1
+    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
+
+
+def test_a_parked_run_outlives_its_wall_time_limit_and_goes_on_when_approved(
     page: Page, api: Api
 ) -> None:
+    # The wall-time limit counts executing time: a run parked on a person executes
+    # nowhere, so waiting past the limit does not fail it.
     agent = careful_agent(api, "careful_limited", max_wall_time_s=1.5)
     session_id = wait_for_approval(page, api, agent)
-
-    expect_nothing_running(page, "failed", "The run failed (limit_exceeded)")
-    screenshot(page, "timeline-failed-while-waiting")
-    stored = api.events(session_id)
-    assert stored[-1]["error"]["code"] == "limit_exceeded"
-    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
-    page.reload()  # the same from the record alone
-    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
-    expect_nothing_running(page, "failed", "The run failed (limit_exceeded)")
+    expect(page.locator("#timeline .ev.run_parked")).to_be_visible()
+    time.sleep(2.0)  # past the limit, in wall time
+    expect_still_waiting(page)
+    screenshot(page, "timeline-parked-past-wall-time")
+    approve_and_finish(page, api, session_id)
 
 
-def test_a_run_interrupted_while_a_call_waits_for_approval_leaves_nothing_running(
+def test_a_parked_run_survives_a_killed_server_and_goes_on_when_approved(
     page: Page, api: Api, pages_server: DaphneServer
 ) -> None:
     session_id = wait_for_approval(page, api, careful_agent(api, "careful_killed"))
+    expect(page.locator("#timeline .ev.run_parked")).to_be_visible()
 
-    pages_server.kill()  # no shutdown code runs: the restarted server recovers the run
+    pages_server.kill()  # nothing executes a parked run: nothing is lost
     pages_server.restart()
-    expect_nothing_running(page, "interrupted", "The run was interrupted")
-    screenshot(page, "timeline-interrupted-while-waiting")
-    stored = Api(pages_server.url).events(session_id)
-    assert stored[-1]["error"]["code"] == "interrupted"
-    assert timeline_rows(page) == [(e["seq"], e["type"]) for e in stored]
-    page.reload()
-    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
-    expect_nothing_running(page, "interrupted", "The run was interrupted")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live", timeout=30_000)
+    expect_still_waiting(page)
+    screenshot(page, "timeline-parked-after-restart")
+    approve_and_finish(page, Api(pages_server.url), session_id)
