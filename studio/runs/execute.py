@@ -286,12 +286,13 @@ def _prepare(
         artifacts=DjangoArtifactService(session.owner_id),
     )
     user_id = session.owner.get_username()
-    if run.resumed_from_id is not None or parking.parked_before(run):
+    woken = parking.parked_before(run)  # one query: a fresh run's turn starts here
+    if run.resumed_from_id is not None or woken:
         played = parking.answers_this_turn(run)
         for agent in built.agent.walk():  # models that play a script go on in it
             if (model := getattr(agent, "model", None)) is not None:
                 llms.skip_played(model, played.get(agent.name, 0))
-    if parking.parked_before(run):  # woken: it goes on from the record, as decided
+    if woken:  # it goes on from the record, as decided
         for decision in parking.decisions(run):
             runner.approvals.deliver(decision, session_id=session.key)
         so_far = Usage(input_tokens=run.input_tokens, output_tokens=run.output_tokens)
