@@ -1,0 +1,1 @@
+"""Evals: datasets of cases, evaluators and their verdicts (``contracts``)."""
