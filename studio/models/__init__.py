@@ -297,6 +297,10 @@ from studio.models.artifacts import Artifact as Artifact  # noqa: E402
 from studio.models.budgets import DayHold as DayHold  # noqa: E402  (rows of their own)
 from studio.models.budgets import DaySpend as DaySpend  # noqa: E402
 from studio.models.budgets import UserBudget as UserBudget  # noqa: E402
+from studio.models.evals import Dataset as Dataset  # noqa: E402
+from studio.models.evals import DatasetVersion as DatasetVersion  # noqa: E402
+from studio.models.evals import EvalCaseResult as EvalCaseResult  # noqa: E402
+from studio.models.evals import EvalRun as EvalRun  # noqa: E402
 from studio.models.gates import CachedResponse as CachedResponse  # noqa: E402
 from studio.models.gates import RateWindow as RateWindow  # noqa: E402
 from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of its own)
