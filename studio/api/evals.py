@@ -119,7 +119,10 @@ class EvalListView(generics.ListAPIView[EvalRun]):
             runs = runs.filter(dataset_version__dataset=dataset)
         return runs.select_related(*_RELATED).order_by("-created_at")
 
-    @extend_schema(parameters=_FILTERS)
+    @extend_schema(
+        parameters=_FILTERS,
+        responses={200: es.EvalRunSerializer(many=True), **error_responses(404)},
+    )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -191,7 +194,7 @@ class EvalCompareView(APIView):
             OpenApiParameter("a", uuid.UUID, required=True, description="The earlier eval run."),
             OpenApiParameter("b", uuid.UUID, required=True, description="The later eval run."),
         ],
-        responses={200: es.CompareSerializer},
+        responses={200: es.CompareSerializer, **error_responses(404)},
     )
     def get(self, request: Request) -> Response:
         """Two eval runs per case, regressions first (passed in ``a``, failed in ``b``),
@@ -205,7 +208,10 @@ class EvalCompareView(APIView):
 
 
 class EvalHistoryView(APIView):
-    @extend_schema(parameters=_FILTERS, responses={200: es.HistoryPointSerializer(many=True)})
+    @extend_schema(
+        parameters=_FILTERS,
+        responses={200: es.HistoryPointSerializer(many=True), **error_responses(404)},
+    )
     def get(self, request: Request) -> Response:
         """Your ended eval runs (of ``agent``, on ``dataset``), oldest first: pass rate,
         cost and latency per agent version over time."""

@@ -9,11 +9,13 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from studio import services
+from studio import evals, services
 from studio.models import Agent, ModelConfig, Run, RunStatus, Session
+from studio.models.evals import EvalCaseResult, EvalRun
 from studio.runs import records
 from studio.runs.records import Ending
 from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
+from tests.support.evals import case, echo_agent, make_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -49,9 +51,14 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/runs/{run}/cancel/", "post", None, 200),
     ("/api/runs/compare/?a={run}&b={run}", "get", None, 200),
     ("/api/runs/{ended_run}/replay/", "post", {}, 202),
+    ("/api/evals/{eval}/", "get", None, 200),
+    ("/api/evals/{eval}/results/", "get", None, 200),
+    ("/api/evals/compare/?a={eval}&b={eval}", "get", None, 200),
+    ("/api/evals/history/?agent={eval_agent}&dataset={dataset}", "get", None, 200),
+    ("/api/evals/{eval}/cancel/", "post", None, 200),
 ]
 
-LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/"]
+LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/", "/api/evals/"]
 
 
 @pytest.fixture
@@ -67,7 +74,17 @@ def owned(ada: User) -> dict[str, Any]:
         "idle_session": make_session(ada, agent).pk,
         "run": services.start_run(session, "hello").pk,
         "ended_run": ended_run(make_session(ada, agent)).pk,
+        **owned_eval(ada),
     }
+
+
+def owned_eval(owner: User) -> dict[str, Any]:
+    """An eval run of ``owner`` (of an agent of its own: deleting the other one is an
+    action above, and an eval keeps its agent version), its first case started."""
+    agent = echo_agent(owner, "evaluated")
+    dataset = make_dataset(owner, "smoke", [case("greets", "hello", expect="hello")])
+    eval_run = evals.create_eval(owner, agent=agent, dataset=dataset)
+    return {"eval": eval_run.pk, "eval_agent": agent.pk, "dataset": dataset.pk}
 
 
 def ended_run(session: Session) -> Run:
@@ -94,6 +111,8 @@ def snapshot() -> list[Any]:
         list(ModelConfig.objects.values_list("pk", "name", "api_key_ciphertext")),
         list(Session.objects.values_list("pk", "title", "status")),
         list(Run.objects.values_list("pk", "status")),
+        list(EvalRun.objects.values_list("pk", "status")),
+        list(EvalCaseResult.objects.values_list("pk", "status")),
     ]
 
 
@@ -146,6 +165,7 @@ def test_lists_show_only_the_callers_own_objects(
         ("/api/agents/", {"name": "x", "spec": {"name": "x", "model": "scripted"}}),
         ("/api/models/", {"name": "x", "provider": "scripted"}),
         ("/api/sessions/", {"agent": "00000000-0000-0000-0000-000000000000"}),
+        ("/api/evals/", {"agent": "helper", "dataset": "smoke"}),
         (
             "/api/agents/import/",
             {"format": "studio.agent", "format_version": 1, "name": "x", "spec": {}},
