@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
+from django.tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
 from studio import evals, runs, services
 from studio.models import Run, RunStatus
 from studio.models.evals import EvalCaseResult, EvalRun
+from studio.runs import tasks
 from tests.support.evals import active_case_runs, case, echo_agent, make_dataset, until_ended
 from tests.support.live import eventually, run_manager  # noqa: F401  (an autouse fixture)
 
@@ -172,3 +175,27 @@ async def test_advance_is_idempotent_and_a_finished_eval_stays_finished(ada: Use
         (r.status, r.ended_at, r.verdicts) for r in before
     ]
     assert await Run.objects.filter(session__eval_results__eval_run=eval_run).acount() == 1
+
+
+@pytest.mark.usefixtures("worker_execution")
+async def test_with_worker_execution_the_worker_that_ends_a_case_run_moves_the_eval_on(
+    ada: User,
+) -> None:
+    """No server sweeps here: only the hook in the worker's execution advances it."""
+    await sync_to_async(echo_agent)(ada)
+    cases = [case("a", "one", "two", expect="two"), case("b", "three", expect="three")]
+    await sync_to_async(make_dataset)(ada, "queued", cases)
+    eval_run = await start(ada, "echo", "queued", concurrency=1)
+    executed = 0
+    while executed < 10:
+        ready = DBTaskResult.objects.filter(status=TaskResultStatus.READY).order_by("enqueued_at")
+        task = await ready.afirst()
+        if task is None:
+            break
+        await DBTaskResult.objects.filter(pk=task.pk).aupdate(status=TaskResultStatus.SUCCESSFUL)
+        await tasks.execute_queued_run.acall(run_id=task.args_kwargs["kwargs"]["run_id"])
+        executed += 1
+    ended = await EvalRun.objects.aget(pk=eval_run.pk)
+    assert ended.status == "succeeded" and executed == 3  # two turns, then the next case
+    results = await sync_to_async(results_of)(ended)
+    assert [r.status for r in results] == ["passed", "passed"]
