@@ -12,9 +12,10 @@ What is read from the events:
   the last turn (the events after the last user message). Streamed partial chunks are
   skipped; a last turn without such an answer (it failed, or waits for a person) has an
   empty final output, never an earlier turn's answer;
-- the tool calls of every turn, in the order the model made them, with their
-  arguments. A call an agent runs again after an interruption (``retry_of``) is the same
-  call as the one it retries, so it is not counted twice;
+- the tool calls of every turn and every agent (sub-agents' too), in the order the
+  models made them, with their arguments. A call an agent runs again after an
+  interruption (``retry_of``) is the same call as the one it retries, so it is not
+  counted twice;
 - the steps: the model calls made, i.e. the complete agent messages, except answers
   served from the response cache or by a hook in the model's place (no model was
   called).
