@@ -131,7 +131,9 @@ def error_of(events: Iterable[Event]) -> str | None:
 def expectation_from_outcome(outcome: Outcome) -> Expectation:
     """What a case built from ``outcome`` expects: the same final output, the same tool
     calls with the same arguments, and the same end state (each left out when the run
-    had none). Limits are not guessed from one run: the user sets them."""
+    had none). Limits are not guessed from one run: the user sets them. An output
+    longer than a case may expect (``TEXT_MAX``) is a ``ValidationError``, not a
+    silently cut expectation that no run could ever match."""
     return Expectation(
         final_output=outcome.final_output or None,
         tool_calls=[ExpectedToolCall(name=c.name, args=c.args) for c in outcome.tool_calls],
