@@ -238,3 +238,15 @@ def test_evaluators_lists_the_built_in_kinds_and_the_registered_ones(
         "builtin": False,
     }
     assert client_for(None).get("/api/evaluators/").status_code == 401
+
+
+def test_deleting_an_agent_deletes_its_eval_runs_with_its_sessions(
+    ada: User, eval_setup: Dataset
+) -> None:
+    agent = ada.agents.get(name="echo")
+    eval_run = evals.create_eval(ada, agent=agent, dataset=eval_setup)
+    api = client_for(ada)
+    assert api.delete(f"/api/agents/{agent.pk}/").status_code == 204
+    assert api.get(f"/api/evals/{eval_run.pk}/").status_code == 404
+    assert not ada.studio_sessions.exists()
+    assert Dataset.objects.filter(pk=eval_setup.pk).exists()  # the dataset stays
