@@ -199,3 +199,16 @@ async def test_with_worker_execution_the_worker_that_ends_a_case_run_moves_the_e
     assert ended.status == "succeeded" and executed == 3  # two turns, then the next case
     results = await sync_to_async(results_of)(ended)
     assert [r.status for r in results] == ["passed", "passed"]
+
+
+async def test_a_case_that_cannot_be_read_is_an_error_and_the_eval_still_ends(ada: User) -> None:
+    runs.executor().start()
+    await sync_to_async(echo_agent)(ada)
+    await sync_to_async(make_dataset)(ada, "odd", [case("x", "x", expect="x")])
+    eval_run = await start(ada, "echo", "odd")
+    # What the evaluators read is broken behind the engine's back (a bad stored spec).
+    await EvalRun.objects.filter(pk=eval_run.pk).aupdate(evaluators=[{"kind": "nope"}])
+    ended = await until_ended(eval_run.pk)
+    [result] = await sync_to_async(results_of)(ended)
+    assert result.status == "error"
+    assert result.error_message.startswith("the case could not be judged: ValidationError")
