@@ -18,6 +18,7 @@ from studio import evals, runs, services
 from studio.models import Run, RunStatus
 from studio.models.evals import EvalCaseResult, EvalRun
 from studio.runs import tasks
+from tests.studio.conftest import client_for
 from tests.support.evals import active_case_runs, case, echo_agent, make_dataset, until_ended
 from tests.support.live import eventually, run_manager  # noqa: F401  (an autouse fixture)
 
@@ -97,6 +98,11 @@ async def test_repeats_and_concurrency_never_more_case_sessions_at_once(ada: Use
     assert len(results) == 12 and {r.status for r in results} == {"passed"}
     assert len({r.session_id for r in results}) == 12  # every repeat a session of its own
     assert ended.summary["pass_at_k"] == {"k": 3, "value": 1.0}
+    api = client_for(ada)
+    other_k = await sync_to_async(api.get)(f"/api/evals/{eval_run.pk}/?k=2")
+    assert other_k.json()["summary"]["pass_at_k"] == {"k": 2, "value": 1.0}
+    too_big = await sync_to_async(api.get)(f"/api/evals/{eval_run.pk}/?k=11")
+    assert too_big.status_code == 400
     assert [c["runs"] for c in ended.summary["per_case"]] == [3, 3, 3, 3]
 
 
