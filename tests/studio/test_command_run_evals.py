@@ -14,8 +14,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from studio import runs, services
-from studio.models import Session
+from studio import evals, runs, services
+from studio.models import Run, RunStatus, Session
 from tests.support.evals import case, echo_agent, make_dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -122,3 +122,16 @@ def test_the_process_exit_code_is_2_on_a_bad_threshold() -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert "--fail-under must be from 0 to 1, not 2" in done.stderr
+
+
+def test_it_executes_only_its_own_evals_runs(ada: User, bob: User, setup: None) -> None:
+    theirs = evals.create_eval(
+        bob, agent=echo_agent(bob), dataset=make_dataset(bob, "theirs", CASES), concurrency=1
+    )
+    _, error = run_evals(
+        "--dataset", "smoke", "--agent", "echo", "--user", "ada", "--fail-under", "0"
+    )
+    assert error is None
+    waiting = Run.objects.filter(session__eval_results__eval_run=theirs)
+    assert [run.status for run in waiting] == [RunStatus.QUEUED]  # a server's to execute
+    assert theirs.results.filter(status="pending").count() == 1
