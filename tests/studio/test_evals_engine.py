@@ -37,8 +37,9 @@ def start(owner: User, agent_name: str, dataset_name: str, **options: Any) -> Ev
 
 
 async def test_every_case_is_a_session_of_the_pinned_version_judged_from_its_events(
-    ada: User,
+    ada: User, settings: Any
 ) -> None:
+    settings.STUDIO_PARKED_SWEEP_S = 3600  # one sweep at start-up: the runs' ends drive it
     runs.executor().start()
 
     @sync_to_async
@@ -82,7 +83,10 @@ async def test_every_case_is_a_session_of_the_pinned_version_judged_from_its_eve
     assert summary["done"] == summary["total"] == 4
 
 
-async def test_repeats_and_concurrency_never_more_case_sessions_at_once(ada: User) -> None:
+async def test_repeats_and_concurrency_never_more_case_sessions_at_once(
+    ada: User, settings: Any
+) -> None:
+    settings.STUDIO_PARKED_SWEEP_S = 3600  # one sweep at start-up: the runs' ends drive it
     runs.executor().start()
     await sync_to_async(echo_agent)(ada, latency_s=0.15)
     cases = [case(f"c{i}", f"m{i}", expect=f"m{i}") for i in range(4)]
