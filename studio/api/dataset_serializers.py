@@ -11,7 +11,7 @@ from rest_framework import serializers
 from agents_core.evals import formats
 from agents_core.evals.contracts import CASE_NAME_MAX, Case
 from studio.api.fields import NameField
-from studio.api.serializers import StoredJSONField
+from studio.api.serializers import OwnedPrimaryKeyRelatedField, StoredJSONField
 from studio.models import Dataset, DatasetVersion
 
 
@@ -91,10 +91,13 @@ class ImportSerializer(serializers.Serializer[Any]):
     ``name`` (the file's own name when not given), made when it does not exist."""
 
     file = serializers.FileField(
-        help_text=f"JSONL, CSV or an ADK .evalset.json, at most {formats.MAX_FILE_BYTES:,} bytes."
+        allow_empty_file=True,  # read as a dataset file, which says it has no cases
+        help_text=f"JSONL, CSV or an ADK .evalset.json, at most {formats.MAX_FILE_BYTES:,} bytes.",
     )
     format = serializers.ChoiceField(choices=list(formats.FORMATS), required=False)
-    dataset = serializers.UUIDField(required=False)
+    dataset = OwnedPrimaryKeyRelatedField(
+        queryset=Dataset.objects.all(), required=False, help_text="One of your datasets' ids."
+    )
     name = NameField(required=False)
 
 

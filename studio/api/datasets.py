@@ -138,7 +138,7 @@ class DatasetCaseDetailView(APIView):
         dataset = self._with_case(request, id, name)
         return _changed(datasets.replace_case(dataset, name, _case_body(request)))
 
-    @extend_schema(responses=ds.DatasetChangeSerializer)
+    @extend_schema(responses={200: ds.DatasetChangeSerializer})
     def delete(self, request: Request, id: UUID, name: str) -> Response:
         return _changed(datasets.remove_case(self._with_case(request, id, name), name))
 
@@ -168,17 +168,16 @@ class DatasetImportView(APIView):
         responses={200: ds.ImportedSerializer, 201: ds.ImportedSerializer},
     )
     def post(self, request: Request) -> Response:
-        body = ds.ImportSerializer(data=request.data)
+        body = ds.ImportSerializer(data=request.data, context={"request": request})
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        target = _dataset(request, data["dataset"]) if "dataset" in data else None
         upload = data["file"]
         imported = datasets.import_file(
             request_owner(request),
             upload.read(),
             filename=upload.name or "",
             fmt=data.get("format"),
-            dataset=target,
+            dataset=data.get("dataset"),
             name=data.get("name"),
         )
         dataset = imported.dataset

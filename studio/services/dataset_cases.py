@@ -17,6 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from agents_core import events as core_events
+from agents_core import specs as core_specs
 from agents_core.evals.contracts import CASE_NAME_MAX, TEXT_MAX, Case, Expectation
 from agents_core.sessions.base import apply_state_delta
 from studio.diffs.reads import run_events
@@ -135,9 +136,9 @@ def _dataset(owner: AbstractBaseUser, ref: str) -> tuple[Dataset, bool]:
     found = owned.filter(name=ref).first()
     if found is not None:
         return found, False
-    if not re.match(r"^[A-Za-z_]", ref):
-        message = "no dataset of yours has this id, and it is not a valid new name"
-        raise InvalidInputError("dataset", [Problem((), "not_found", message)])
+    if not re.match(core_specs.NAME_PATTERN, ref):
+        message = f"no dataset of yours has this id or name (a new name: {core_specs.NAME_RULE})"
+        raise InvalidInputError("dataset", [Problem((), "does_not_exist", message)])
     return datasets.create_dataset(owner, ref, note="created from a session"), True
 
 

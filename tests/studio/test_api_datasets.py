@@ -160,9 +160,10 @@ def test_other_users_get_404_and_strangers_401(ada: User, bob: User) -> None:
         bobs.put(base + "cases/a/", case("a"), format="json"),
         bobs.delete(base + "cases/a/"),
         bobs.get(base + "export/"),
-        upload(bob, b'{"name": "x", "input": {"turns": ["x"]}}\n', "x.jsonl", dataset=made["id"]),
     ):
         assert response.status_code == 404, response.content
+    into = upload(bob, b'{"name": "x", "input": {"turns": ["x"]}}\n', "x.jsonl", dataset=made["id"])
+    assert error_paths(into) == {"dataset": f'Invalid pk "{made["id"]}" - object does not exist.'}
     assert bobs.get("/api/datasets/").json() == []
     assert client_for(None).get("/api/datasets/").status_code == 401
     assert client_for(None).get(base).status_code == 401
