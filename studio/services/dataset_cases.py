@@ -2,8 +2,9 @@
 
 The case's input is the run's user message alone (one turn), starting from the session
 state as it was before the run (the state deltas of the events before it, replayed);
-its expectation is prefilled from what the run did: its final answer and every tool
-call it made, with their arguments. The user edits it afterwards if it was wrong.
+its expectation is prefilled from what the run did (``agents_core.evals.outcome``): its
+final answer, every tool call it made with their arguments, and the state it left. The
+user edits it afterwards if it was wrong.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from uuid import UUID
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from agents_core import events as core_events
 from agents_core import specs as core_specs
-from agents_core.evals.contracts import CASE_NAME_MAX, TEXT_MAX, Case, Expectation
+from agents_core.evals.contracts import CASE_NAME_MAX, TEXT_MAX, Case
+from agents_core.evals.outcome import expectation_from_outcome, outcome_from_events
 from agents_core.sessions.base import apply_state_delta
 from studio.diffs.reads import run_events
 from studio.errors import ConflictError, InvalidInputError, Problem
@@ -72,13 +73,36 @@ def case_from_run(run: Run, *, name: str) -> Case:
     if not message:
         raise ConflictError("the run has no user message to replay", code="no_user_message")
     events = run_events(run, limit=MAX_RUN_EVENTS)
+    before = state_before(run)
+    after = dict(before)
+    for event in events:
+        apply_state_delta(after, dict(event.actions.state_delta))
+    outcome = outcome_from_events(
+        events,
+        state=_kept(after),
+        cost=run.cost if run.cost_complete else None,
+        tokens=run.input_tokens + run.output_tokens,
+        latency_s=_latency_s(run),
+        error=f"{run.error_code}: {run.error_message}" if run.error_code else None,
+    )
     return datasets.parse_case(
         {
             "name": name[:CASE_NAME_MAX],
-            "input": {"turns": [message[:TEXT_MAX]], "state": state_before(run)},
-            "expect": expectation_from_events(events).model_dump(mode="json"),
+            "input": {"turns": [message[:TEXT_MAX]], "state": before},
+            "expect": expectation_from_outcome(outcome).model_dump(mode="json"),
         }
     )
+
+
+def _latency_s(run: Run) -> float:
+    if run.ended_at is None:
+        return 0.0
+    return max(0.0, (run.ended_at - run.created_at).total_seconds())
+
+
+def _kept(state: dict[str, Any]) -> dict[str, Any]:
+    """State as a session keeps it: ``temp:`` keys live for one turn only."""
+    return {key: value for key, value in state.items() if not key.startswith("temp:")}
 
 
 def turn_message(run: Run) -> str:
@@ -103,26 +127,7 @@ def state_before(run: Run) -> dict[str, Any]:
     for payload in rows.order_by("seq").values_list("payload", flat=True).iterator():
         delta = (payload.get("actions") or {}).get("state_delta") or {}
         apply_state_delta(state, delta)
-    return {key: value for key, value in state.items() if not key.startswith("temp:")}
-
-
-def expectation_from_events(events: list[core_events.Event]) -> Expectation:
-    """What a run did, as what a case expects: its last answer, its tool calls."""
-    final = ""
-    calls: list[dict[str, Any]] = []
-    for event in events:
-        if event.type is not core_events.EventType.AGENT_MESSAGE or event.partial:
-            continue
-        if event.is_final_response():
-            final = event.text
-        calls += [
-            {"name": part.name, "args": part.args}
-            for part in event.parts
-            if isinstance(part, core_events.ToolCallPart) and part.retry_of is None
-        ]
-    return Expectation.model_validate(
-        {"final_output": final[:TEXT_MAX] or None, "tool_calls": calls}
-    )
+    return _kept(state)
 
 
 def _dataset(owner: AbstractBaseUser, ref: str) -> tuple[Dataset, bool]:

@@ -323,6 +323,7 @@ async def test_a_turn_becomes_a_case_prefilled_from_what_the_run_did(ada: User, 
     assert body["case"]["expect"]["tool_calls"] == [
         {"name": "calculator", "args": {"expression": "(12 + 30) * 2"}}
     ]
+    assert body["case"]["expect"]["state"] == {"answer": "The answer is 84."}
 
     chosen = await sync_to_async(post)(
         ada, {"dataset": body["dataset"]["id"], "run": str(first.pk)}
