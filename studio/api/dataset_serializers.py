@@ -60,7 +60,7 @@ class DatasetVersionSerializer(serializers.ModelSerializer[DatasetVersion]):
 
     class Meta:
         model = DatasetVersion
-        fields = ["number", "note", "cases", "created_at"]
+        fields = ["id", "number", "note", "cases", "created_at"]
         read_only_fields = fields
 
     def get_cases(self, version: DatasetVersion) -> int:
