@@ -23,7 +23,7 @@ def _name_field(**kwargs: Any) -> forms.RegexField:
 
 
 class DatasetForm(forms.Form):
-    name = _name_field(help_text="`run_evals --dataset NAME` names it.")
+    name = _name_field(help_text="The name run_evals --dataset takes.")
     description = forms.CharField(max_length=2_000, required=False)
 
 

@@ -5,6 +5,7 @@ form that adds one of its turns to a dataset. Cases are shown as text, never mar
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from uuid import UUID
 
@@ -58,7 +59,7 @@ def _list_page(
         "form": form,
         "upload": upload,
         "max_bytes": formats.MAX_FILE_BYTES,
-        "max_cases": formats.MAX_CASES,
+        "max_cases": f"{formats.MAX_CASES:,}",
     }
     return render(request, "studio/dataset_list.html", context, status=status)
 
@@ -138,11 +139,16 @@ def case_row(case: Case) -> dict[str, Any]:
     return {
         "name": case.name,
         "turns": case.input.turns,
-        "state": case.input.state,
+        "state": _json(case.input.state) if case.input.state else "",
         "final_output": case.expect.final_output,
-        "tool_calls": None if calls is None else [(c.name, c.args) for c in calls],
+        "tool_calls": None if calls is None else [(c.name, _json(c.args)) for c in calls],
         "tags": case.tags,
     }
+
+
+def _json(value: Any) -> str:
+    """JSON as the API writes it, shown as text."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 @login_required
@@ -205,11 +211,13 @@ def turn_panel(request: HttpRequest, session: Session) -> dict[str, Any]:
     """What the session page's "Add this turn to a dataset" card shows: the session's
     ended runs, the user's datasets, and the case just added (``?added=``)."""
     runs = ended_runs(session)
+    added = _added_case(request)
+    initial = {"dataset": added["dataset"].name} if added else {}
     return {
-        "turn_form": AddTurnForm(runs=runs),
+        "turn_form": AddTurnForm(runs=runs, initial=initial),
         "dataset_names": list(owned_datasets(request).values_list("name", flat=True)),
         "has_ended_runs": bool(runs),
-        "added_case": _added_case(request),
+        "added_case": added,
     }
 
 

@@ -124,7 +124,7 @@ async def test_a_sessions_turn_is_added_from_its_page(ada: User) -> None:
     shown = response.content.decode()
     assert "Added case what-is-12-30-2 to from-sessions (v2)." in shown
     assert 'data-testid="added-case"' in shown and "The answer is 84." in shown
-    assert "{&#x27;expression&#x27;: &#x27;(12 + 30) * 2&#x27;}" in shown
+    assert "{&quot;expression&quot;: &quot;(12 + 30) * 2&quot;}" in shown
     refused = await sync_to_async(client.post)(
         f"{url}dataset-case/", {"run": str(run.pk), "dataset": "9 bad"}, follow=True
     )
