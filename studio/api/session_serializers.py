@@ -53,6 +53,7 @@ class SessionSerializer(serializers.ModelSerializer[Session]):
             "parent",
             "fork_seq",
             "fork_event_id",
+            "imported_from",
         ]
         read_only_fields = [f for f in fields if f != "title"]
 
