@@ -1,0 +1,294 @@
+"""Hostile and broken bundles are refused with a clear error (400, a code and the path
+of the problem) and nothing of them is stored: too large, zip bombs and escaping member
+names, not JSON, too deep, unknown versions, schema errors, secrets in model
+configurations, seq gaps, unknown event types, a failure half-way through storing."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from agents_core import events as core_events
+from studio import bundles
+from studio.bundles import checks, imports
+from studio.models import Agent, ApprovalDecision, Event, ModelConfig, Run, Session
+from studio.session_service import append_event_sync
+from tests.studio.conftest import client_for, make_agent, make_session
+
+pytestmark = pytest.mark.django_db
+
+MARKUP = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def bundle(ada: User) -> dict[str, Any]:
+    """A small real bundle of Ada's: a user message, a tool call and its result, an
+    answer, one run, one approval decision."""
+    session = make_session(ada, title=f"t {MARKUP}")
+    invocation = core_events.new_id()
+    said = core_events.Event(
+        type=core_events.EventType.USER_MESSAGE,
+        author="user",
+        invocation_id=invocation,
+        session_id=session.key,
+        parts=[core_events.TextPart(text=f"hi {MARKUP}")],
+    )
+    answer = core_events.Event(
+        type=core_events.EventType.AGENT_MESSAGE,
+        author="helper",
+        invocation_id=invocation,
+        session_id=session.key,
+        parts=[core_events.TextPart(text=f"hello {MARKUP}")],
+    )
+    for event in (said, answer):
+        append_event_sync(session.key, event)
+    run = Run.objects.create(
+        session=session, invocation_id=invocation, message="hi", status="succeeded", start_seq=0
+    )
+    ApprovalDecision.objects.create(
+        session=session,
+        run=run,
+        call_id="c1",
+        tool="calculator",
+        decision="approve",
+        channel="page",
+        decided_by_name="ada",
+        args_hash="0" * 64,
+        args_shown={"expression": MARKUP},
+    )
+    exported = bundles.export_bundle(Session.objects.get(pk=session.pk))
+    return dict(json.loads(bundles.bundle_json(exported)))
+
+
+def counts(user: User) -> tuple[int, ...]:
+    return (
+        Session.objects.filter(owner=user).count(),
+        Agent.objects.filter(owner=user).count(),
+        ModelConfig.objects.filter(owner=user).count(),
+        Event.objects.filter(session__owner=user).count(),
+        Run.objects.filter(session__owner=user).count(),
+        ApprovalDecision.objects.filter(session__owner=user).count(),
+    )
+
+
+def post(user: User, name: str, data: bytes) -> Any:
+    file = SimpleUploadedFile(name, data, content_type="application/octet-stream")
+    return client_for(user).post("/api/bundles/import/", {"file": file}, format="multipart")
+
+
+def refused(user: User, name: str, data: bytes, code: str) -> dict[str, Any]:
+    before = counts(user)
+    response = post(user, name, data)
+    assert response.status_code == 400, response.content
+    body: dict[str, Any] = response.json()
+    assert body["errors"][0]["code"] == code, body
+    assert counts(user) == before
+    return body
+
+
+def as_json(document: Any) -> bytes:
+    return json.dumps(document).encode()
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+def test_a_good_bundle_is_imported_and_its_markup_stays_text(
+    bundle: dict[str, Any], bob: User
+) -> None:
+    response = post(bob, "b.json", as_json(bundle))
+    assert response.status_code == 201, response.content
+    session = Session.objects.get(pk=response.json()["id"])
+    assert session.owner == bob and session.read_only and session.title == f"t {MARKUP}"
+    assert [e.text for e in session.events.order_by("seq")] == [f"hi {MARKUP}", f"hello {MARKUP}"]
+    assert ApprovalDecision.objects.get(session=session).args_shown == {"expression": MARKUP}
+
+
+CHANGES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    ("version 2", lambda b: b.update(version=2), "bundle_version", "bundle.version"),
+    ("another format", lambda b: b.update(format="x"), "bundle_format", "bundle"),
+    (
+        "a bad run status",
+        lambda b: b["runs"][0].update(status="bogus"),
+        "bundle_schema",
+        "bundle.runs.0.status",
+    ),
+    ("an unknown field", lambda b: b.update(extra=1), "bundle_schema", "bundle.extra"),
+    (
+        "a seq gap",
+        lambda b: b["events"][1].update(seq=3),
+        "bundle_seq_gap",
+        "bundle.events.1.seq",
+    ),
+    (
+        "an unknown event type",
+        lambda b: b["events"][1].update(type="exploit"),
+        "bundle_bad_event",
+        "bundle.events.1.type",
+    ),
+    (
+        "two events of one id",
+        lambda b: b["events"][1].update(id=b["events"][0]["id"]),
+        "bundle_bad_event",
+        "bundle.events.1.id",
+    ),
+    (
+        "an approval of no run",
+        lambda b: b["approvals"][0].update(run="nope"),
+        "bundle_bad_approval",
+        "bundle.approvals.0.run",
+    ),
+    (
+        "an api key",
+        lambda b: b["agent"]["model_configs"][0].update(api_key="abc"),
+        "bundle_has_secret",
+        "bundle.agent.model_configs.0.api_key",
+    ),
+    (
+        "a key's hint",
+        lambda b: b["agent"]["model_configs"][0].update(api_key_hint="...abcd"),
+        "bundle_has_secret",
+        "bundle.agent.model_configs.0.api_key_hint",
+    ),
+    (
+        "a header in the options",
+        lambda b: b["agent"]["model_configs"][0]["options"].update(
+            headers={"Authorization": "Bearer x"}
+        ),
+        "bundle_has_secret",
+        "bundle.agent.model_configs.0.options.headers.Authorization",
+    ),
+    (
+        "a key-looking value",
+        lambda b: b["agent"]["model_configs"][0].update(model="sk-abcdefghijklmnopqrstu"),
+        "bundle_has_secret",
+        "bundle.agent.model_configs.0.model",
+    ),
+    (
+        "a password in the base URL",
+        lambda b: b["agent"]["model_configs"][0].update(base_url="https://u:p@example.com/v1"),
+        "bundle_has_secret",
+        "bundle.agent.model_configs.0.base_url",
+    ),
+    (
+        "a spec that is no spec",
+        lambda b: b["agent"]["spec"].update(type="rocket"),
+        "bundle_bad_spec",
+        "bundle.agent.spec.type",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "path"), [c[1:] for c in CHANGES], ids=[c[0] for c in CHANGES]
+)
+def test_a_broken_bundle_is_refused_at_its_path(
+    bundle: dict[str, Any],
+    bob: User,
+    change: Callable[[dict[str, Any]], None],
+    code: str,
+    path: str,
+) -> None:
+    broken = copy.deepcopy(bundle)
+    change(broken)
+    body = refused(bob, "b.json", as_json(broken), code)
+    assert body["errors"][0]["path"] == path
+
+
+def test_the_version_error_says_which_versions_are_read(bundle: dict[str, Any], bob: User) -> None:
+    body = refused(bob, "b.json", as_json({**bundle, "version": 2}), "bundle_version")
+    assert "version 2 is not supported here (this Studio reads 1)" in body["detail"]
+
+
+def test_not_json_too_deep_or_not_utf8(bob: User) -> None:
+    refused(bob, "b.json", b"{nope", "bundle_not_json")
+    refused(bob, "b.json", b"\xff\xfe", "bundle_not_json")
+    refused(bob, "b.json", b"[" * 10_000 + b"]" * 10_000, "bundle_too_deep")
+    refused(bob, "b.json", b"[1, 2]", "bundle_schema")
+
+
+def test_too_large(bundle: dict[str, Any], bob: User, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checks, "MAX_BYTES", 1_000)
+    refused(bob, "b.json", as_json(bundle), "bundle_too_large")
+
+
+def test_a_zip_bomb_is_refused_before_it_is_unpacked(bob: User) -> None:
+    bomb = zipped({"bundle.json": b" " * (checks.MAX_BYTES + 1)})
+    assert len(bomb) < 100_000
+    refused(bob, "b.studio-run.zip", bomb, "bundle_too_large")
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        {"../bundle.json": b"{}"},
+        {"/etc/bundle.json": b"{}"},
+        {"bundle.json": b"{}", "..\\evil": b"x"},
+        {"bundle.json": b"{}", "blob": b"x"},
+        {"other.json": b"{}"},
+        {f"f{i}": b"" for i in range(20)},
+    ],
+    ids=["parent", "absolute", "backslash", "extra member", "no bundle", "many"],
+)
+def test_zip_members_that_escape_or_do_not_belong(bob: User, members: dict[str, bytes]) -> None:
+    refused(bob, "b.zip", zipped(members), "bundle_bad_zip")
+
+
+def test_not_a_zip(bob: User) -> None:
+    refused(bob, "b.studio-run.zip", b"PK\x03\x04broken", "bundle_bad_zip")
+
+
+def test_a_zipped_bundle_is_imported(bundle: dict[str, Any], bob: User) -> None:
+    response = post(bob, "b.studio-run.zip", zipped({"bundle.json": as_json(bundle)}))
+    assert response.status_code == 201, response.content
+
+
+def test_a_failure_half_way_stores_nothing(
+    bundle: dict[str, Any], bob: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: Any) -> None:
+        raise checks.refuse("bundle_bad_approval", "failed half-way")
+
+    monkeypatch.setattr(imports, "_approvals", fail)
+    refused(bob, "b.json", as_json(bundle), "bundle_bad_approval")
+
+
+def test_imported_names_are_free_and_valid(bundle: dict[str, Any], bob: User) -> None:
+    make_agent(bob, name="helper-imported")
+    first = post(bob, "b.json", as_json(bundle)).json()
+    assert first["agent_name"] == "helper-imported-2"
+    odd = copy.deepcopy(bundle)
+    odd["agent"]["name"] = MARKUP
+    assert (
+        post(bob, "b.json", as_json(odd)).json()["agent_name"]
+        == "_script_alert_1___script_-imported"
+    )
+
+
+def test_an_active_run_is_imported_interrupted(bundle: dict[str, Any], bob: User) -> None:
+    bundle["runs"][0]["status"] = "running"
+    bundle["session"]["status"] = "running"
+    session = Session.objects.get(pk=post(bob, "b.json", as_json(bundle)).json()["id"])
+    assert session.status == "interrupted"
+    assert session.runs.get().status == "interrupted"
+
+
+def test_imported_spending_is_not_the_importers(bundle: dict[str, Any], bob: User) -> None:
+    """The events keep their recorded cost in the payload, but no cost column: no
+    roll-up counts another Studio's spending as the importer's."""
+    session = Session.objects.get(pk=post(bob, "b.json", as_json(bundle)).json()["id"])
+    assert not session.events.filter(cost__isnull=False).exists()
+    assert not session.events.filter(usage__isnull=False).exists()
