@@ -292,3 +292,24 @@ def test_imported_spending_is_not_the_importers(bundle: dict[str, Any], bob: Use
     session = Session.objects.get(pk=post(bob, "b.json", as_json(bundle)).json()["id"])
     assert not session.events.filter(cost__isnull=False).exists()
     assert not session.events.filter(usage__isnull=False).exists()
+
+
+def test_an_imported_session_is_the_importers_only(
+    bundle: dict[str, Any], ada: User, bob: User
+) -> None:
+    session_id = post(bob, "b.json", as_json(bundle)).json()["id"]
+    for url in (f"/api/sessions/{session_id}/", f"/api/sessions/{session_id}/bundle/"):
+        assert client_for(ada).get(url).status_code == 404
+        assert client_for(bob).get(url).status_code == 200
+    assert client_for(None).post("/api/bundles/import/", {}).status_code == 401
+
+
+def test_an_imported_session_exports_again_as_its_importers(
+    bundle: dict[str, Any], bob: User
+) -> None:
+    """Re-exported, it names the importer's stand-in models, never the exporter's keys."""
+    session_id = post(bob, "b.json", as_json(bundle)).json()["id"]
+    again = client_for(bob).get(f"/api/sessions/{session_id}/bundle/").json()
+    assert [e["id"] for e in again["events"]] == [e["id"] for e in bundle["events"]]
+    assert all(c["name"].endswith("-imported") for c in again["agent"]["model_configs"])
+    assert post(bob, "again.json", as_json(again)).status_code == 201
