@@ -102,34 +102,31 @@ def _decoded(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise refuse("bundle_not_json", "a bundle is UTF-8 JSON") from None
-    if _depth_over(text, MAX_DEPTH):
-        raise refuse("bundle_too_deep", f"a bundle's JSON may nest at most {MAX_DEPTH} levels")
+    if "\\u0000" in text:  # PostgreSQL stores no NUL in text or JSON: refused, not cut
+        raise refuse("bundle_not_json", "a bundle's text may not hold NUL characters (\\u0000)")
+    too_deep = refuse("bundle_too_deep", f"a bundle's JSON may nest at most {MAX_DEPTH} levels")
     try:
-        return json.loads(text)
+        document = json.loads(text)
+    except RecursionError:
+        raise too_deep from None
     except ValueError as exc:
         raise refuse("bundle_not_json", f"not JSON: {exc}") from None
+    if _depth_over(document, MAX_DEPTH):
+        raise too_deep
+    return document
 
 
-def _depth_over(text: str, limit: int) -> bool:
-    """Whether brackets outside strings nest deeper than ``limit`` (a cheap scan, so
-    ``json.loads`` never recurses into a hostile depth)."""
-    depth, in_string, escaped = 0, False, False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif char in "]}":
-            depth -= 1
+def _depth_over(document: Any, limit: int) -> bool:
+    """Whether ``document`` nests deeper than ``limit`` (what reads it later recurses)."""
+    pending: list[tuple[Any, int]] = [(document, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict):
+            pending.extend((value, depth + 1) for value in node.values())
+        elif isinstance(node, list):
+            pending.extend((value, depth + 1) for value in node)
     return False
 
 

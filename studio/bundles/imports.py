@@ -36,13 +36,12 @@ from studio.agents import specs
 from studio.bundles import format as f
 from studio.bundles.checks import Checked, refuse
 from studio.bundles.export import model_names, nodes
-from studio.event_rows import event_row_id
+from studio.event_rows import insert_recorded
 from studio.models import (
     ACTIVE_RUN_STATUSES,
     Agent,
     AgentVersion,
     ApprovalDecision,
-    Event,
     ModelConfig,
     Run,
     RunStatus,
@@ -177,13 +176,8 @@ def _session(
 
 
 def _events(session: Session, events: list[core_events.Event]) -> None:
-    rows = []
-    for event in events:
-        row = Event.from_core(session, event.model_copy(update={"session_id": session.key}))
-        row.id = event_row_id(session.key, event.id)  # as the session service keys rows
-        row.usage, row.cost, row.cost_currency = None, None, ""
-        rows.append(row)
-    Event.objects.bulk_create(rows, batch_size=BATCH)
+    for start in range(0, len(events), BATCH):
+        insert_recorded(session, events[start : start + BATCH])
 
 
 def _runs(session: Session, runs: list[f.BundleRun]) -> dict[str, Run]:

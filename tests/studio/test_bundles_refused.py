@@ -216,8 +216,15 @@ def test_the_version_error_says_which_versions_are_read(bundle: dict[str, Any], 
 def test_not_json_too_deep_or_not_utf8(bob: User) -> None:
     refused(bob, "b.json", b"{nope", "bundle_not_json")
     refused(bob, "b.json", b"\xff\xfe", "bundle_not_json")
-    refused(bob, "b.json", b"[" * 10_000 + b"]" * 10_000, "bundle_too_deep")
+    refused(bob, "b.json", b"[" * 100_000 + b"]" * 100_000, "bundle_too_deep")
+    refused(bob, "b.json", b"[" * 100 + b"]" * 100, "bundle_too_deep")
     refused(bob, "b.json", b"[1, 2]", "bundle_schema")
+
+
+def test_nul_characters_are_refused(bundle: dict[str, Any], bob: User) -> None:
+    bundle["session"]["title"] = "a\x00b"
+    body = refused(bob, "b.json", as_json(bundle), "bundle_not_json")
+    assert "NUL" in body["detail"]
 
 
 def test_too_large(bundle: dict[str, Any], bob: User, monkeypatch: pytest.MonkeyPatch) -> None:
