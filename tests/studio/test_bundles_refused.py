@@ -320,3 +320,37 @@ def test_an_imported_session_exports_again_as_its_importers(
     assert [e["id"] for e in again["events"]] == [e["id"] for e in bundle["events"]]
     assert all(c["name"].endswith("-imported") for c in again["agent"]["model_configs"])
     assert post(bob, "again.json", as_json(again)).status_code == 201
+
+
+def test_fork_lineage_travels_as_ids_only(ada: User, bob: User) -> None:
+    """A fork's bundle says where it was forked from (ids and a seq), never the parent's
+    data; the importer keeps it in ``imported_from``."""
+    from studio.services.forks import fork_session
+
+    parent = make_session(ada, title="parent secret title")
+    invocation = core_events.new_id()
+    for text in ("one", "two"):
+        append_event_sync(
+            parent.key,
+            core_events.Event(
+                type=core_events.EventType.USER_MESSAGE,
+                author="user",
+                invocation_id=invocation,
+                session_id=parent.key,
+                parts=[core_events.TextPart(text=text)],
+            ),
+        )
+    fork = fork_session(parent, 1)
+    document = json.loads(bundles.bundle_json(bundles.export_bundle(fork)))
+    assert document["fork"] == {
+        "parent_session": str(parent.pk),
+        "fork_seq": 1,
+        "fork_event_id": fork.fork_event_id,
+    }
+    assert str(parent.key) not in json.dumps(document["events"])  # its copies are the fork's
+    assert [e["text"] if "text" in e else e["parts"][0]["text"] for e in document["events"]] == [
+        "one"
+    ]
+    imported = post(bob, "fork.json", as_json(document)).json()
+    assert imported["imported_from"]["fork"]["fork_seq"] == 1
+    assert imported["parent"] is None and imported["fork_seq"] is None
