@@ -128,6 +128,20 @@ def test_export_then_import_as_another_user_draws_the_same_run(
     screenshot(mine, "bundle-imported-waterfall-390", full_page=True)
     mine.set_viewport_size(VIEWPORT)  # type: ignore[arg-type]
 
+    # Replayed from its page on the recorded outputs: the same rows, no divergence.
+    mine.go_back()
+    expect(mine.locator("body")).to_have_attribute("data-ready", "timeline")
+    imported_url = mine.url
+    controls = mine.locator("#replay-controls")
+    expect(controls).to_be_visible()
+    controls.get_by_role("button", name="Replay").click()
+    mine.wait_for_url(lambda url: url != imported_url and "/sessions/" in url)
+    expect(mine.locator("body")).to_have_attribute("data-ready", "timeline")
+    expect(mine.locator("#session-status")).to_have_text("succeeded")
+    expect(mine.locator(".ev.replay-diverged")).to_have_count(0)
+    assert timeline_rows(mine) == original_rows
+    not_pwned(mine)
+
     # Markup in the agent's name (not a valid name: made one) and a refused version.
     with zipfile.ZipFile(io.BytesIO(bundle)) as archive:
         document = json.loads(archive.read("bundle.json"))
