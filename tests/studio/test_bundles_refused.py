@@ -21,7 +21,7 @@ from studio import bundles
 from studio.bundles import checks, imports
 from studio.models import Agent, ApprovalDecision, Event, ModelConfig, Run, Session
 from studio.session_service import append_event_sync
-from tests.studio.conftest import client_for, make_agent, make_session
+from tests.studio.conftest import client_for, make_agent, make_session, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -354,3 +354,30 @@ def test_fork_lineage_travels_as_ids_only(ada: User, bob: User) -> None:
     imported = post(bob, "fork.json", as_json(document)).json()
     assert imported["imported_from"]["fork"]["fork_seq"] == 1
     assert imported["parent"] is None and imported["fork_seq"] is None
+
+
+def test_the_imported_session_page_says_read_only_and_escapes_markup(
+    bundle: dict[str, Any], bob: User
+) -> None:
+    session_id = post(bob, "b.json", as_json(bundle)).json()["id"]
+    page = signed_in(bob).get(f"/sessions/{session_id}/").content.decode()
+    assert "imported · read-only" in page
+    assert "Continue in playground" not in page
+    assert f"/api/sessions/{session_id}/bundle/?zip=1" in page
+    assert "<script>alert(1)</script>" not in page
+    assert "t &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    listed = signed_in(bob).get("/sessions/").content.decode()
+    assert 'action="/sessions/import/"' in listed and "<script>alert(1)" not in listed
+
+
+def test_the_import_form_imports_or_says_why(bundle: dict[str, Any], bob: User) -> None:
+    client = signed_in(bob)
+    file = SimpleUploadedFile("b.json", as_json(bundle))
+    response = client.post("/sessions/import/", {"bundle": file})
+    session = Session.objects.get(owner=bob)
+    assert response.status_code == 302 and response["Location"] == f"/sessions/{session.pk}/"
+    broken = SimpleUploadedFile("b.json", as_json({**bundle, "version": 9}))
+    response = client.post("/sessions/import/", {"bundle": broken}, follow=True)
+    assert "Import refused: bundle version 9 is not supported here" in response.content.decode()
+    assert Session.objects.filter(owner=bob).count() == 1
+    assert client.get("/sessions/import/").status_code == 405
