@@ -316,7 +316,8 @@ class SessionViewSet(
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def export(self, request: Request, pk: str | None = None) -> Response:
-        """The session's events, runs and pinned agent version as one JSON document."""
+        """The session's events, runs and pinned agent version as one JSON document (for
+        reading; ``.../bundle/`` is the versioned bundle another Studio imports)."""
         session = self.get_object()
         response = Response(services.export_session(session))
         response["Content-Disposition"] = f'attachment; filename="session-{session.id}.json"'
