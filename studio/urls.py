@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 from studio.auth import RateLimitedLoginView
 from studio.web import (
     approvals,
+    bundles,
     compare,
     datasets,
     files,
@@ -72,6 +73,7 @@ urlpatterns = [
     path("datasets/<uuid:pk>/delete/", datasets.dataset_delete, name="dataset-delete"),
     path("playground/", sessions.playground, name="playground"),
     path("sessions/", sessions.session_list, name="sessions"),
+    path("sessions/import/", bundles.bundle_import, name="session-import"),
     path("compare/", compare.run_compare, name="run-compare"),
     path("sessions/<uuid:pk>/", sessions.session_timeline, name="session-timeline"),
     path("sessions/<uuid:pk>/artifacts/", sessions.session_artifacts, name="session-artifacts"),

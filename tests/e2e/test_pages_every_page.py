@@ -108,6 +108,8 @@ class Objects:
     dataset: str = ""
     dataset_version: str = ""
     """A dataset of the user's (with a hostile case) and its first version."""
+    imported: str = ""
+    """A read-only session imported from the session's run bundle (studio.bundles)."""
     user_budget: str = ""
     day_spend: str = ""
     """Staff's: a user's daily budget and a day's spend row, as the admin shows them."""
@@ -209,6 +211,8 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
     # A fork of it, so the session page shows its fork tree (services.forks).
     last_seq = api.get(f"/api/sessions/{session['id']}/")["last_seq"]
     api.post(f"/api/sessions/{session['id']}/forks/", {"seq": last_seq})
+    bundle = json.dumps(api.get(f"/api/sessions/{session['id']}/bundle/")).encode()
+    imported = api.upload("/api/bundles/import/", "file", "session.studio-run.json", bundle)
     return Objects(
         agent=agent["id"],
         model=api.get("/api/models/")["results"][0]["id"],
@@ -221,6 +225,7 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         skill=skill["name"],
         dataset=dataset["id"],
         dataset_version=versions[0]["id"],
+        imported=imported["id"],
     )
 
 
@@ -365,6 +370,10 @@ def site(objects: dict[str, Objects], contexts: dict[str, BrowserContext]) -> Si
         # (the user's one run with itself; tests/e2e/test_pages_compare.py compares two).
         compared = f"{reverse('run-compare')}?a={mine.run}&b={mine.run}"
         visits[user].append(Visit(compared, "run-compare-runs"))
+        # An imported session (read-only): its timeline and waterfall.
+        for name in ("session-timeline", "session-waterfall"):
+            path = reverse(name, kwargs={"pk": mine.imported})
+            visits[user].append(Visit(path, f"{name}-imported"))
     return Site(visits, sorted(actions), sorted(unfilled))
 
 
@@ -374,6 +383,7 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     assert {"home", "agent-edit", "session-timeline", "mcp-server-edit", "api-docs"} <= names
     assert {"admin-index", "admin-run-list", "admin-run-change", "admin-mcpserver-add"} <= names
     assert {"logout", "agent-delete", "mcp-server-test", "session-delete"} <= set(site.actions)
+    assert "session-import" in site.actions and "session-timeline-imported" in names
     assert {"prompt-templates", "prompt-template"} <= names and "prompt-template-delete" in set(
         site.actions
     )

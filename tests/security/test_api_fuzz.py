@@ -80,6 +80,21 @@ STATEFUL_CODES = {
     "artifact_name",
     # A skill's archive or folder: its paths, sizes, text and SKILL.md (agents_core.skills).
     "skill_format",
+    # A run bundle's content (studio.bundles.checks): its JSON, zip, version, schema,
+    # secrets and events, all inside one file the schema can only call binary.
+    "bundle_too_large",
+    "bundle_bad_zip",
+    "bundle_not_json",
+    "bundle_too_deep",
+    "bundle_format",
+    "bundle_version",
+    "bundle_schema",
+    "bundle_has_secret",
+    "bundle_bad_event",
+    "bundle_seq_gap",
+    "bundle_bad_run",
+    "bundle_bad_approval",
+    "bundle_bad_spec",
     # A fork point: a stored event of the session, and what that event has to edit.
     "no_such_event",
     "not_editable",
@@ -118,6 +133,8 @@ def test_every_api_route_is_in_the_schema() -> None:
         "POST /api/runs/{id}/replay/",
         "DELETE /api/models/{id}/",
         "GET /api/runs/compare/",
+        "GET /api/sessions/{id}/bundle/",
+        "POST /api/bundles/import/",
     ):
         assert expected in labels
     assert len(labels) >= 32

@@ -41,6 +41,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/sessions/{session}/", "patch", {"title": "mine now"}, 200),
     ("/api/sessions/{session}/events/", "get", None, 200),
     ("/api/sessions/{session}/export/", "get", None, 200),
+    ("/api/sessions/{session}/bundle/", "get", None, 200),
+    ("/api/sessions/{session}/bundle/?zip=1", "get", None, 200),
     ("/api/sessions/{idle_session}/messages/", "post", {"text": "hi"}, 202),
     ("/api/sessions/{session}/forks/", "get", None, 200),
     ("/api/sessions/{session}/forks/", "post", {"seq": 1}, 201),
@@ -165,6 +167,7 @@ def test_lists_show_only_the_callers_own_objects(
         ("/api/models/", {"name": "x", "provider": "scripted"}),
         ("/api/sessions/", {"agent": "00000000-0000-0000-0000-000000000000"}),
         ("/api/datasets/", {"name": "x"}),
+        ("/api/bundles/import/", {"file": "x"}),
         (
             "/api/agents/import/",
             {"format": "studio.agent", "format_version": 1, "name": "x", "spec": {}},
