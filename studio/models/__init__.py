@@ -170,6 +170,8 @@ class Session(ForkOrigin):
     """The sum of its ended runs' costs (``costs.total_of``), set as each ends."""
     cost_currency = models.CharField(max_length=3, blank=True)
     cost_complete = models.BooleanField(default=True)
+    imported_from = models.JSONField(null=True, blank=True, editable=False)
+    """Where an imported session came from (``studio.bundles``); set: it is read-only."""
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -182,6 +184,11 @@ class Session(ForkOrigin):
 
     def __str__(self) -> str:
         return self.title or self.key
+
+    @property
+    def read_only(self) -> bool:
+        """An imported session: replayed, never continued."""
+        return self.imported_from is not None
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self.key:

@@ -41,11 +41,11 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from agents_core import events as core_events
 from agents_core import specs as core_specs
 from studio import evals
-from studio.models import Agent, McpServer, ModelConfig, Run, RunStatus, Session
+from studio.models import Agent, Dataset, McpServer, ModelConfig, Run, RunStatus, Session
 from studio.models.evals import EvalRun
+from studio.services import datasets
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_agent, make_session
-from tests.support.evals import case, make_dataset
 
 EXAMPLES = 100
 """Examples for an operation whose input varies: a body, or two or more query parameters."""
@@ -82,6 +82,21 @@ STATEFUL_CODES = {
     "artifact_name",
     # A skill's archive or folder: its paths, sizes, text and SKILL.md (agents_core.skills).
     "skill_format",
+    # A run bundle's content (studio.bundles.checks): its JSON, zip, version, schema,
+    # secrets and events, all inside one file the schema can only call binary.
+    "bundle_too_large",
+    "bundle_bad_zip",
+    "bundle_not_json",
+    "bundle_too_deep",
+    "bundle_format",
+    "bundle_version",
+    "bundle_schema",
+    "bundle_has_secret",
+    "bundle_bad_event",
+    "bundle_seq_gap",
+    "bundle_bad_run",
+    "bundle_bad_approval",
+    "bundle_bad_spec",
     # A fork point: a stored event of the session, and what that event has to edit.
     "no_such_event",
     "not_editable",
@@ -90,6 +105,8 @@ STATEFUL_CODES = {
     # custom evaluator nobody registered.
     "unknown_model",
     "unknown_evaluator",
+    # A dataset file's content (agents_core.evals.formats): its lines, columns, cases.
+    "dataset_format",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
@@ -112,6 +129,8 @@ CONDITIONAL_FIELDS |= {("edited_args", "invalid")}
 # pydantic, and a regular expression or JSON Schema inside one must compile.
 # Their strings, like edited arguments', may not hold NUL either.
 CONDITIONAL_FIELDS |= {("evaluators", "invalid"), ("evaluators", "unstorable_text")}
+# The same for a dataset case's free-form JSON (its state, its expected arguments).
+CONDITIONAL_FIELDS |= {("case", "unstorable_text"), ("cases", "unstorable_text")}
 
 
 def test_every_api_route_is_in_the_schema() -> None:
@@ -131,6 +150,8 @@ def test_every_api_route_is_in_the_schema() -> None:
         "GET /api/evals/compare/",
         "GET /api/evals/history/",
         "GET /api/evaluators/",
+        "GET /api/sessions/{id}/bundle/",
+        "POST /api/bundles/import/",
     ):
         assert expected in labels
     assert len(labels) >= 32
@@ -146,6 +167,7 @@ class Fixtures:
     session: Session
     run: Run
     mcp_server: McpServer
+    dataset: Dataset
     eval_run: EvalRun
 
     def path_ids(self, path: str) -> dict[str, Any]:
@@ -153,11 +175,13 @@ class Fixtures:
         ids = {"agents": self.agent, "models": self.model, "sessions": self.session}
         ids["runs"] = self.run
         ids["mcp-servers"] = self.mcp_server
+        ids["datasets"] = self.dataset
         ids["evals"] = self.eval_run
         owned = ids.get(path.split("/")[2])
         if owned is None or "{id}" not in path:
             return {}
-        return {"id": str(owned.pk), **({"number": 1} if "{number}" in path else {})}
+        named = {"name": "greeting"} if "{name}" in path else {}  # a case of the dataset
+        return {"id": str(owned.pk), **({"number": 1} if "{number}" in path else {}), **named}
 
     def query_ids(self, path: str) -> dict[str, Any]:
         """Query parameters naming the user's own objects, or {} for other operations."""
@@ -189,9 +213,11 @@ def fixtures(ada: User) -> Fixtures:
     mcp_server = McpServer.objects.create(
         owner=ada, name="docs", transport=McpServer.Transport.HTTP, url="https://mcp.example/mcp"
     )
-    dataset = make_dataset(ada, "smoke", [case("greets", "hello", expect="hello")])
+    dataset = datasets.create_dataset(
+        ada, "smoke", cases=[{"name": "greeting", "input": {"turns": ["hi"]}}]
+    )
     eval_run = evals.create_eval(ada, agent=agent, dataset=dataset)
-    return Fixtures(token, agent, model, session, run, mcp_server, eval_run)
+    return Fixtures(token, agent, model, session, run, mcp_server, dataset, eval_run)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from studio import evals, runs, services
 from studio.models import ModelConfig
 from studio.models.evals import Dataset
 from tests.studio.conftest import client_for, error_paths, remote_model, results
-from tests.support.evals import case, echo_agent, make_dataset
+from tests.support.eval_runs import case, echo_agent, make_dataset
 from tests.support.live import run_manager  # noqa: F401  (an autouse fixture)
 from tests.support.openai_server import OpenAIServer
 

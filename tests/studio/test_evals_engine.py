@@ -19,7 +19,7 @@ from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus
 from studio.models.evals import DatasetVersion, EvalCaseResult, EvalRun
 from studio.runs import tasks
 from tests.studio.conftest import client_for
-from tests.support.evals import active_case_runs, case, echo_agent, make_dataset, until_ended
+from tests.support.eval_runs import active_case_runs, case, echo_agent, make_dataset, until_ended
 from tests.support.live import eventually, run_manager  # noqa: F401  (an autouse fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)

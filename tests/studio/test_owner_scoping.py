@@ -10,12 +10,13 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from studio import evals, services
-from studio.models import Agent, ModelConfig, Run, RunStatus, Session
+from studio.models import Agent, Dataset, DatasetVersion, ModelConfig, Run, RunStatus, Session
 from studio.models.evals import EvalCaseResult, EvalRun
 from studio.runs import records
 from studio.runs.records import Ending
+from studio.services import datasets
 from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
-from tests.support.evals import case, echo_agent, make_dataset
+from tests.support.eval_runs import case, echo_agent, make_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +43,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/sessions/{session}/", "patch", {"title": "mine now"}, 200),
     ("/api/sessions/{session}/events/", "get", None, 200),
     ("/api/sessions/{session}/export/", "get", None, 200),
+    ("/api/sessions/{session}/bundle/", "get", None, 200),
+    ("/api/sessions/{session}/bundle/?zip=1", "get", None, 200),
     ("/api/sessions/{idle_session}/messages/", "post", {"text": "hi"}, 202),
     ("/api/sessions/{session}/forks/", "get", None, 200),
     ("/api/sessions/{session}/forks/", "post", {"seq": 1}, 201),
@@ -51,14 +54,32 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/runs/{run}/cancel/", "post", None, 200),
     ("/api/runs/compare/?a={run}&b={run}", "get", None, 200),
     ("/api/runs/{ended_run}/replay/", "post", {}, 202),
+    ("/api/datasets/{dataset}/", "get", None, 200),
+    ("/api/datasets/{dataset}/", "patch", {"description": "mine now"}, 200),
+    ("/api/datasets/{dataset}/versions/", "get", None, 200),
+    ("/api/datasets/{dataset}/versions/1/", "get", None, 200),
+    ("/api/datasets/{dataset}/cases/", "get", None, 200),
+    ("/api/datasets/{dataset}/cases/", "post", {"name": "b", "input": {"turns": ["x"]}}, 201),
+    ("/api/datasets/{dataset}/cases/a/", "put", {"name": "a", "input": {"turns": ["y"]}}, 200),
+    ("/api/datasets/{dataset}/cases/a/", "delete", None, 200),
+    ("/api/datasets/{dataset}/export/", "get", None, 200),
+    ("/api/datasets/{dataset}/", "delete", None, 204),
+    ("/api/sessions/{ended_session}/dataset-cases/", "post", {"dataset": "evals"}, 201),
     ("/api/evals/{eval}/", "get", None, 200),
     ("/api/evals/{eval}/results/", "get", None, 200),
     ("/api/evals/compare/?a={eval}&b={eval}", "get", None, 200),
-    ("/api/evals/history/?agent={eval_agent}&dataset={dataset}", "get", None, 200),
+    ("/api/evals/history/?agent={eval_agent}&dataset={eval_dataset}", "get", None, 200),
     ("/api/evals/{eval}/cancel/", "post", None, 200),
 ]
 
-LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/", "/api/evals/"]
+LISTS = [
+    "/api/agents/",
+    "/api/models/",
+    "/api/sessions/",
+    "/api/runs/",
+    "/api/datasets/",
+    "/api/evals/",
+]
 
 
 @pytest.fixture
@@ -66,6 +87,8 @@ def owned(ada: User) -> dict[str, Any]:
     """Ada's objects of every kind."""
     agent = make_agent(ada)
     session = make_session(ada, agent, title="ada's")
+    ended = ended_run(make_session(ada, agent))
+    case = {"name": "a", "input": {"turns": ["hi"]}}
     return {
         "agent": agent.pk,
         "model": ModelConfig.objects.get(owner=ada, name="scripted").pk,
@@ -73,7 +96,9 @@ def owned(ada: User) -> dict[str, Any]:
         "session": session.pk,
         "idle_session": make_session(ada, agent).pk,
         "run": services.start_run(session, "hello").pk,
-        "ended_run": ended_run(make_session(ada, agent)).pk,
+        "ended_run": ended.pk,
+        "ended_session": ended.session_id,
+        "dataset": datasets.create_dataset(ada, "smoke", cases=[case]).pk,
         **owned_eval(ada),
     }
 
@@ -82,9 +107,9 @@ def owned_eval(owner: User) -> dict[str, Any]:
     """An eval run of ``owner`` (of an agent of its own: deleting the other one is an
     action above, and an eval keeps its agent version), its first case started."""
     agent = echo_agent(owner, "evaluated")
-    dataset = make_dataset(owner, "smoke", [case("greets", "hello", expect="hello")])
+    dataset = make_dataset(owner, "evaluated", [case("greets", "hello", expect="hello")])
     eval_run = evals.create_eval(owner, agent=agent, dataset=dataset)
-    return {"eval": eval_run.pk, "eval_agent": agent.pk, "dataset": dataset.pk}
+    return {"eval": eval_run.pk, "eval_agent": agent.pk, "eval_dataset": dataset.pk}
 
 
 def ended_run(session: Session) -> Run:
@@ -111,6 +136,8 @@ def snapshot() -> list[Any]:
         list(ModelConfig.objects.values_list("pk", "name", "api_key_ciphertext")),
         list(Session.objects.values_list("pk", "title", "status")),
         list(Run.objects.values_list("pk", "status")),
+        list(Dataset.objects.values_list("pk", "name", "description", "current_version")),
+        list(DatasetVersion.objects.values_list("pk")),
         list(EvalRun.objects.values_list("pk", "status")),
         list(EvalCaseResult.objects.values_list("pk", "status")),
     ]
@@ -166,6 +193,8 @@ def test_lists_show_only_the_callers_own_objects(
         ("/api/models/", {"name": "x", "provider": "scripted"}),
         ("/api/sessions/", {"agent": "00000000-0000-0000-0000-000000000000"}),
         ("/api/evals/", {"agent": "helper", "dataset": "smoke"}),
+        ("/api/datasets/", {"name": "x"}),
+        ("/api/bundles/import/", {"file": "x"}),
         (
             "/api/agents/import/",
             {"format": "studio.agent", "format_version": 1, "name": "x", "spec": {}},
