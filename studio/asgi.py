@@ -128,12 +128,12 @@ def _trusted(origin: Origin, trusted: str) -> bool:
 
 
 _MCP_ENDPOINT = "studio.mcp_endpoint.app"
-_A2A_ENDPOINT = "studio.a2a.server.app"
+_A2A_ENDPOINT = "studio.a2a_endpoint.app"
 
 
 def with_mcp_endpoint(app: ASGIApp) -> ASGIApp:
     """``app``, with Studio's MCP endpoint (``studio.mcp_endpoint``) at ``/mcp`` and its
-    A2A endpoints (``studio.a2a.server``) under ``/a2a/``. Each SDK takes a while to
+    A2A endpoints (``studio.a2a_endpoint``) under ``/a2a/``. Each SDK takes a while to
     import, so it is loaded on its first request, off the event loop, not with the
     server."""
 

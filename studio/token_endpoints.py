@@ -1,5 +1,5 @@
 """What Studio's token-authenticated ASGI endpoints share: the MCP endpoint at ``/mcp``
-(``studio.mcp_endpoint``) and the A2A endpoints under ``/a2a/`` (``studio.a2a.server``).
+(``studio.mcp_endpoint``) and the A2A endpoints under ``/a2a/`` (``studio.a2a_endpoint``).
 
 Both check the Host header against Django's ``ALLOWED_HOSTS``, sign the caller in with
 an MCP token (``Authorization: Bearer smcp_...``, made on the MCP tokens page), and

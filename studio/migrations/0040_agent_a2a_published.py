@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='agent',
             name='a2a_published',
-            field=models.BooleanField(default=False, help_text="Served over A2A (studio.a2a.server) to clients with the owner's token."),
+            field=models.BooleanField(default=False, help_text="Served over A2A (studio.a2a_endpoint) to clients with the owner's token."),
         ),
     ]

@@ -57,7 +57,7 @@ class Agent(models.Model):
     )
     a2a_published = models.BooleanField(
         default=False,
-        help_text="Served over A2A (studio.a2a.server) to clients with the owner's token.",
+        help_text="Served over A2A (studio.a2a_endpoint) to clients with the owner's token.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -1,4 +1,4 @@
-"""Studio as an A2A server, its use cases (``studio.a2a.server`` is the transport).
+"""Studio as an A2A server, its use cases (``studio.a2a_endpoint`` is the transport).
 
 An agent is served over A2A once its owner publishes it there (``set_a2a_published``)
 and it has a saved version. Callers sign in with one of the owner's MCP tokens, so a
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.db.models import Q
 
 from studio.errors import InvalidInputError, Problem
 from studio.models import Agent, Event, Run, RunStatus, Session
@@ -126,12 +127,14 @@ def snapshot(run: Run, *, after_seq: int = 0) -> Snapshot:
 
 
 def _own_messages(run: Run) -> Any:
-    """The run's text messages of its own agents (not an agent called as a tool)."""
+    """The run's text messages of its own agents: not those of an agent called as a
+    tool (a model call inside a call has ``tool`` set), nor anything on a tool call's
+    branch (``<branch>.<agent>@<call id>``, where a remote A2A agent's progress is)."""
     if not run.invocation_id:  # not started yet: nothing said
         return Event.objects.none()
     return Event.objects.filter(
         session_id=run.session_id, invocation_id=run.invocation_id, type="agent_message", tool=""
-    ).exclude(text="")
+    ).exclude(Q(text="") | Q(branch__contains="@"))
 
 
 def _uuid(text: str) -> uuid.UUID | None:

@@ -26,8 +26,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 
 from studio import token_endpoints
-from studio.a2a.server import cards
-from studio.a2a.server.handler import CALLER_KEY, Caller, StudioRequestHandler
+from studio.a2a_endpoint import cards
+from studio.a2a_endpoint.handler import CALLER_KEY, Caller, StudioRequestHandler
 from studio.db import db_sync_to_async
 from studio.models import Agent
 from studio.services import a2a_serving

@@ -1,4 +1,5 @@
-"""Studio's agents as A2A servers (see ``studio.a2a``).
+"""Studio's published agents as A2A servers under ``/a2a/<agent id>/``, with the
+``a2a-sdk`` package; each task a Studio run of the agent's owner.
 
 - ``app``: the ASGI endpoint under ``/a2a/``: host check, MCP-token authentication (401
   without a valid token), the agent lookup (404 for one not the token user's or not

@@ -48,7 +48,7 @@ from a2a.utils.errors import (
 )
 from django.conf import settings
 
-from studio.a2a.server import tasks
+from studio.a2a_endpoint import tasks
 from studio.db import db_sync_to_async
 from studio.errors import StudioError
 from studio.models import Run
