@@ -1,0 +1,59 @@
+"""Publishing an agent over A2A from the MCP tokens page, in Chromium against a real
+Daphne: the agent's card is served once it is published (to a token of its owner's)
+and refused again once it is withdrawn; the page at 1280 and 390 px wide."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
+from tests.e2e.browser import Api, screenshot
+from tests.support.daphne_server import DaphneServer
+
+WIDE = {"width": 1280, "height": 900}
+NARROW = {"width": 390, "height": 844}
+TOKEN = (
+    "from django.contrib.auth import get_user_model; from studio import services; "
+    "print(services.create_token(get_user_model().objects.get(username='demo'), 'a2a')[1])"
+)
+
+
+def card_status(url: str, token: str) -> tuple[int, dict[str, object]]:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def test_an_agent_is_published_over_a2a_and_withdrawn(
+    page: Page, pages_server: DaphneServer, api: Api
+) -> None:
+    api.model("a2a-model", script=[{"text": "hi"}], loop=True)
+    api.agent({"name": "a2a-helper", "model": "a2a-model", "instruction": "."}, "<b>Helps</b>.")
+    token = pages_server.manage("shell", "-c", TOKEN).stdout.strip().splitlines()[-1]
+    page.set_viewport_size(WIDE)  # type: ignore[arg-type]
+    page.goto("/mcp-tokens/")
+    row = page.locator("[data-a2a-agent='a2a-helper']")
+    expect(row).to_contain_text("not published")
+    row.get_by_role("button", name="Publish").click()
+    expect(page.locator(".alert.success")).to_contain_text("Published a2a-helper over A2A")
+    card_url = row.get_by_test_id("a2a-card-url").inner_text()
+    assert card_url.startswith(pages_server.url + "/a2a/")
+    status, card = card_status(card_url, token)
+    assert status == 200 and card["name"] == "a2a-helper"
+    page.locator("[data-testid='a2a-agents']").scroll_into_view_if_needed()
+    screenshot(page, "a2a-agents-1280")
+    page.set_viewport_size(NARROW)  # type: ignore[arg-type]
+    page.locator("[data-testid='a2a-agents']").scroll_into_view_if_needed()
+    screenshot(page, "a2a-agents-390")
+    page.set_viewport_size(WIDE)  # type: ignore[arg-type]
+    row.get_by_role("button", name="Withdraw").click()
+    expect(page.locator(".alert.success")).to_contain_text("Withdrew a2a-helper from A2A")
+    expect(row).to_contain_text("not published")
+    assert card_status(card_url, token)[0] == 404
