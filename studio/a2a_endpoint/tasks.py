@@ -22,7 +22,7 @@ STATES: dict[str, TaskState] = {
     RunStatus.QUEUED: TaskState.TASK_STATE_SUBMITTED,
     RunStatus.RUNNING: TaskState.TASK_STATE_WORKING,
     RunStatus.PAUSED: TaskState.TASK_STATE_WORKING,  # held between steps, then goes on
-    RunStatus.WAITING: TaskState.TASK_STATE_INPUT_REQUIRED,  # a person decides in Studio
+    RunStatus.WAITING: TaskState.TASK_STATE_INPUT_REQUIRED,  # parked until a person decides
     RunStatus.SUCCEEDED: TaskState.TASK_STATE_COMPLETED,
     RunStatus.DEGRADED: TaskState.TASK_STATE_COMPLETED,
     RunStatus.FAILED: TaskState.TASK_STATE_FAILED,
@@ -42,6 +42,8 @@ ANSWER_ARTIFACT = "answer"
 
 
 def state_of(snap: Snapshot) -> TaskState:
+    if snap.waiting:
+        return TaskState.TASK_STATE_INPUT_REQUIRED
     return STATES.get(snap.status, TaskState.TASK_STATE_WORKING)
 
 
@@ -70,7 +72,7 @@ def _status_text(snap: Snapshot, state: TaskState) -> str:
     if state == TaskState.TASK_STATE_COMPLETED:
         return snap.answer
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
-        return "The run waits for a person's decision in Studio."
+        return "The run waits for a person in Studio (an approval or an answer)."
     if state in (TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED):
         return f"The run {snap.status}: {snap.error or 'no message'}"
     return ""

@@ -21,7 +21,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 
 from studio.errors import InvalidInputError, Problem
-from studio.models import Agent, Event, Run, RunStatus, Session
+from studio.models import Agent, Event, Run, RunStatus, Session, SessionStatus
 from studio.services.mcp_serving import MAX_MESSAGE_CHARS
 from studio.services.sessions import cancel_run, start_run, start_session
 
@@ -104,6 +104,8 @@ class Snapshot:
     error: str
     messages: list[tuple[int, str]]
     """(seq, text) of the run's own agents' messages after the asked ``after_seq``."""
+    waiting: bool = False
+    """Running, but waiting on a person (an approval, a question) before it parks."""
 
 
 def snapshot(run: Run, *, after_seq: int = 0) -> Snapshot:
@@ -123,6 +125,8 @@ def snapshot(run: Run, *, after_seq: int = 0) -> Snapshot:
         answer=answer,
         error=run.error_message,
         messages=messages,
+        waiting=run.status == RunStatus.RUNNING
+        and Session.objects.filter(pk=run.session_id, status=SessionStatus.WAITING).exists(),
     )
 
 

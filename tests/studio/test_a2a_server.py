@@ -56,10 +56,18 @@ for name in ("ada", "bob"):
     slow_spec = {"name": "sleepy", "model": "slow", "instruction": "."}
     sleepy = services.create_agent(user, name="sleepy", spec=slow_spec)
     a2a_serving.set_a2a_published(sleepy, True)
+    ask = {"tool_calls": [{"name": "ask_user", "args": {"question": "Which city?"}}]}
+    asking = {"script": [ask, {"text": "thanks"}], "loop": False}
+    ModelConfig.objects.create(owner=user, name="asking", provider="scripted", options=asking)
+    asker_spec = {"name": "asker", "model": "asking", "instruction": ".",
+                  "tools": [{"name": "ask_user"}]}
+    asker = services.create_agent(user, name="asker", spec=asker_spec)
+    a2a_serving.set_a2a_published(asker, True)
     hidden_spec = {"name": "hidden", "model": "m", "instruction": "."}
     hidden = services.create_agent(user, name="hidden", spec=hidden_spec)
     out[name] = {
         "agent": str(agent.pk), "sleepy": str(sleepy.pk), "hidden": str(hidden.pk),
+        "asker": str(asker.pk),
         "token": services.create_token(user, "a2a")[1],
     }
 print(json.dumps(out))
@@ -279,3 +287,16 @@ def test_cancel_ends_a_running_task_as_canceled(
 
     with pytest.raises(TaskNotCancelableError, match="already"):
         with_client(agent_url(server, ada["sleepy"]), ada["token"], cancel_again)
+
+
+def test_a_run_waiting_on_a_person_is_input_required(
+    server: DaphneServer, users: dict[str, dict[str, str]]
+) -> None:
+    bob = users["bob"]
+
+    async def ask(client: Any, card: AgentCard) -> Any:
+        return (await collect(client, message("book me a trip")))[-1].task
+
+    task = with_client(agent_url(server, bob["asker"]), bob["token"], ask)
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "waits for a person in Studio" in task.status.message.parts[0].text
