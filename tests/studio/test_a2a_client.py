@@ -138,6 +138,19 @@ def test_the_outbound_check_refuses_a_forbidden_url_before_any_request(
     assert a2a_server.SEEN_AUTH == []  # nothing was sent
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_card_that_sends_messages_to_a_refused_address_is_not_followed(
+    ada: User, settings: Any
+) -> None:
+    settings.STUDIO_OUTBOUND_ALLOWLIST = ["127.0.0.1"]
+    with a2a_server.serve(rpc_url="http://127.0.0.2:9/") as url:
+        remote(ada, url)
+        run = run_agent(caller(ada, [call("a2a_echo", "hi"), {"text": "done"}]))
+    [result] = tool_results(run)
+    assert result["is_error"]
+    assert "refused to call the A2A agent at http://127.0.0.2:9/" in result["result"]
+
+
 @pytest.mark.django_db
 def test_a_spec_may_name_only_its_owners_servers(ada: User, bob: User) -> None:
     remote(bob, "http://127.0.0.1:9/", name="bobs")

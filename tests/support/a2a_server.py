@@ -106,15 +106,19 @@ def _guarded(app: ASGI) -> ASGI:
 
 
 @contextmanager
-def serve(*, streaming: bool = True, startup_timeout_s: float = 10.0) -> Iterator[str]:
+def serve(
+    *, streaming: bool = True, rpc_url: str | None = None, startup_timeout_s: float = 10.0
+) -> Iterator[str]:
     """Serve the echo agent on an ephemeral 127.0.0.1 port, from a thread; yields its
-    base URL (its card under ``/.well-known/agent-card.json``), stops it on exit."""
+    base URL (its card under ``/.well-known/agent-card.json``), stops it on exit. The
+    card names ``rpc_url`` as where to send messages, if given (a card pointing
+    elsewhere), else the base URL."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    agent_card = card(url, streaming=streaming)
+    agent_card = card(rpc_url or url, streaming=streaming)
     handler = DefaultRequestHandler(EchoExecutor(), InMemoryTaskStore(), agent_card)
     routes = [
         *create_agent_card_routes(agent_card),
