@@ -5,10 +5,10 @@ API: its name, its A2A base URL (where its card is, under ``/.well-known/``) and
 headers it needs (``Authorization: Bearer ...``), kept encrypted and never shown, as
 an MCP server's are. A spec then names it in the ``a2a`` tool's settings::
 
-    {"name": "a2a", "settings": {"agents": [{"server": "billing"}]}}
+    {"name": "a2a", "settings": {"servers": ["billing"]}}
 
-which gives the agent a tool ``a2a_billing`` (or the ``tool`` name given) that asks
-the remote agent (``agents_core.tools.a2a``).
+which gives the agent a tool ``a2a_billing``, described by the registration's
+description, that asks the remote agent (``agents_core.tools.a2a``).
 
 Every request goes where the model and MCP clients' go: the URL (and the one the card
 names for messages) must pass ``studio.security.check_outbound_url`` before each call,
@@ -39,32 +39,23 @@ DESCRIPTION = "Call remote agents over A2A: each one a tool (register them as HT
 TOOL_PREFIX = "a2a_"
 
 
-class A2aAgentChoice(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    server: str = Field(pattern=core_specs.NAME_PATTERN)
-    """The name of the owner's HTTP server registration that holds the agent's URL
-    and headers."""
-    tool: str | None = Field(default=None, pattern=core_specs.NAME_PATTERN)
-    """The tool's name; default ``a2a_<server>``."""
-    description: str = Field(default="", max_length=1_000)
-    """What the model reads about the agent; default the registration's description."""
-
-    @property
-    def tool_name(self) -> str:
-        return self.tool or f"{TOOL_PREFIX}{self.server}"
+ServerName = Annotated[str, Field(pattern=core_specs.NAME_PATTERN)]
 
 
 class A2aToolSettings(BaseModel):
+    # Flat (a list of names), so the builder's settings form draws it: one name a line.
     model_config = ConfigDict(extra="forbid")
 
-    agents: Annotated[list[A2aAgentChoice], Field(min_length=1, max_length=MAX_AGENTS)]
+    servers: Annotated[list[ServerName], Field(min_length=1, max_length=MAX_AGENTS)] = Field(
+        title="Remote agents",
+        description="Names of your HTTP server registrations that are A2A agents, one a line: "
+        "each becomes a tool a2a_<name>.",
+    )
 
     @model_validator(mode="after")
     def _distinct(self) -> A2aToolSettings:
-        names = [agent.tool_name for agent in self.agents]
-        if len(set(names)) != len(names):
-            raise ValueError("two remote agents would make tools of the same name")
+        if len(set(self.servers)) != len(self.servers):
+            raise ValueError("a remote agent is listed twice")
         return self
 
 
@@ -86,7 +77,7 @@ def settings_model(owner_id: object | None) -> type[A2aToolSettings]:
         @model_validator(mode="after")
         def _known(self) -> OwnerA2aToolSettings:
             known = known_servers(owner_id)
-            if missing := sorted({a.server for a in self.agents} - known):
+            if missing := sorted(set(self.servers) - known):
                 listed = ", ".join(sorted(known)) or "none registered"
                 raise ValueError(f"no HTTP server named {', '.join(missing)} ({listed})")
             return self
@@ -103,14 +94,14 @@ def a2a_tools(owner_id: Any, chosen: A2aToolSettings) -> list[BaseTool]:
         for row in McpServer.objects.filter(
             owner_id=owner_id,
             transport=McpServer.Transport.HTTP,
-            name__in=[agent.server for agent in chosen.agents],
+            name__in=chosen.servers,
         )
     }
     tools: list[BaseTool] = []
-    for agent in chosen.agents:
-        row = rows.get(agent.server)
+    for name in chosen.servers:
+        row = rows.get(name)
         if row is None:
-            raise ConfigurationError(f"a2a: no HTTP server named {agent.server!r}")
+            raise ConfigurationError(f"a2a: no HTTP server named {name!r}")
         headers = row.headers()
         secrets = list(headers.values())
         remote = A2aRemote(
@@ -119,8 +110,8 @@ def a2a_tools(owner_id: Any, chosen: A2aToolSettings) -> list[BaseTool]:
         tools.append(
             A2aAgentTool(
                 remote,
-                name=agent.tool_name,
-                description=agent.description or row.description,
+                name=TOOL_PREFIX + name,
+                description=row.description,
                 http_transport=_transport,
                 url_check=check_url,
                 redact=_redactor(secrets),

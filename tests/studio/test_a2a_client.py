@@ -56,11 +56,11 @@ def call(tool: str, request: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": tool, "id": f"call-{tool}", "args": {"request": request}}]}
 
 
-def caller(owner: User, script: list[dict[str, Any]], **choice: Any) -> Agent:
+def caller(owner: User, script: list[dict[str, Any]]) -> Agent:
     ModelConfig.objects.create(
         owner=owner, name="scripted", provider="scripted", options={"script": script, "loop": False}
     )
-    tool = {"name": "a2a", "settings": {"agents": [{"server": "echo", **choice}]}}
+    tool = {"name": "a2a", "settings": {"servers": ["echo"]}}
     spec = {"name": "caller", "model": "scripted", "instruction": ".", "tools": [tool]}
     return services.create_agent(owner, name="caller", spec=spec)
 
@@ -154,7 +154,7 @@ def test_a_card_that_sends_messages_to_a_refused_address_is_not_followed(
 @pytest.mark.django_db
 def test_a_spec_may_name_only_its_owners_servers(ada: User, bob: User) -> None:
     remote(bob, "http://127.0.0.1:9/", name="bobs")
-    tool = {"name": "a2a", "settings": {"agents": [{"server": "bobs"}]}}
+    tool = {"name": "a2a", "settings": {"servers": ["bobs"]}}
     spec = {"name": "x", "model": "m", "instruction": ".", "tools": [tool]}
     ModelConfig.objects.create(owner=ada, name="m", provider="scripted", options={})
     with pytest.raises(InvalidInputError) as refused:
@@ -186,7 +186,7 @@ server.save()
 call = {{"tool_calls": [{{"name": "a2a_bobs-helper", "id": "c1", "args": {{"request": "help"}}}}]}}
 ModelConfig.objects.create(owner=ada, name="m", provider="scripted",
     options={{"script": [call, {{"text": "ada is done"}}], "loop": False}})
-tool = {{"name": "a2a", "settings": {{"agents": [{{"server": "bobs-helper"}}]}}}}
+tool = {{"name": "a2a", "settings": {{"servers": ["bobs-helper"]}}}}
 asker = services.create_agent(ada, name="asker",
     spec={{"name": "asker", "model": "m", "instruction": ".", "tools": [tool]}})
 print(json.dumps({{"asker": str(asker.pk)}}))
