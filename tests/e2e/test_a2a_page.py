@@ -57,3 +57,20 @@ def test_an_agent_is_published_over_a2a_and_withdrawn(
     expect(page.locator(".alert.success")).to_contain_text("Withdrew a2a-helper from A2A")
     expect(row).to_contain_text("not published")
     assert card_status(card_url, token)[0] == 404
+
+
+def test_the_builder_draws_the_a2a_tools_settings(
+    page: Page, pages_server: DaphneServer, api: Api
+) -> None:
+    api.model("a2a-builder-model", script=[{"text": "hi"}], loop=True)
+    registration = {"name": "remote-echo", "transport": "http", "url": "http://127.0.0.1:9/"}
+    api.post("/api/mcp-servers/", {**registration, "description": "Echoes (A2A)."})
+    tool = {"name": "a2a", "settings": {"servers": ["remote-echo"]}}
+    spec = {"name": "a2a-caller", "model": "a2a-builder-model", "instruction": ".", "tools": [tool]}
+    agent = api.agent(spec)
+    page.set_viewport_size(WIDE)  # type: ignore[arg-type]
+    page.goto(f"/agents/{agent['id']}/")
+    field = page.locator("[data-field='tools.0.settings.servers']")
+    expect(field.locator("textarea")).to_have_value("remote-echo")
+    field.scroll_into_view_if_needed()
+    screenshot(page, "a2a-builder-1280")
