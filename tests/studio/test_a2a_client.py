@@ -174,7 +174,7 @@ User = get_user_model()
 ada = User.objects.create_user("ada", password="ada-password-1")
 bob = User.objects.create_user("bob", password="bob-password-1")
 ModelConfig.objects.create(owner=bob, name="m", provider="scripted",
-    options={{"script": [{{"text": "bob's answer"}}], "loop": True}})
+    options={{"script": [{{"text": "bob's answer"}}], "loop": True, "latency_s": 1.5}})
 helper = services.create_agent(bob, name="helper", description="Answers questions.",
     spec={{"name": "helper", "model": "m", "instruction": "."}})
 a2a_serving.set_a2a_published(helper, True)
@@ -216,7 +216,10 @@ print(json.dumps({{"status": run.status, "error": run.error_message, "sessions":
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaphneServer]:
     template = prepare_data(tmp_path_factory.mktemp("a2a-accept") / "data")
-    with daphne_server(tmp_path_factory.mktemp("a2a-run") / "data", template=template) as s:
+    # Bob's agent answers after 1.5 s, past the 0.5 s the server holds a call or a stream
+    # for: ada's tool then follows the task with tasks/get until it ends.
+    env = {"STUDIO_MCP_SERVE_RUN_TIMEOUT_S": "0.5"}
+    with daphne_server(tmp_path_factory.mktemp("a2a-run") / "data", env, template=template) as s:
         yield s
 
 
