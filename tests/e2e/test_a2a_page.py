@@ -74,3 +74,42 @@ def test_the_builder_draws_the_a2a_tools_settings(
     expect(field.locator("textarea")).to_have_value("remote-echo")
     field.scroll_into_view_if_needed()
     screenshot(page, "a2a-builder-1280")
+
+
+PUBLISH = (
+    "from studio.models import Agent; from studio.services import a2a_serving; "
+    "a2a_serving.set_a2a_published(Agent.objects.get(name='self-helper'), True)"
+)
+
+
+def test_a_call_over_a2a_is_drawn_nested_in_the_callers_timeline(
+    page: Page, pages_server: DaphneServer, api: Api
+) -> None:
+    api.model("self-helper-model", script=[{"text": "The <i>remote</i> answer."}], loop=True)
+    helper = api.agent({"name": "self-helper", "model": "self-helper-model", "instruction": "."})
+    pages_server.manage("shell", "-c", PUBLISH)
+    token = pages_server.manage("shell", "-c", TOKEN).stdout.strip().splitlines()[-1]
+    api.post(
+        "/api/mcp-servers/",
+        {
+            "name": "helper-over-a2a",
+            "transport": "http",
+            "url": f"{pages_server.url}/a2a/{helper['id']}/",
+            "headers": {"Authorization": f"Bearer {token}"},
+            "description": "Demo's own helper, over A2A.",
+        },
+    )
+    ask = {"tool_calls": [{"name": "a2a_helper-over-a2a", "args": {"request": "help me"}}]}
+    api.model("a2a-asker-model", script=[ask, {"text": "Thanks, done."}], loop=False)
+    tool = {"name": "a2a", "settings": {"servers": ["helper-over-a2a"]}}
+    asker = api.agent(
+        {"name": "a2a-asker", "model": "a2a-asker-model", "instruction": ".", "tools": [tool]}
+    )
+    session = api.post("/api/sessions/", {"agent": asker["id"]})
+    page.set_viewport_size(WIDE)  # type: ignore[arg-type]
+    page.goto(f"/sessions/{session['id']}/")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    api.post(f"/api/sessions/{session['id']}/messages/", {"text": "ask the helper"})
+    expect(page.locator(".inv .badge").first).to_have_text("succeeded", timeout=30_000)
+    expect(page.locator("body")).to_contain_text("The <i>remote</i> answer.")
+    screenshot(page, "a2a-nested-timeline-1280", full_page=True)
