@@ -19,6 +19,7 @@ sends back before the run sees it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -39,7 +40,9 @@ DESCRIPTION = "Call remote agents over A2A: each one a tool (register them as HT
 TOOL_PREFIX = "a2a_"
 
 
-ServerName = Annotated[str, Field(pattern=core_specs.NAME_PATTERN)]
+ServerName = Annotated[str, Field(min_length=1, max_length=64)]
+"""Checked against ``NAME_PATTERN`` by the model, so the schema the builder shows
+carries no regular expression (its rules are said in words)."""
 
 
 class A2aToolSettings(BaseModel):
@@ -54,6 +57,10 @@ class A2aToolSettings(BaseModel):
 
     @model_validator(mode="after")
     def _distinct(self) -> A2aToolSettings:
+        if bad := [
+            name for name in self.servers if not re.fullmatch(core_specs.NAME_PATTERN, name)
+        ]:
+            raise ValueError(f"{bad[0]!r} is not a server name: {core_specs.NAME_RULE}")
         if len(set(self.servers)) != len(self.servers):
             raise ValueError("a remote agent is listed twice")
         return self

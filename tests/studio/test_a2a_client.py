@@ -160,6 +160,10 @@ def test_a_spec_may_name_only_its_owners_servers(ada: User, bob: User) -> None:
     with pytest.raises(InvalidInputError) as refused:
         services.create_agent(ada, name="x", spec=spec)
     assert "no HTTP server named bobs" in str(refused.value.problems)
+    tool["settings"] = {"servers": ["not a name"]}
+    with pytest.raises(InvalidInputError) as refused:
+        services.create_agent(ada, name="x", spec=spec)
+    assert "'not a name' is not a server name: Use 1" in str(refused.value.problems)
 
 
 # The acceptance: a Studio agent calls a second Studio agent over A2A, in one Daphne.
