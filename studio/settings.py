@@ -351,6 +351,9 @@ STUDIO_MCP_CALL_TIMEOUT_S = env_float("STUDIO_MCP_CALL_TIMEOUT_S", 60.0, minimum
 # Studio as an MCP server (studio.mcp_endpoint): how long a call of a published agent
 # waits for its run before answering that the run goes on in Studio.
 STUDIO_MCP_SERVE_RUN_TIMEOUT_S = env_float("STUDIO_MCP_SERVE_RUN_TIMEOUT_S", 300.0, minimum=0.1)
+# The a2a tool (studio.a2a.client): how long a call waits for the remote agent's task.
+# (Studio's own A2A server waits STUDIO_MCP_SERVE_RUN_TIMEOUT_S for a run, as for MCP.)
+STUDIO_A2A_CALL_TIMEOUT_S = env_float("STUDIO_A2A_CALL_TIMEOUT_S", 300.0, minimum=0.1)
 
 # OpenTelemetry export of every ended run as a trace (studio.traces.otel): off unless
 # OTEL_TRACES_EXPORTER=otlp; the SDK reads the standard OTEL_EXPORTER_OTLP_* variables

@@ -39,6 +39,7 @@ urlpatterns = [
     path("agents/<uuid:pk>/", views.agent_builder, name="agent-edit"),
     path("agents/<uuid:pk>/duplicate/", views.agent_duplicate, name="agent-duplicate"),
     path("agents/<uuid:pk>/delete/", views.agent_delete, name="agent-delete"),
+    path("agents/<uuid:pk>/a2a/", mcp_tokens.a2a_publish, name="a2a-publish"),
     path("models/", views.model_list, name="models"),
     path("models/new/", views.model_edit, name="model-new"),
     path("models/<uuid:pk>/", views.model_edit, name="model-edit"),

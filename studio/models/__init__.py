@@ -55,6 +55,10 @@ class Agent(models.Model):
     current_version = models.ForeignKey(
         "AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    a2a_published = models.BooleanField(
+        default=False,
+        help_text="Served over A2A (studio.a2a_endpoint) to clients with the owner's token.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -389,7 +389,7 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     )
     assert "memories" in names and {"memory-edit", "memory-delete"} <= set(site.actions)
     assert {"skills", "skill"} <= names and "skill-delete" in set(site.actions)
-    assert "mcp-tokens" in names and "mcp-token-revoke" in site.actions
+    assert "mcp-tokens" in names and {"mcp-token-revoke", "a2a-publish"} <= set(site.actions)
     assert {"run-compare", "run-compare-runs"} <= names
     assert {"datasets", "dataset", "admin-dataset-change", "admin-datasetversion-change"} <= names
     assert {"dataset-create", "dataset-import", "session-dataset-case"} <= set(site.actions)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from studio import services
@@ -211,3 +212,24 @@ def test_malformed_ids_answer_404_like_missing_ones(callers: dict[str, APIClient
     for url in ["/api/agents/nope/", "/api/sessions/123/", "/api/runs/x/", "/api/models/1/"]:
         response = callers["owner"].get(url)
         assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_only_the_owner_can_publish_an_agent_over_a2a(
+    ada: User, bob: User, staff: User, owned: dict[str, Any]
+) -> None:
+    url = f"/agents/{owned['agent']}/a2a/"
+    for intruder in (bob, staff):
+        assert signed_in(intruder).post(url, {"published": "1"}).status_code == 404
+    assert Client().post(url, {"published": "1"}).status_code == 302  # to sign in
+    assert not Agent.objects.get(pk=owned["agent"]).a2a_published
+    answer = signed_in(ada).post(url, {"published": "1"})
+    assert answer.status_code == 302, answer
+    assert answer["Location"] == "/mcp-tokens/"
+    assert Agent.objects.get(pk=owned["agent"]).a2a_published
+
+
+def signed_in(user: User) -> Client:
+    """A browser signed in as ``user`` (the pages' session, not the API's token)."""
+    browser = Client()
+    browser.force_login(user)
+    return browser
