@@ -73,6 +73,14 @@ export class SpanStore {
   }
 
   observe(wire) {
+    this.observeKind(wire);
+    if (wire.ingested) { // SpanTree._ingested: the OpenTelemetry span it came from
+      const span = this.byId.get(wire.span_id);
+      if (span) span.attributes.otel = wire.ingested;
+    }
+  }
+
+  observeKind(wire) {
     switch (wire.type) {
       case "agent_start":
         this.open(wire, "agent", wire.author, micros(wire.created_at));

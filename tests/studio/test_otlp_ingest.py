@@ -1,0 +1,421 @@
+"""OTLP trace ingest (``POST /v1/traces``, ``studio.services.ingest``): spans of agents
+built elsewhere become sessions and runs of the token's owner, drawn like Studio's own;
+refusals answered as the OTLP specification says, with nothing stored half-way."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from agents_core.spans import spans_of
+from studio.models import (
+    Event,
+    ExternalAgent,
+    IngestedTrace,
+    IngestToken,
+    McpToken,
+    Run,
+    Session,
+)
+from studio.services import tokens
+from studio.web import otlp
+from tests.support.otlp_spans import (
+    agent_trace,
+    json_body,
+    new_trace_id,
+    request_of,
+)
+
+PROTOBUF = "application/x-protobuf"
+URL = "/v1/traces"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_buckets() -> None:
+    otlp._buckets.clear()
+
+
+def token_for(user: User, name: str = "exporter") -> str:
+    return tokens.create_token(IngestToken, user, name)[1]
+
+
+def post(body: bytes, token: str | None, *, content_type: str = PROTOBUF, **headers: str) -> Any:
+    if token is not None:
+        headers.setdefault("authorization", f"Bearer {token}")
+    return Client().post(URL, body, content_type=content_type, headers=headers)
+
+
+def wires_of(session: Session) -> list[dict[str, Any]]:
+    return [e.payload for e in Event.objects.filter(session=session).order_by("seq")]
+
+
+def response_of(answer: Any) -> ExportTraceServiceResponse:
+    parsed = ExportTraceServiceResponse()
+    parsed.ParseFromString(answer.content)
+    return parsed
+
+
+@pytest.mark.django_db
+def test_a_protobuf_trace_becomes_one_finished_run_drawn_as_agent_model_and_tool_spans(
+    ada: User,
+) -> None:
+    trace_id = new_trace_id()
+    answer = post(request_of(*agent_trace(trace_id)).SerializeToString(), token_for(ada))
+    assert answer.status_code == 200, answer.content
+    assert answer["Content-Type"] == PROTOBUF
+    assert not response_of(answer).HasField("partial_success")
+    trace = IngestedTrace.objects.get(owner=ada, trace_id=trace_id)
+    assert trace.agent.name == "shopper" and trace.session.owner == ada
+    assert trace.session.agent_version is None  # read-only: nothing Studio could run
+    run = Run.objects.get(pk=trace.run_id)
+    assert (run.status, run.input_tokens, run.output_tokens) == ("succeeded", 32, 13)
+    assert run.message == "What does an apple cost?"
+    spans = {s.span_id: s for s in spans_of(wires_of(trace.session))}
+    kinds = sorted((s.kind, s.name) for s in spans.values())
+    assert kinds == [
+        ("agent", "shopper"),
+        ("model", "model"),
+        ("model", "model"),
+        ("tool", "price_of"),
+    ]
+    root = next(s for s in spans.values() if s.kind == "agent")
+    assert all(s.parent_span_id == root.span_id for s in spans.values() if s is not root)
+    assert all(s.end is not None and s.status == "ok" for s in spans.values())
+    tool = next(s for s in spans.values() if s.kind == "tool")
+    assert tool.attributes["arguments"] == {"item": "apple"}
+    assert tool.attributes["result"] == "0.5 EUR"
+    answers = [s.attributes["text"] for s in spans.values() if s.kind == "model"]
+    assert "An apple costs 0.5 EUR." in answers
+    assert wires_of(trace.session)[0]["type"] == "user_message"
+
+
+@pytest.mark.django_db
+def test_otlp_json_as_exporters_write_it_hex_ids_and_string_integers(ada: User) -> None:
+    trace_id, root_id, chat_id = new_trace_id(), "1111111111111111", "2222222222222222"
+    body = {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "js-agent"}}]
+                },
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "handwritten"},
+                        "spans": [
+                            {
+                                "traceId": trace_id,
+                                "spanId": chat_id,
+                                "parentSpanId": root_id,
+                                "name": "chat m",
+                                "kind": 3,
+                                "startTimeUnixNano": "1767225600000000000",
+                                "endTimeUnixNano": "1767225601500000000",
+                                "attributes": [
+                                    {
+                                        "key": "gen_ai.operation.name",
+                                        "value": {"stringValue": "chat"},
+                                    },
+                                    {
+                                        "key": "gen_ai.usage.input_tokens",
+                                        "value": {"intValue": "7"},
+                                    },
+                                    {"key": "gen_ai.usage.output_tokens", "value": {"intValue": 3}},
+                                ],
+                                "status": {},
+                                "unknownFieldFromTheFuture": True,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+    answer = post(json.dumps(body).encode(), token_for(ada), content_type="application/json")
+    assert answer.status_code == 200, answer.content
+    assert answer["Content-Type"] == "application/json"
+    assert json.loads(answer.content) == {}
+    trace = IngestedTrace.objects.get(owner=ada, trace_id=trace_id)
+    (model,) = spans_of(wires_of(trace.session))
+    assert (model.kind, model.input_tokens, model.output_tokens) == ("model", 7, 3)
+    assert model.parent_span_id == root_id
+    assert model.duration_ms == pytest.approx(1500)
+    assert Run.objects.get(pk=trace.run_id).status == "running"  # its root has not come
+
+
+@pytest.mark.django_db
+def test_the_json_encoding_of_the_same_spans_stores_the_same_run(ada: User) -> None:
+    trace_id = new_trace_id()
+    answer = post(
+        json_body(request_of(*agent_trace(trace_id))),
+        token_for(ada),
+        content_type="application/json; charset=utf-8",
+    )
+    assert answer.status_code == 200, answer.content
+    run = IngestedTrace.objects.get(trace_id=trace_id).run
+    assert (run.status, run.input_tokens, run.output_tokens) == ("succeeded", 32, 13)
+
+
+@pytest.mark.django_db
+def test_gzip_bodies_are_inflated_and_a_bomb_is_refused_with_413(ada: User, settings: Any) -> None:
+    token = token_for(ada)
+    body = request_of(*agent_trace(new_trace_id())).SerializeToString()
+    answer = post(gzip.compress(body), token, content_encoding="gzip")
+    assert answer.status_code == 200, answer.content
+    settings.STUDIO_OTLP_MAX_INFLATED_BYTES = 64 * 1024
+    bomb = gzip.compress(b"\0" * (1024 * 1024))
+    refused = post(bomb, token, content_encoding="gzip")
+    assert refused.status_code == 413
+    assert "inflates" in _status(refused).message
+    assert post(b"not gzip", token, content_encoding="gzip").status_code == 400
+    assert post(body, token, content_encoding="br").status_code == 415
+
+
+def _status(answer: Any) -> status_pb2.Status:
+    status = status_pb2.Status()
+    if answer["Content-Type"] == PROTOBUF:
+        status.ParseFromString(answer.content)
+    else:
+        status.message = json.loads(answer.content)["message"]
+    return status
+
+
+@pytest.mark.django_db
+def test_bad_missing_and_revoked_tokens_get_401_and_store_nothing(ada: User) -> None:
+    body = request_of(*agent_trace(new_trace_id())).SerializeToString()
+    row, token = tokens.create_token(IngestToken, ada, "x")
+    mcp_token = tokens.create_token(McpToken, ada, "m")[1]
+    for bad in (None, token + "x", "sotlp_guess", mcp_token):
+        answer = post(body, bad)
+        assert answer.status_code == 401, bad
+        assert answer["WWW-Authenticate"].startswith("Bearer")
+        assert "token" in _status(answer).message
+    tokens.revoke_token(row)
+    assert post(body, token).status_code == 401
+    assert not Session.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_x_studio_token_header_signs_in_too(ada: User) -> None:
+    body = request_of(*agent_trace(new_trace_id())).SerializeToString()
+    answer = Client().post(
+        URL, body, content_type=PROTOBUF, headers={"x-studio-token": token_for(ada)}
+    )
+    assert answer.status_code == 200
+
+
+@pytest.mark.django_db
+def test_oversize_bodies_and_span_counts_get_413(ada: User, settings: Any) -> None:
+    token = token_for(ada)
+    settings.STUDIO_OTLP_MAX_BYTES = 2048
+    big = request_of(*agent_trace(new_trace_id()))
+    big.resource_spans[0].scope_spans[0].spans[0].name = "x" * 4096
+    assert post(big.SerializeToString(), token).status_code == 413
+    settings.STUDIO_OTLP_MAX_BYTES = 4 * 1024 * 1024
+    settings.STUDIO_OTLP_MAX_SPANS = 3
+    refused = post(request_of(*agent_trace(new_trace_id())).SerializeToString(), token)
+    assert refused.status_code == 413 and "4 spans" in _status(refused).message
+    assert not Session.objects.exists()
+
+
+@pytest.mark.django_db
+def test_malformed_bodies_get_400_with_a_status_in_their_encoding_and_store_nothing(
+    ada: User,
+) -> None:
+    token = token_for(ada)
+    garbage = post(b"\xff\xff\xff\xff not protobuf", token)
+    assert garbage.status_code == 400 and garbage["Content-Type"] == PROTOBUF
+    assert _status(garbage).code == 3  # INVALID_ARGUMENT
+    good = json.loads(json_body(request_of(*agent_trace(new_trace_id()))))
+    bad_id = json.loads(json.dumps(good))
+    bad_id["resourceSpans"][0]["scopeSpans"][0]["spans"][2]["spanId"] = "not-hex"
+    for body in (b"{not json", b"[1, 2]", json.dumps(bad_id).encode(), b'{"resourceSpans": 5}'):
+        answer = post(body, token, content_type="application/json")
+        assert answer.status_code == 400, body
+        assert answer["Content-Type"] == "application/json"
+        assert json.loads(answer.content)["code"] == 3
+    assert not Session.objects.exists() and not Event.objects.exists()
+    assert not ExternalAgent.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_that_fails_while_storing_stores_none_of_its_traces(
+    ada: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from studio.ingest import events as ingest_events
+
+    real = ingest_events.events_of
+    calls = {"n": 0}
+
+    def second_trace_fails(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("the database went away")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_events, "events_of", second_trace_fails)
+    body = request_of(
+        *agent_trace(new_trace_id()), *agent_trace(new_trace_id())
+    ).SerializeToString()
+    with pytest.raises(RuntimeError):
+        post(body, token_for(ada))
+    assert not Session.objects.exists() and not IngestedTrace.objects.exists()
+
+
+@pytest.mark.django_db
+def test_other_content_types_get_415(ada: User) -> None:
+    body = request_of(*agent_trace(new_trace_id())).SerializeToString()
+    for media in ("text/plain", "application/grpc", "multipart/form-data; boundary=x"):
+        answer = post(body, token_for(ada, media[:20]), content_type=media)
+        assert answer.status_code == 415, media
+    assert not Session.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_token_over_its_rate_gets_429_with_retry_after(
+    ada: User, bob: User, settings: Any
+) -> None:
+    settings.STUDIO_OTLP_BURST = 2
+    settings.STUDIO_OTLP_RATE_PER_S = 0.1
+    token = token_for(ada)
+    bodies = [request_of(*agent_trace(new_trace_id())).SerializeToString() for _ in range(3)]
+    assert [post(b, token).status_code for b in bodies] == [200, 200, 429]
+    refused = post(bodies[2], token)
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert post(bodies[2], token_for(bob)).status_code == 200  # each token its own bucket
+    assert IngestedTrace.objects.filter(owner=ada).count() == 2
+
+
+@pytest.mark.django_db
+def test_the_same_trace_id_from_another_user_makes_their_own_run(ada: User, bob: User) -> None:
+    trace_id = new_trace_id()
+    specs = agent_trace(trace_id)
+    assert post(request_of(*specs[1:3]).SerializeToString(), token_for(ada)).status_code == 200
+    assert post(request_of(*specs[3:]).SerializeToString(), token_for(bob)).status_code == 200
+    mine, theirs = (IngestedTrace.objects.get(trace_id=trace_id, owner=u) for u in (ada, bob))
+    assert mine.session_id != theirs.session_id and mine.run_id != theirs.run_id
+    assert mine.session.owner == ada and theirs.session.owner == bob
+    assert len(spans_of(wires_of(mine.session))) == 2  # the chat and the tool: none of bob's
+    assert len(spans_of(wires_of(theirs.session))) == 1
+    browser = Client()
+    browser.force_login(bob)
+    assert browser.get(f"/sessions/{mine.session_id}/").status_code == 404
+    assert browser.get(f"/api/sessions/{mine.session_id}/events/").status_code == 404
+
+
+@pytest.mark.django_db
+def test_spans_in_later_requests_append_to_the_run_which_ends_with_its_root(ada: User) -> None:
+    token, trace_id = token_for(ada), new_trace_id()
+    root, first, tool, second = agent_trace(trace_id)
+    for batch in ([first], [tool, first], [second]):  # `first` twice: stored once
+        assert post(request_of(*batch).SerializeToString(), token).status_code == 200
+    trace = IngestedTrace.objects.get(trace_id=trace_id)
+    assert Run.objects.get(pk=trace.run_id).status == "running"
+    assert len(spans_of(wires_of(trace.session))) == 3
+    root.error = "the customer left"
+    assert post(request_of(root).SerializeToString(), token).status_code == 200
+    run = Run.objects.get(pk=trace.run_id)
+    assert (run.status, run.error_code) == ("failed", "external_error")
+    assert "the customer left" in run.error_message
+    spans = spans_of(wires_of(trace.session))
+    assert len(spans) == 4 and Session.objects.count() == 1
+    assert next(s for s in spans if s.kind == "agent").status == "error"
+    assert run.input_tokens == 32  # the repeated span was counted once
+
+
+@pytest.mark.django_db
+def test_spans_with_bad_ids_or_times_are_rejected_and_the_rest_stored(ada: User) -> None:
+    trace_id = new_trace_id()
+    specs = agent_trace(trace_id)
+    request = request_of(*specs)
+    request.resource_spans[0].scope_spans[0].spans[2].span_id = b"\x01\x02"
+    request.resource_spans[0].scope_spans[0].spans[3].start_time_unix_nano = 5
+    answer = post(request.SerializeToString(), token_for(ada))
+    assert answer.status_code == 200
+    partial = response_of(answer).partial_success
+    assert partial.rejected_spans == 2 and "span_id" in partial.error_message
+    trace = IngestedTrace.objects.get(trace_id=trace_id)
+    assert len(spans_of(wires_of(trace.session))) == 2
+
+
+@pytest.mark.django_db
+def test_unknown_attributes_stay_visible_on_the_span(ada: User) -> None:
+    trace_id = new_trace_id()
+    specs = agent_trace(trace_id)
+    specs[1].attributes.update({"acme.tenant": "north", "acme.retries": 2, "acme.tags": ["a", "b"]})
+    post(request_of(*specs).SerializeToString(), token_for(ada))
+    session = IngestedTrace.objects.get(trace_id=trace_id).session
+    model = next(s for s in spans_of(wires_of(session)) if s.span_id == specs[1].span_id)
+    otel = model.attributes["otel"]
+    assert otel["attributes"]["acme.tenant"] == "north"
+    assert otel["attributes"]["acme.retries"] == 2
+    assert otel["attributes"]["acme.tags"] == ["a", "b"]
+    assert otel["attributes"]["gen_ai.request.model"] == "gpt-test"  # mapped ones kept too
+    assert otel["resource"]["deployment.environment"] == "test"
+    assert (otel["name"], otel["kind"]) == ("chat gpt-test", "internal")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("generation", ["current", "previous"])
+def test_both_releases_of_the_genai_conventions_read_the_same(ada: User, generation: str) -> None:
+    trace_id = new_trace_id()
+    post(
+        request_of(*agent_trace(trace_id, generation=generation)).SerializeToString(),
+        token_for(ada),
+    )
+    trace = IngestedTrace.objects.get(trace_id=trace_id)
+    wires = wires_of(trace.session)
+    spans = spans_of(wires)
+    models = sorted((s for s in spans if s.kind == "model"), key=lambda s: s.start)
+    assert [(m.input_tokens, m.output_tokens) for m in models] == [(12, 5), (20, 8)]
+    assert models[1].attributes["text"] == "An apple costs 0.5 EUR."
+    assert wires[0]["parts"][0]["text"] == "What does an apple cost?"
+    # The tool call the model asked for is the execute_tool span's, shown once.
+    calls = [p for w in wires for p in w["parts"] if p["kind"] == "tool_call"]
+    assert [(c["call_id"], c["name"], c["args"]) for c in calls] == [
+        ("call_1", "price_of", {"item": "apple"})
+    ]
+
+
+@pytest.mark.django_db
+def test_get_is_not_allowed(ada: User) -> None:
+    answer = Client().get(URL, headers={"authorization": f"Bearer {token_for(ada)}"})
+    assert answer.status_code == 405 and answer["Allow"] == "POST"
+
+
+@pytest.mark.django_db
+def test_an_ingested_session_cannot_be_run_or_count_against_the_run_cap(
+    ada: User, settings: Any
+) -> None:
+    from studio import services
+    from studio.errors import ConflictError
+
+    settings.STUDIO_MAX_CONCURRENT_RUNS_PER_USER = 1
+    _root, first, *_ = agent_trace(new_trace_id())
+    post(request_of(first).SerializeToString(), token_for(ada))  # stays running
+    session = Session.objects.get(owner=ada)
+    with pytest.raises(ConflictError):
+        services.start_run(session, "go on")
+    services.sessions._check_run_cap(ada.pk)  # the open ingested run holds no slot
+
+
+@pytest.mark.django_db
+def test_hostile_names_and_values_are_stored_clipped_and_as_text(ada: User) -> None:
+    trace_id = new_trace_id()
+    specs = agent_trace(trace_id)
+    specs[0].attributes["gen_ai.agent.name"] = "<script>alert(1)</script>" + "a" * 300
+    specs[2].attributes["gen_ai.tool.name"] = "t\x00" * 100
+    specs[2].attributes["gen_ai.tool.call.result"] = "nul\x00byte"
+    specs[1].attributes["acme.nan"] = float("nan")
+    assert post(request_of(*specs).SerializeToString(), token_for(ada)).status_code == 200
+    trace = IngestedTrace.objects.get(trace_id=trace_id)
+    assert trace.agent.name.startswith("<script>") and len(trace.agent.name) == 200
+    tool = next(s for s in spans_of(wires_of(trace.session)) if s.kind == "tool")
+    assert "\x00" not in tool.name and len(tool.name) <= 100
+    assert tool.attributes["result"] == "nul\ufffdbyte"
