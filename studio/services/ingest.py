@@ -106,12 +106,23 @@ def _ingest_trace(
     root = next((s for s in fresh if s.parent_span_id is None), None)
     if root is not None and not trace.root_span_id:
         trace.root_span_id = root.span_id
-    trace.save(update_fields=["span_ids", "root_span_id"])
+        _name_after_root(trace, root)
+    trace.save(update_fields=["span_ids", "root_span_id", "agent"])
     _count_tokens(trace.run, fresh)
     if root is not None:
         ended = _end(trace.run, root)
         stored += ended
     return trace.session_id, [e for e in stored if isinstance(e, core_events.Event)]
+
+
+def _name_after_root(trace: IngestedTrace, root: GenAiSpan) -> None:
+    """The root span names the trace's agent and session best: spans that came before
+    it may have had only the service's name."""
+    name = root.agent[:200]
+    if name != trace.agent.name:
+        trace.agent = _external_agent(trace.owner_id, name)
+    title = f"{name} · {root.name}"[:200]
+    Session.objects.filter(pk=trace.session_id).update(title=title)
 
 
 def _unseen(spans: Iterable[GenAiSpan], seen: set[str]) -> list[GenAiSpan]:
