@@ -308,10 +308,21 @@ class SpanTree:
             built.attributes["transfer_to"] = transfer
 
     def _ingested(self, wire: Wire) -> None:
-        """The OpenTelemetry span an ingested event came from, kept whole on its span."""
+        """The OpenTelemetry span an ingested event came from, kept whole on its span.
+        An agent span opened for a parent that had not arrived yet is named, placed and
+        started by the parent's own ``agent_end`` (its ``started_at``) when it comes."""
         built = self._spans.get(wire.get("span_id") or "")
-        if built is not None:
-            built.attributes["otel"] = dict(wire["ingested"])
+        if built is None:
+            return
+        built.attributes["otel"] = dict(wire["ingested"])
+        if wire.get("type") == EventType.AGENT_END and wire.get("started_at"):
+            built.fields.update(
+                name=wire["author"],
+                author=wire["author"],
+                branch=wire.get("branch"),
+                parent_span_id=wire.get("parent_span_id"),
+                start=min(built.fields["start"], _time(wire["started_at"])),
+            )
 
     def _approval(self, wire: Wire) -> None:
         built = self._spans.get(wire.get("span_id") or "")

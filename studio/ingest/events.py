@@ -16,7 +16,7 @@ with all its attributes, so the span's detail shows what Studio did not map too.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Set
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,14 +33,32 @@ EventType = core_events.EventType
 
 
 def events_of(
-    spans: Iterable[GenAiSpan], *, session_key: str, invocation_id: str
+    spans: Iterable[GenAiSpan],
+    *,
+    session_key: str,
+    invocation_id: str,
+    placeholders: Mapping[str, GenAiSpan] = {},
+    opened: Set[str] = frozenset(),
 ) -> list[core_events.Event]:
-    """The events of ``spans`` (one request's spans of one trace), in time order."""
+    """The events of ``spans`` (one request's spans of one trace), in time order.
+
+    ``placeholders``: parents not arrived yet (span id -> its first child), each opened
+    as an agent span at that child's start. ``opened``: parents opened so before, which
+    their own span, now, closes with an ``agent_end`` that names and starts it
+    (``agents_core.spans.SpanTree``), rather than opening again."""
     spans = list(spans)
     answered = {s.tool_call_id for s in spans if s.kind == "tool"}
     made: list[tuple[datetime, int, core_events.Event]] = []
+    for parent_id, child in placeholders.items():
+        made.append(
+            (child.start, len(made), _placeholder(parent_id, child, session_key, invocation_id))
+        )
     for span in spans:
         for event in _span_events(span, session_key, invocation_id, answered):
+            if span.span_id in opened and event.type is EventType.AGENT_START:
+                continue
+            if span.span_id in opened and event.type is EventType.AGENT_END:
+                event = _naming_end(event, span)
             made.append((event.created_at, len(made), event))
     return [event for _, _, event in sorted(made, key=lambda item: (item[0], item[1]))]
 
@@ -57,6 +75,25 @@ def user_message(
         parts=[core_events.TextPart(text=_clip(text, MAX_TEXT_CHARS))],
         created_at=span.start,
     )
+
+
+def _placeholder(
+    parent_id: str, child: GenAiSpan, session_key: str, invocation_id: str
+) -> core_events.Event:
+    author = _clip(child.agent, 100)
+    return core_events.Event(
+        type=EventType.AGENT_START,
+        invocation_id=invocation_id,
+        session_id=session_key,
+        author=author,
+        branch=author,
+        span_id=parent_id,
+        created_at=child.start,
+    )
+
+
+def _naming_end(end: core_events.Event, span: GenAiSpan) -> core_events.Event:
+    return end.model_copy(update={"started_at": span.start, "ingested": _info(span)})
 
 
 def _span_events(

@@ -70,6 +70,10 @@ class IngestedTrace(models.Model):
     """The trace's root span, once it arrived (the run ends with it)."""
     span_ids = models.JSONField(default=list)
     """The spans stored so far: a span sent again is not stored twice."""
+    placeholder_ids = models.JSONField(default=list)
+    """Parents opened before they arrived (an exporter sends a span when it ends, so a
+    parent comes after its children): an agent span drawn from its first child on,
+    which the parent, when it comes, names and closes."""
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -98,21 +98,42 @@ def _ingest_trace(
     seen = set(trace.span_ids)
     fresh = _unseen(spans, seen)
     key, invocation = trace.session.key, trace.run.invocation_id
-    events = ingest_events.events_of(fresh, session_key=key, invocation_id=invocation)
+    opened = set(trace.placeholder_ids)
+    placeholders = _placeholders(fresh, seen | opened)
+    events = ingest_events.events_of(
+        fresh,
+        session_key=key,
+        invocation_id=invocation,
+        placeholders=placeholders,
+        opened=opened,
+    )
     if created:
         events = _opening(fresh, key, invocation) + events
+    trace.placeholder_ids = [*trace.placeholder_ids, *placeholders]
     stored = [e for e in event_rows.insert_batch([(key, e) for e in events])]
     trace.span_ids = [*trace.span_ids, *(s.span_id for s in fresh)]
     root = next((s for s in fresh if s.parent_span_id is None), None)
     if root is not None and not trace.root_span_id:
         trace.root_span_id = root.span_id
         _name_after_root(trace, root)
-    trace.save(update_fields=["span_ids", "root_span_id", "agent"])
+    trace.save(update_fields=["span_ids", "placeholder_ids", "root_span_id", "agent"])
     _count_tokens(trace.run, fresh)
     if root is not None:
         ended = _end(trace.run, root)
         stored += ended
     return trace.session_id, [e for e in stored if isinstance(e, core_events.Event)]
+
+
+def _placeholders(fresh: list[GenAiSpan], known: set[str]) -> dict[str, GenAiSpan]:
+    """The parents of ``fresh`` spans that are not known yet, each with its first child:
+    an agent span is opened for each, so its children draw under it until it comes."""
+    arrived = {s.span_id for s in fresh}
+    found: dict[str, GenAiSpan] = {}
+    for span in sorted(fresh, key=lambda s: s.start):
+        parent = span.parent_span_id
+        if parent and parent not in known and parent not in arrived:
+            found.setdefault(parent, span)
+    return found
 
 
 def _name_after_root(trace: IngestedTrace, root: GenAiSpan) -> None:

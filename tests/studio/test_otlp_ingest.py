@@ -142,7 +142,8 @@ def test_otlp_json_as_exporters_write_it_hex_ids_and_string_integers(ada: User) 
     assert answer["Content-Type"] == "application/json"
     assert json.loads(answer.content) == {}
     trace = IngestedTrace.objects.get(owner=ada, trace_id=trace_id)
-    (model,) = spans_of(wires_of(trace.session))
+    placeholder, model = spans_of(wires_of(trace.session))  # its parent: not come yet
+    assert (placeholder.span_id, placeholder.kind, placeholder.end) == (root_id, "agent", None)
     assert (model.kind, model.input_tokens, model.output_tokens) == ("model", 7, 3)
     assert model.parent_span_id == root_id
     assert model.duration_ms == pytest.approx(1500)
@@ -301,8 +302,11 @@ def test_the_same_trace_id_from_another_user_makes_their_own_run(ada: User, bob:
     mine, theirs = (IngestedTrace.objects.get(trace_id=trace_id, owner=u) for u in (ada, bob))
     assert mine.session_id != theirs.session_id and mine.run_id != theirs.run_id
     assert mine.session.owner == ada and theirs.session.owner == bob
-    assert len(spans_of(wires_of(mine.session))) == 2  # the chat and the tool: none of bob's
-    assert len(spans_of(wires_of(theirs.session))) == 1
+    mine_spans = {s.span_id for s in spans_of(wires_of(mine.session))}
+    theirs_spans = {s.span_id for s in spans_of(wires_of(theirs.session))}
+    # Each: its own spans under an agent span standing for the root, none of the other's.
+    assert mine_spans == {specs[0].span_id, specs[1].span_id, specs[2].span_id}
+    assert theirs_spans == {specs[0].span_id, specs[3].span_id}
     browser = Client()
     browser.force_login(bob)
     assert browser.get(f"/sessions/{mine.session_id}/").status_code == 404
@@ -317,7 +321,16 @@ def test_spans_in_later_requests_append_to_the_run_which_ends_with_its_root(ada:
         assert post(request_of(*batch).SerializeToString(), token).status_code == 200
     trace = IngestedTrace.objects.get(trace_id=trace_id)
     assert Run.objects.get(pk=trace.run_id).status == "running"
-    assert len(spans_of(wires_of(trace.session))) == 3
+    # The root has not come: an open agent span stands for it, over its children.
+    early = spans_of(wires_of(trace.session))
+    assert len(early) == 4
+    placeholder = next(s for s in early if s.kind == "agent")
+    assert (placeholder.span_id, placeholder.end, placeholder.name) == (
+        root.span_id,
+        None,
+        "shop-agent",  # the service's name, until the root names its agent
+    )
+    assert all(s.parent_span_id == root.span_id for s in early if s is not placeholder)
     root.error = "the customer left"
     assert post(request_of(root).SerializeToString(), token).status_code == 200
     run = Run.objects.get(pk=trace.run_id)
@@ -325,7 +338,11 @@ def test_spans_in_later_requests_append_to_the_run_which_ends_with_its_root(ada:
     assert "the customer left" in run.error_message
     spans = spans_of(wires_of(trace.session))
     assert len(spans) == 4 and Session.objects.count() == 1
-    assert next(s for s in spans if s.kind == "agent").status == "error"
+    agent = next(s for s in spans if s.kind == "agent")
+    assert (agent.name, agent.status) == ("shopper", "error")
+    assert agent.start == min(s.start for s in spans)  # the root's own start
+    assert agent.attributes["otel"]["name"] == "invoke_agent shopper"
+    assert [w["type"] for w in wires_of(trace.session)].count("agent_start") == 1
     assert run.input_tokens == 32  # the repeated span was counted once
 
 

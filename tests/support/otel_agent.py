@@ -4,8 +4,9 @@ over OTLP/HTTP (opentelemetry-exporter-otlp-proto-http) to Studio's ``/v1/traces
     python -m tests.support.otel_agent --endpoint URL --token T [--steps N] [--delay S]
         [--openai BASE_URL] [--json]
 
+With ``--gate DIR`` each round after the first waits for the file ``DIR/go-<round>``.
 It prints its trace id (hex) on the first line of stdout, then runs ``invoke_agent``
-over ``--steps`` rounds of a model call and a tool call, ``--delay`` seconds each, its
+over ``--steps`` rounds of a model call (``--delay`` seconds) and a tool call (half that), its
 spans exported in small batches as they end (so Studio sees them while it runs). With
 ``--openai``, each model call is a real ``openai`` client call to that OpenAI-compatible
 server, its span made by the official instrumentation
@@ -45,17 +46,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=100))
     tracer = provider.get_tracer("tests.support.otel_agent")
-    ask = _openai_chat(args.openai, provider) if args.openai else _own_chat(tracer)
+    ask = _openai_chat(args.openai, provider) if args.openai else _own_chat(tracer, args.delay)
     with tracer.start_as_current_span(
         f"invoke_agent {AGENT}",
         attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT},
     ) as root:
         print(format(root.get_span_context().trace_id, "032x"), flush=True)
         for step in range(args.steps):
+            _wait_for_gate(args.gate, step)
             answer = ask(f"What is the weather in city {step}?")
-            time.sleep(args.delay)
-            _tool(tracer, step, answer)
-            time.sleep(args.delay)
+            _tool(tracer, step, answer, args.delay)
     provider.force_flush()
     provider.shutdown()
     return 0
@@ -68,13 +68,25 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--openai", default="")
+    parser.add_argument("--gate", default="")
     return parser.parse_args(argv)
 
 
-def _own_chat(tracer: trace.Tracer) -> Any:
+def _wait_for_gate(gate: str, step: int) -> None:
+    """With ``--gate DIR``, step N > 0 waits until the file ``DIR/go-N`` exists (so a
+    test can hold the agent mid-run while it looks), for 60 s at most."""
+    if not gate or step == 0:
+        return
+    path, deadline = Path(gate) / f"go-{step}", time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _own_chat(tracer: trace.Tracer, delay: float) -> Any:
     def ask(question: str) -> str:
         answer = f"Sunny, asked: {question}"
         with tracer.start_as_current_span("chat scripted-model") as span:
+            time.sleep(delay)  # the model thinks
             span.set_attributes(
                 {
                     "gen_ai.operation.name": "chat",
@@ -112,8 +124,9 @@ def _openai_chat(base_url: str, provider: TracerProvider) -> Any:
     return ask
 
 
-def _tool(tracer: trace.Tracer, step: int, answer: str) -> None:
+def _tool(tracer: trace.Tracer, step: int, answer: str, delay: float) -> None:
     with tracer.start_as_current_span("execute_tool lookup_weather") as span:
+        time.sleep(delay / 2)  # the tool works
         span.set_attributes(
             {
                 "gen_ai.operation.name": "execute_tool",
@@ -145,7 +158,13 @@ def make_ingest_token(server: Any, username: str) -> str:
 
 
 def start_agent(
-    server_url: str, token: str, *, steps: int, delay: float, openai_url: str = ""
+    server_url: str,
+    token: str,
+    *,
+    steps: int,
+    delay: float,
+    openai_url: str = "",
+    gate: Path | None = None,
 ) -> subprocess.Popen[str]:
     """This script, started against Studio at ``server_url``; read the trace id from the
     first line of its stdout."""
@@ -160,6 +179,7 @@ def start_agent(
     command = [sys.executable, "-m", "tests.support.otel_agent", "--endpoint"]
     command += [f"{server_url}/v1/traces", "--token", token, "--steps", str(steps)]
     command += ["--delay", str(delay)] + (["--openai", openai_url] if openai_url else [])
+    command += ["--gate", str(gate)] if gate is not None else []
     return subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
