@@ -110,7 +110,7 @@ def _ingest_trace(
     if created:
         events = _opening(fresh, key, invocation) + events
     trace.placeholder_ids = [*trace.placeholder_ids, *placeholders]
-    stored = [e for e in event_rows.insert_batch([(key, e) for e in events])]
+    stored = list(event_rows.insert_batch([(key, e) for e in events])) if events else []
     trace.span_ids = [*trace.span_ids, *(s.span_id for s in fresh)]
     root = next((s for s in fresh if s.parent_span_id is None), None)
     if root is not None and not trace.root_span_id:

@@ -10,10 +10,12 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from studio import services
-from studio.models import Agent, ModelConfig, Run, RunStatus, Session
+from studio.models import Agent, IngestedTrace, IngestToken, ModelConfig, Run, RunStatus, Session
 from studio.runs import records
 from studio.runs.records import Ending
+from studio.services import ingest, tokens
 from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
+from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
 
 pytestmark = pytest.mark.django_db
 
@@ -49,6 +51,12 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/runs/{run}/cancel/", "post", None, 200),
     ("/api/runs/compare/?a={run}&b={run}", "get", None, 200),
     ("/api/runs/{ended_run}/replay/", "post", {}, 202),
+    # A run ingested over OTLP (studio.services.ingest): its session, events and spans.
+    ("/api/sessions/{ingested_session}/", "get", None, 200),
+    ("/api/sessions/{ingested_session}/events/", "get", None, 200),
+    ("/api/sessions/{ingested_session}/spans/", "get", None, 200),
+    ("/api/runs/{ingested_run}/", "get", None, 200),
+    ("/api/runs/{ingested_run}/spans/", "get", None, 200),
 ]
 
 LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/"]
@@ -67,7 +75,16 @@ def owned(ada: User) -> dict[str, Any]:
         "idle_session": make_session(ada, agent).pk,
         "run": services.start_run(session, "hello").pk,
         "ended_run": ended_run(make_session(ada, agent)).pk,
+        **ingested(ada),
     }
+
+
+def ingested(owner: User) -> dict[str, Any]:
+    """A trace of ``owner``'s, sent over OTLP: its session and run."""
+    trace_id = new_trace_id()
+    ingest.ingest(owner.pk, request_of(*agent_trace(trace_id)))
+    trace = IngestedTrace.objects.get(owner=owner, trace_id=trace_id)
+    return {"ingested_session": trace.session_id, "ingested_run": trace.run_id}
 
 
 def ended_run(session: Session) -> Run:
@@ -189,3 +206,18 @@ def test_malformed_ids_answer_404_like_missing_ones(callers: dict[str, APIClient
     for url in ["/api/agents/nope/", "/api/sessions/123/", "/api/runs/x/", "/api/models/1/"]:
         response = callers["owner"].get(url)
         assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_only_the_owner_can_revoke_an_ingest_token(ada: User, bob: User, staff: User) -> None:
+    row, _ = tokens.create_token(IngestToken, ada, "exporter")
+    url = f"/settings/trace-ingest/{row.pk}/revoke/"
+    for user in (bob, staff):
+        browser = client_for(user)
+        browser.force_login(user)
+        assert browser.post(url).status_code == 404
+    assert client_for(None).post(url).status_code == 302  # to the sign-in page
+    assert IngestToken.objects.filter(pk=row.pk).exists()
+    owner = client_for(ada)
+    owner.force_login(ada)
+    assert owner.post(url).status_code == 302
+    assert not IngestToken.objects.exists()
