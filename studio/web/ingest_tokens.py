@@ -22,7 +22,7 @@ def ingest_token_list(request: HttpRequest) -> HttpResponse:
     context = {
         "endpoint": request.build_absolute_uri("/v1/traces"),
         "agents": agents,
-        "section": "ingest",
+        "section": "sessions",  # reached from the sessions page: its runs show there
     }
     return tokens.token_list(request, IngestToken, "studio/ingest_token_list.html", context)
 
