@@ -14,6 +14,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot, timeline_rows
+from tests.e2e.test_pages_waterfall import assert_page_store_matches_the_api
 from tests.support.daphne_server import DaphneServer
 from tests.support.otel_agent import make_ingest_token, start_agent
 
@@ -85,6 +86,8 @@ def test_an_external_agent_s_spans_appear_live_in_the_timeline_and_the_waterfall
     )
     expect(waterfall.locator(".wf-span[data-kind=tool]")).to_have_count(6)
     expect(waterfall.locator(".wf-span[data-kind=model]")).to_have_count(6)
+    # The page's span mechanics (lib/spans.js) give the spans API's spans exactly.
+    assert_page_store_matches_the_api(waterfall, api, session["id"])
     waterfall.locator(".wf-span[data-kind=model]").first.click()
     detail = waterfall.get_by_test_id("otel-attributes")
     expect(detail).to_contain_text("weather.custom_flag")
