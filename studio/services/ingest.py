@@ -157,15 +157,32 @@ def _unseen(spans: Iterable[GenAiSpan], seen: set[str]) -> list[GenAiSpan]:
 
 def _trace_for(owner_id: int, trace_id: str, spans: list[GenAiSpan]) -> tuple[IngestedTrace, bool]:
     """The owner's trace ``trace_id`` (its row locked), or a new one with its session
-    and running run."""
-    found = (
+    and running run. Two requests making the same new trace at once: the second to
+    commit meets the unique constraint, and appends to the first's."""
+    found = _locked(owner_id, trace_id)
+    if found is not None:
+        return found, False
+    try:
+        with transaction.atomic():  # a savepoint: a lost race undoes only this
+            return _new_trace(owner_id, trace_id, spans), True
+    except IntegrityError:
+        return _locked(owner_id, trace_id) or _no_trace(trace_id), False
+
+
+def _locked(owner_id: int, trace_id: str) -> IngestedTrace | None:
+    return (
         IngestedTrace.objects.select_for_update()
         .select_related("session", "run")
         .filter(owner_id=owner_id, trace_id=trace_id)
         .first()
     )
-    if found is not None:
-        return found, False
+
+
+def _no_trace(trace_id: str) -> IngestedTrace:
+    raise IntegrityError(f"trace {trace_id} could be neither made nor found")
+
+
+def _new_trace(owner_id: int, trace_id: str, spans: list[GenAiSpan]) -> IngestedTrace:
     first = min(spans, key=lambda s: s.start)
     agent_name = _agent_name(spans)
     agent = _external_agent(owner_id, agent_name)
@@ -179,10 +196,9 @@ def _trace_for(owner_id: int, trace_id: str, spans: list[GenAiSpan]) -> tuple[In
         started_at=first.start,
         start_seq=0,
     )
-    trace = IngestedTrace.objects.create(
+    return IngestedTrace.objects.create(
         owner_id=owner_id, trace_id=trace_id, agent=agent, session=session, run=run
     )
-    return trace, True
 
 
 def _external_agent(owner_id: int, name: str) -> ExternalAgent:

@@ -341,3 +341,27 @@ def test_an_ingested_run_is_not_exported_again(ada: User, monkeypatch: pytest.Mo
     )
     assert Run.objects.get().status == "succeeded"
     assert exported == []  # else Studio exporting to itself would go round forever
+
+
+@pytest.mark.django_db
+def test_a_request_that_loses_the_race_to_make_a_trace_appends_to_it(
+    ada: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from studio.services import ingest
+
+    trace_id = new_trace_id()
+    root, first, tool, second = agent_trace(trace_id)
+    ingest.ingest(ada.pk, request_of(first))
+    real, calls = ingest._locked, {"n": 0}
+
+    def not_committed_yet(owner_id: int, found_id: str) -> Any:
+        calls["n"] += 1  # the other request's trace is not visible at the first look
+        return None if calls["n"] == 1 else real(owner_id, found_id)
+
+    monkeypatch.setattr(ingest, "_locked", not_committed_yet)
+    ingest.ingest(ada.pk, request_of(tool, second, root))
+    assert calls["n"] == 2
+    assert Session.objects.count() == 1 and Run.objects.count() == 1
+    trace = IngestedTrace.objects.get(trace_id=trace_id)
+    assert len(spans_of(wires_of(trace.session))) == 4
+    assert Run.objects.get().status == "succeeded"
