@@ -51,6 +51,9 @@ def test_an_external_agent_s_spans_appear_live_in_the_timeline_and_the_waterfall
                 page.locator("#timeline [data-seq]").nth(seen_at_open + 2 * step)
             ).to_be_attached()
             expect(waterfall.locator(".wf-span").nth(bars_at_open + 2 * step - 1)).to_be_attached()
+        expect(page.locator("#run-state")).to_have_text("running")
+        expect(page.locator("#cancel-run")).to_be_hidden()  # it runs elsewhere
+        expect(page.locator("#pause-run")).to_be_hidden()
         screenshot(page, "otlp-ingest-timeline-live")
         screenshot(waterfall, "otlp-ingest-waterfall-live")
         assert agent.poll() is None  # held at round 3: still running
