@@ -11,11 +11,22 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from studio import services
-from studio.models import Agent, Dataset, DatasetVersion, ModelConfig, Run, RunStatus, Session
+from studio.models import (
+    Agent,
+    Dataset,
+    DatasetVersion,
+    IngestedTrace,
+    IngestToken,
+    ModelConfig,
+    Run,
+    RunStatus,
+    Session,
+)
 from studio.runs import records
 from studio.runs.records import Ending
-from studio.services import datasets
+from studio.services import datasets, ingest, tokens
 from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
+from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
 
 pytestmark = pytest.mark.django_db
 
@@ -64,6 +75,12 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/datasets/{dataset}/export/", "get", None, 200),
     ("/api/datasets/{dataset}/", "delete", None, 204),
     ("/api/sessions/{ended_session}/dataset-cases/", "post", {"dataset": "evals"}, 201),
+    # A run ingested over OTLP (studio.services.ingest): its session, events and spans.
+    ("/api/sessions/{ingested_session}/", "get", None, 200),
+    ("/api/sessions/{ingested_session}/events/", "get", None, 200),
+    ("/api/sessions/{ingested_session}/spans/", "get", None, 200),
+    ("/api/runs/{ingested_run}/", "get", None, 200),
+    ("/api/runs/{ingested_run}/spans/", "get", None, 200),
 ]
 
 LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/", "/api/datasets/"]
@@ -86,7 +103,16 @@ def owned(ada: User) -> dict[str, Any]:
         "ended_run": ended.pk,
         "ended_session": ended.session_id,
         "dataset": datasets.create_dataset(ada, "smoke", cases=[case]).pk,
+        **ingested(ada),
     }
+
+
+def ingested(owner: User) -> dict[str, Any]:
+    """A trace of ``owner``'s, sent over OTLP: its session and run."""
+    trace_id = new_trace_id()
+    ingest.ingest(owner.pk, request_of(*agent_trace(trace_id)))
+    trace = IngestedTrace.objects.get(owner=owner, trace_id=trace_id)
+    return {"ingested_session": trace.session_id, "ingested_run": trace.run_id}
 
 
 def ended_run(session: Session) -> Run:
@@ -233,3 +259,18 @@ def signed_in(user: User) -> Client:
     browser = Client()
     browser.force_login(user)
     return browser
+
+
+def test_only_the_owner_can_revoke_an_ingest_token(ada: User, bob: User, staff: User) -> None:
+    row, _ = tokens.create_token(IngestToken, ada, "exporter")
+    url = f"/settings/trace-ingest/{row.pk}/revoke/"
+    for user in (bob, staff):
+        browser = client_for(user)
+        browser.force_login(user)
+        assert browser.post(url).status_code == 404
+    assert client_for(None).post(url).status_code == 302  # to the sign-in page
+    assert IngestToken.objects.filter(pk=row.pk).exists()
+    owner = client_for(ada)
+    owner.force_login(ada)
+    assert owner.post(url).status_code == 302
+    assert not IngestToken.objects.exists()
