@@ -55,6 +55,10 @@ class Agent(models.Model):
     current_version = models.ForeignKey(
         "AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    a2a_published = models.BooleanField(
+        default=False,
+        help_text="Served over A2A (studio.a2a_endpoint) to clients with the owner's token.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -310,6 +314,9 @@ from studio.models.evals import EvalCaseResult as EvalCaseResult  # noqa: E402
 from studio.models.evals import EvalRun as EvalRun  # noqa: E402
 from studio.models.gates import CachedResponse as CachedResponse  # noqa: E402
 from studio.models.gates import RateWindow as RateWindow  # noqa: E402
+from studio.models.ingest import ExternalAgent as ExternalAgent  # noqa: E402
+from studio.models.ingest import IngestedTrace as IngestedTrace  # noqa: E402
+from studio.models.ingest import IngestToken as IngestToken  # noqa: E402
 from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of its own)
 from studio.models.mcp_tokens import McpToken as McpToken  # noqa: E402
 from studio.models.memory import Memory as Memory  # noqa: E402

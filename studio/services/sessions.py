@@ -152,9 +152,12 @@ def _submit(session: Session, run: Run) -> None:
 
 def _check_run_cap(owner_id: int) -> None:
     cap: int = settings.STUDIO_MAX_CONCURRENT_RUNS_PER_USER
-    # A run parked on a person holds no slot: it executes nowhere until decided.
+    # A run parked on a person holds no slot: it executes nowhere until decided; nor
+    # does a run ingested over OTLP, which executes elsewhere.
     holding = ACTIVE_RUN_STATUSES - {RunStatus.WAITING}
-    active = Run.objects.filter(session__owner_id=owner_id, status__in=holding)
+    active = Run.objects.filter(
+        session__owner_id=owner_id, status__in=holding, session__ingested__isnull=True
+    )
     if active.count() >= cap:
         raise LimitError(
             f"you already have {cap} runs in progress, the most allowed; "

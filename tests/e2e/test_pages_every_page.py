@@ -49,6 +49,8 @@ EXCLUDED = {
     "(tests/e2e/test_artifacts.py)",
     "attached-file": "an attached file's bytes, served to its owner only, not a page "
     "(tests/studio/test_api_attachments.py)",
+    "otlp-traces": "OTLP/HTTP trace ingest for exporters (protobuf or JSON, token auth), "
+    "not a page (tests/studio/test_otlp_ingest.py)",
 }
 """Named routes that are not pages, each with the reason."""
 
@@ -64,6 +66,7 @@ FOLDERS = {
     "models": "model",
     "mcp-servers": "mcp_server",
     "mcp-tokens": "mcp_token",
+    "settings": "ingest_token",  # settings/trace-ingest/<pk>/revoke/
     "memories": "memory",
     "sessions": "session",
     "skills": "skill",
@@ -105,6 +108,7 @@ class Objects:
     skill: str = ""
     """A skill's name."""
     mcp_token: str = ""
+    ingest_token: str = ""
     dataset: str = ""
     dataset_version: str = ""
     """A dataset of the user's (with a hostile case) and its first version."""
@@ -254,7 +258,8 @@ import json
 from django.contrib.auth.models import User
 import datetime
 from studio.models import DaySpend, McpServer, UserBudget
-from studio.services import create_token
+from studio.models import IngestToken
+from studio.services import create_token, tokens as token_service
 staff = User.objects.create_superuser({STAFF[0]!r}, "staff@example.com", {STAFF[1]!r})
 budget = UserBudget.objects.create(user=staff, day_cost="5", day_tokens=100000)
 spend = DaySpend.objects.create(scope=f"user:{{staff.pk}}", day=datetime.date.today())
@@ -263,15 +268,21 @@ spend = DaySpend.objects.create(scope=f"user:{{staff.pk}}", day=datetime.date.to
 server = McpServer.objects.create(owner=User.objects.get(username="demo"), **{STDIO!r})
 demo = User.objects.get(username="demo")
 tokens = [str(create_token(user, "laptop")[0].pk) for user in (demo, staff)]
+tokens += [
+    str(token_service.create_token(IngestToken, user, "exporter")[0].pk) for user in (demo, staff)
+]
 print(json.dumps([str(server.pk), str(budget.pk), str(spend.pk), *tokens]))
 """
-"""A staff account, demo's stdio server and an MCP token each, in one start of Django."""
+"""A staff account, demo's stdio server and an MCP and an ingest token each, in one start
+of Django."""
 
 
 @pytest.fixture(scope="module")
 def objects(pages_server: DaphneServer, api: Api) -> dict[str, Objects]:
     created = pages_server.manage("shell", "-c", ACCOUNTS).stdout.strip().splitlines()
-    demo_stdio, user_budget, day_spend, demo_token, staff_token = json.loads(created[-1])
+    made = json.loads(created[-1])
+    demo_stdio, user_budget, day_spend, demo_token, staff_token = made[:5]
+    demo_ingest, staff_ingest = made[5:]
     staff = Api(pages_server.url, STAFF)
     calculator = next(a for a in api.get("/api/agents/")["results"] if a["name"] == "calculator")
     # Staff's copy of the calculator answers at once: the scripted model, not the paced one.
@@ -280,12 +291,15 @@ def objects(pages_server: DaphneServer, api: Api) -> dict[str, Objects]:
     staff_agent = staff.agent(staff_spec, calculator["description"])
     staff_stdio = staff.post("/api/mcp-servers/", STDIO)["id"]
     return {
-        "demo": dataclasses.replace(arrange(api, calculator, demo_stdio), mcp_token=demo_token),
+        "demo": dataclasses.replace(
+            arrange(api, calculator, demo_stdio), mcp_token=demo_token, ingest_token=demo_ingest
+        ),
         "staff": dataclasses.replace(
             arrange(staff, staff_agent, staff_stdio),
             user_budget=user_budget,
             day_spend=day_spend,
             mcp_token=staff_token,
+            ingest_token=staff_ingest,
         ),
     }
 
@@ -389,7 +403,7 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     )
     assert "memories" in names and {"memory-edit", "memory-delete"} <= set(site.actions)
     assert {"skills", "skill"} <= names and "skill-delete" in set(site.actions)
-    assert "mcp-tokens" in names and "mcp-token-revoke" in site.actions
+    assert "mcp-tokens" in names and {"mcp-token-revoke", "a2a-publish"} <= set(site.actions)
     assert {"run-compare", "run-compare-runs"} <= names
     assert {"datasets", "dataset", "admin-dataset-change", "admin-datasetversion-change"} <= names
     assert {"dataset-create", "dataset-import", "session-dataset-case"} <= set(site.actions)
