@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     NonNegativeInt,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -48,10 +49,25 @@ class ExpectedToolCall(Contract):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+Cost = Annotated[
+    Decimal,
+    Field(ge=0),
+    # Its JSON: a number, or a decimal string (pydantic's schema allows any string).
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0},
+                {"type": "string", "pattern": r"^[0-9]{1,15}(\.[0-9]{1,15})?$"},
+            ]
+        }
+    ),
+]
+
+
 class Limits(Contract):
     """Most a case may spend; ``None`` is no limit."""
 
-    max_cost: Decimal | None = Field(default=None, ge=0)
+    max_cost: Cost | None = None
     max_tokens: NonNegativeInt | None = None
     max_latency_s: NonNegativeFloat | None = None
     max_steps: NonNegativeInt | None = None

@@ -85,6 +85,18 @@ class DatasetChangeSerializer(serializers.Serializer[Any]):
     version = serializers.IntegerField()
 
 
+@extend_schema_field(
+    {
+        "type": "string",
+        "format": "uuid",
+        # The format alone is not enforced on a multipart part: the pattern is.
+        "pattern": "^[0-9a-fA-F]{8}(-?[0-9a-fA-F]{4}){3}-?[0-9a-fA-F]{12}$",
+    }
+)
+class DatasetIdField(OwnedPrimaryKeyRelatedField):
+    """The id of one of the caller's datasets, in a multipart form."""
+
+
 class ImportSerializer(serializers.Serializer[Any]):
     """A dataset file, read as ``format`` (from its name or its content when not given);
     it becomes a new version of ``dataset`` (an id of yours), else of your dataset named
@@ -95,7 +107,7 @@ class ImportSerializer(serializers.Serializer[Any]):
         help_text=f"JSONL, CSV or an ADK .evalset.json, at most {formats.MAX_FILE_BYTES:,} bytes.",
     )
     format = serializers.ChoiceField(choices=list(formats.FORMATS), required=False)
-    dataset = OwnedPrimaryKeyRelatedField(
+    dataset = DatasetIdField(
         queryset=Dataset.objects.all(), required=False, help_text="One of your datasets' ids."
     )
     name = NameField(required=False)

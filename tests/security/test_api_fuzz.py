@@ -299,7 +299,7 @@ def _complete(case: Any, own: bool, spec: dict[str, Any], fixtures: Fixtures) ->
         body["spec"] = spec
     if own and "agent" in body:
         body["agent"] = str(fixtures.agent.pk)
-    if own and "dataset" in body:  # an eval's dataset, by name
+    if own and "dataset" in body and "agent" in body:  # an eval's dataset, by name
         body["dataset"] = fixtures.eval_run.dataset_version.dataset.name
     if own and "spec" in body and "name" in body:
         spec["name"] = body["name"]
