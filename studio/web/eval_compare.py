@@ -9,15 +9,18 @@ other; another user's eval run is 404."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from studio import figures
 from studio.models import Run
 from studio.models.evals import EvalCaseResult, EvalRun, EvalStatus
 from studio.web import eval_data
@@ -103,9 +106,11 @@ def _comparison(a: EvalRun, b: EvalRun) -> dict[str, Any]:
     return {
         "labels": {"a": eval_data.agent_at(a), "b": eval_data.agent_at(b)},
         "groups": groups,
-        "figures": _figure_rows(figures_a, figures_b),
+        "figures": _figure_rows(
+            figures_a, figures_b, str(b.repeats) if a.repeats == b.repeats else "k"
+        ),
         "swap": f"{reverse('eval-compare')}?a={b.pk}&b={a.pk}",
-        "chart": history(b),
+        "chart": history(b, also=[a.pk, b.pk]),
     }
 
 
@@ -151,74 +156,62 @@ def _group(row: CaseRow) -> str:
     return "improvements" if now > before else "unchanged"
 
 
-def _figure_rows(a: eval_data.Summary, b: eval_data.Summary) -> list[dict[str, str]]:
-    def delta(x: float | None, y: float | None, scale: float = 1, unit: str = "") -> str:
-        if x is None or y is None:
-            return ""
-        change = (y - x) * scale
-        return (
-            "±0" + unit if abs(change) < 1e-9 else f"{change:+.{0 if scale == 100 else 2}f}{unit}"
-        )
-
-    def seconds(value: float | None) -> str:
-        return "—" if value is None else f"{value:.2f} s"
-
-    return [
-        _figure(
-            "Pass rate",
-            eval_data.percent(a.pass_rate),
-            eval_data.percent(b.pass_rate),
-            delta(a.pass_rate, b.pass_rate, 100, " pts"),
-            b.pass_rate,
-            a.pass_rate,
-        ),
-        _figure(
-            "pass@k",
-            eval_data.percent(a.pass_at_k),
-            eval_data.percent(b.pass_at_k),
-            delta(a.pass_at_k, b.pass_at_k, 100, " pts"),
-            b.pass_at_k,
-            a.pass_at_k,
-        ),
-        _figure("Cost", a.cost or "—", b.cost or "—", "", None, None),
-        _figure(
-            "Latency p50",
-            seconds(a.p50),
-            seconds(b.p50),
-            delta(a.p50, b.p50, 1, " s"),
-            a.p50,
-            b.p50,
-        ),
-        _figure(
-            "Latency p95",
-            seconds(a.p95),
-            seconds(b.p95),
-            delta(a.p95, b.p95, 1, " s"),
-            a.p95,
-            b.p95,
-        ),
+def _figure_rows(a: eval_data.Summary, b: eval_data.Summary, k: str) -> list[dict[str, str]]:
+    """The summaries side by side with B minus A, coloured ``good`` or ``bad`` for B."""
+    rows = [
+        _figure("Pass rate", a.pass_rate, b.pass_rate, eval_data.percent, higher_is_better=True),
+        _figure(f"pass@{k}", a.pass_at_k, b.pass_at_k, eval_data.percent, higher_is_better=True),
+        _figure("Latency p50", a.p50, b.p50, _seconds, higher_is_better=False),
+        _figure("Latency p95", a.p95, b.p95, _seconds, higher_is_better=False),
     ]
+    cost_a, cost_b = a.cost_value, b.cost_value
+    cost = _figure("Cost", cost_a, cost_b, lambda _: "", higher_is_better=False)
+    cost.update(a=a.cost or "—", b=b.cost or "—")
+    if cost_a is not None and cost_b is not None:
+        change = figures.cost(abs(cost_b - cost_a))
+        cost["delta"] = "±0" if cost_a == cost_b else f"{'+' if cost_b > cost_a else MINUS}{change}"
+    return [*rows[:2], cost, *rows[2:]]
+
+
+MINUS = "\u2212"
+
+
+def _seconds(value: Any) -> str:
+    return "—" if value is None else f"{value:.2f} s"
 
 
 def _figure(
-    label: str, a: str, b: str, delta: str, better: float | None, worse: float | None
+    label: str, a: Any, b: Any, text: Callable[[Any], str], *, higher_is_better: bool
 ) -> dict[str, str]:
-    """A row of the summary; ``sign`` is ``good`` when the newer run is better."""
-    sign = ""
-    if better is not None and worse is not None and better != worse:
-        sign = "good" if better > worse else "bad"
-    return {"label": label, "a": a, "b": b, "delta": delta, "sign": sign}
+    delta, sign = "", ""
+    if a is not None and b is not None:
+        change = float(b - a)
+        delta = f"{change * 100:+.0f} pts" if text is eval_data.percent else f"{change:+.2f} s"
+        if abs(change) < 1e-9:
+            delta = "±0"
+        elif (change > 0) == higher_is_better:
+            sign = "good"
+        else:
+            sign = "bad"
+    return {
+        "label": label,
+        "a": text(a),
+        "b": text(b),
+        "delta": delta.replace("-", MINUS),
+        "sign": sign,
+    }
 
 
-def history(run: EvalRun) -> dict[str, Any]:
-    """What the chart plots (``json_script``): every ended eval run of ``run``'s agent on
-    its dataset, oldest first, each with its agent version, pass rate, cost and p50."""
+def history(run: EvalRun, also: list[Any]) -> dict[str, Any]:
+    """What the chart plots (``json_script``): every eval run of ``run``'s agent on its
+    dataset that ran to its end, and those of ``also`` (the two compared, as far as they
+    got), oldest first, each with its agent version, pass rate, cost and p50."""
     runs = list(
         EvalRun.objects.filter(
+            Q(status=EvalStatus.SUCCEEDED) | Q(pk__in=also),
             owner_id=run.owner_id,
             agent_version__agent_id=run.agent_version.agent_id,
             dataset_version__dataset_id=run.dataset_version.dataset_id,
-            status=EvalStatus.SUCCEEDED,
         )
         .select_related("agent_version", "dataset_version")
         .prefetch_related("results")

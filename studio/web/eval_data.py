@@ -5,6 +5,7 @@ their figures in words."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import QuerySet
@@ -86,6 +87,7 @@ class Summary:
     pass_rate: float | None
     pass_at_k: float | None
     cost: str
+    cost_value: Decimal | None
     p50: float | None
     p95: float | None
 
@@ -106,6 +108,7 @@ def summary(run: EvalRun, results: list[EvalCaseResult]) -> Summary:
         pass_rate=passed / len(done) if done else None,
         pass_at_k=len(cases_passed) / len(cases) if cases else None,
         cost=figures.cost(sum(known), complete=len(known) == len(done)) if known else "",
+        cost_value=sum(known, Decimal(0)) if known else None,
         p50=_percentile(latencies, 0.5),
         p95=_percentile(latencies, 0.95),
     )

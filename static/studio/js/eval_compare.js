@@ -6,7 +6,9 @@ import uPlot from "./vendor/uplot-1.6.31/uPlot.esm.js";
 
 const data = JSON.parse(document.getElementById("eval-history").textContent);
 const points = data.points;
-const times = points.map((p) => p.at);
+// One step per eval, oldest first: evals are days or minutes apart, and a version's
+// story reads better evenly spaced than on a time axis squashed around one point.
+const steps = points.map((p, i) => i);
 
 const CHARTS = {
   pass_rate: ["Pass rate %", points.map((p) => p.pass_rate), "--ok"],
@@ -28,8 +30,14 @@ function options(box, [label, , variable], kind) {
   return {
     width: box.clientWidth,
     height: box.clientHeight - 30,
-    scales: { x: { time: true }, y: kind === "pass_rate" ? { range: [0, 100] } : { auto: true } },
-    axes: [{ ...axis }, { ...axis, size: 56 }],
+    scales: {
+      x: { time: false, range: () => [-0.5, Math.max(0.5, points.length - 0.5)] },
+      y: kind === "pass_rate" ? { range: [0, 100] } : { range: (u, min, max) => [0, Math.max(max * 1.15, 1e-6)] },
+    },
+    axes: [
+      { ...axis, incrs: [1], values: (u, ticks) => ticks.map((i) => (points[i] ? `v${points[i].version}` : "")) },
+      { ...axis, size: 56 },
+    ],
     series: [
       { label: "Eval", value: (u, ts, s, i) => (i == null ? "–" : when(i)) },
       { label, stroke: colour(variable), fill: `${colour(variable)}22`, width: 2, points: { show: true, size: 7 } },
@@ -44,7 +52,7 @@ function draw() {
   plots = [];
   document.querySelectorAll("[data-chart]").forEach((box) => {
     const chart = CHARTS[box.dataset.chart];
-    plots.push(new uPlot(options(box, chart, box.dataset.chart), [times, chart[1]], box));
+    plots.push(new uPlot(options(box, chart, box.dataset.chart), [steps, chart[1]], box));
   });
 }
 

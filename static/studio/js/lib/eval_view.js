@@ -58,15 +58,15 @@ export class EvalResults {
   }
 
   _line(result) {
-    return h("div", { class: `case-line ${result.status}`, dataset: { repeat: String(result.repeat), status: result.status, testid: "case-line" } },
+    return h("div", { class: "case-line", dataset: { repeat: String(result.repeat), status: result.status, testid: "case-line" } },
       h("span", { class: "repeat muted" }, this.repeats > 1 ? `#${result.repeat + 1}` : ""),
-      h("span", {}, h("span", { class: `badge ${badgeClass(result.status)}`, dataset: { testid: "case-status" } }, result.status)),
+      h("span", { class: "status" }, h("span", { class: `badge ${badgeClass(result.status)}`, dataset: { testid: "case-status" } }, result.status)),
       h("div", { class: "verdicts" }, result.verdicts.map(verdict),
         result.error_message ? h("p", { class: "case-error" }, result.error_message) : null),
-      h("span", { class: "num", dataset: { label: "Score" } }, result.score === null ? "—" : result.score.toFixed(2)),
-      h("span", { class: "num", dataset: { label: "Cost" } }, formatCost(result.cost) || "—"),
-      h("span", { class: "num", dataset: { label: "Latency" } }, result.latency_s === null ? "—" : formatDuration(result.latency_s * 1000)),
-      h("span", {}, result.session
+      h("span", { class: "num score", dataset: { label: "Score" } }, result.score === null ? "—" : result.score.toFixed(2)),
+      h("span", { class: "num cost", dataset: { label: "Cost" } }, formatCost(result.cost) || "—"),
+      h("span", { class: "num latency", dataset: { label: "Latency" } }, result.latency_s === null ? "—" : formatDuration(result.latency_s * 1000)),
+      h("span", { class: "session" }, result.session
         ? h("a", { href: `${this.sessionUrl}${encodeURIComponent(result.session)}/`, dataset: { testid: "case-session" } }, "Session")
         : h("span", { class: "muted" }, "—")));
   }
@@ -109,7 +109,8 @@ function verdict(v) {
   const summary = h("summary", {}, h("span", { class: "verdict-name" }, label), " ", h("span", { class: "verdict-status" }, v.status));
   const body = [];
   if (v.detail) body.push(h("p", { class: "verdict-detail" }, v.detail));
-  if (v.score !== null && v.score !== undefined) body.push(h("p", { class: "muted" }, `score ${v.score.toFixed(2)}`));
+  // A judge's score says more than its pass; the others' 1 or 0 only repeat it.
+  if (v.detail && v.score !== null && v.score !== undefined && v.score > 0 && v.score < 1) body.push(h("p", { class: "muted" }, `score ${v.score.toFixed(2)}`));
   if (v.prompt) body.push(h("details", { class: "judge-prompt" }, h("summary", {}, "The judge's prompt"), h("pre", {}, v.prompt)));
   if (!body.length) return h("span", { class: `verdict ${v.status}`, dataset: { testid: "verdict" } }, summary.textContent);
   return h("details", { class: `verdict ${v.status}`, dataset: { testid: "verdict" } }, summary, h("div", { class: "verdict-body" }, body));
