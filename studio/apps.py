@@ -15,3 +15,6 @@ class StudioConfig(AppConfig):
 
         runs.configure()
         otel.configure()
+        from studio import evals  # eval runs move on as their case runs end
+
+        evals.connect()

@@ -11,9 +11,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, model_validator
+import regex
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
 
 from agents_core.contracts import Contract
+from agents_core.structured import schema_problems
 
 CASE_NAME_MAX = 200
 TEXT_MAX = 100_000
@@ -117,13 +119,46 @@ class ContainsSpec(_Spec):
 
 
 class RegexSpec(_Spec):
+    """The final output must contain a match of ``pattern`` (searched, not anchored:
+    write ``^...$`` to match it whole). The pattern is in the syntax of the ``regex``
+    library (a superset of Python's ``re``), which can stop a match that takes too long:
+    a pattern from a user cannot stall the server."""
+
     kind: Literal["regex"] = "regex"
     pattern: str = Field(min_length=1, max_length=2_000)
+    case_sensitive: bool = True
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern_compiles(cls, pattern: str) -> str:
+        try:
+            regex.compile(pattern)
+        except (regex.error, OverflowError, RecursionError) as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from None
+        return pattern
 
 
 class JsonSchemaSpec(_Spec):
+    """The final output must be JSON (a fenced ```json block, or prose around one
+    object or array, is tolerated) valid against ``schema``: a JSON Schema (draft
+    2020-12 unless it names its own ``$schema``) checked when the spec is made, under
+    the rules of output schemas from specs (``agents_core.structured.schema_problems``:
+    no regular expressions, no references outside the schema)."""
+
     kind: Literal["json_schema"] = "json_schema"
     json_schema: dict[str, Any] = Field(alias="schema")
+
+    @field_validator("json_schema")
+    @classmethod
+    def _schema_is_usable(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        problems = schema_problems(schema)
+        if problems:
+            said = "; ".join(
+                f"{'/'.join(str(p) for p in path) or 'the schema'}: {message}"
+                for path, message in problems
+            )
+            raise ValueError(f"not a usable JSON Schema: {said}")
+        return schema
 
 
 class TrajectorySpec(_Spec):

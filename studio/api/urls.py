@@ -11,6 +11,7 @@ from studio.api import (
     catalogue,
     costs,
     diffs,
+    evals,
     forks,
     mcp,
     memories,
@@ -52,6 +53,13 @@ urlpatterns = [
         "agent-spec/schema/", catalogue.AgentSpecSchemaView.as_view(), name="api-agent-spec-schema"
     ),
     path("costs/", costs.CostsView.as_view(), name="api-costs"),
+    path("evals/", evals.EvalListView.as_view(), name="api-evals"),
+    path("evals/compare/", evals.EvalCompareView.as_view(), name="api-evals-compare"),
+    path("evals/history/", evals.EvalHistoryView.as_view(), name="api-evals-history"),
+    path("evals/<uuid:id>/", evals.EvalDetailView.as_view(), name="api-eval"),
+    path("evals/<uuid:id>/results/", evals.EvalResultsView.as_view(), name="api-eval-results"),
+    path("evals/<uuid:id>/cancel/", evals.EvalCancelView.as_view(), name="api-eval-cancel"),
+    path("evaluators/", evals.EvaluatorListView.as_view(), name="api-evaluators"),
     path(
         "prompt-templates/",
         prompts.PromptTemplateListView.as_view(),

@@ -158,6 +158,12 @@ class EvalCaseResult(models.Model):
     latency_s = models.FloatField(null=True, blank=True)
     steps = models.PositiveIntegerField(default=0)
     error_message = models.TextField(blank=True)
+    turns_sent = models.PositiveSmallIntegerField(default=0)
+    """How many of the case's user turns were sent to its session so far: the next
+    turn goes once the run of the last one finished."""
+    resumes = models.PositiveSmallIntegerField(default=0)
+    """How often its run was resumed after a restart interrupted it (at most
+    ``studio.evals.engine.MAX_RESUMES``, then the case is an error)."""
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 

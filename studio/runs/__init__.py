@@ -20,11 +20,12 @@ from studio.runs.executor import RunExecutor
 _executor: RunExecutor | None = None
 
 
-def configure() -> RunExecutor:
+def configure(mode: str | None = None) -> RunExecutor:
     """Choose the executor from ``STUDIO_RUN_EXECUTION`` (Studio's app does at start-up;
-    a test that changes the setting calls it again)."""
+    a test that changes the setting calls it again), or from ``mode`` (a command that
+    executes its runs in its own process, ``run_evals``, asks for ``inline``)."""
     global _executor
-    if settings.STUDIO_RUN_EXECUTION == "worker":
+    if (mode or settings.STUDIO_RUN_EXECUTION) == "worker":
         from studio.runs.queue import QueuedExecutor
 
         _executor = QueuedExecutor()

@@ -26,7 +26,7 @@ from studio.db import db_sync_to_async
 from studio.errors import ConflictError
 from studio.live import Status, publish, snapshot
 from studio.models import Run
-from studio.runs import parking, recovery
+from studio.runs import hooks, parking, recovery
 
 logger = logging.getLogger("studio.runs")
 
@@ -55,6 +55,7 @@ class RunExecutor(abc.ABC):
         self._bound()
         self._track(recovery.sweep_forever(self), name="run-recovery")
         self._track(parking.expire_forever(), name="parked-run-time-outs")
+        self._track(hooks.sweep_forever(), name="run-hook-sweeps")
 
     async def aclose(self) -> None:
         """Stop every task (runs still executing end interrupted) and unbind."""

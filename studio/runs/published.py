@@ -22,7 +22,7 @@ from studio.ledger import CallLedger, waiting_for
 from studio.live import Publisher, Status, snapshot
 from studio.live.inbox import notify_inbox
 from studio.models import Run
-from studio.runs import records
+from studio.runs import hooks, records
 from studio.runs.execute import execute_run, hold
 
 logger = logging.getLogger("studio.runs")
@@ -108,6 +108,7 @@ async def execute_and_publish(
     await publisher.aclose()
     if execution.ledger.waits_for_approval:  # it ended while a call waited: not anymore
         await notify_inbox(await db_sync_to_async(records.owner_of)(run))
+    await hooks.run_stopped(run)  # e.g. an eval whose case this run was goes on
 
 
 async def _on_claimed(execution: Execution, publisher: Publisher, run: Run) -> None:

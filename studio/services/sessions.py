@@ -21,7 +21,15 @@ from studio import runs, wire
 from studio.agents import llms, specs
 from studio.errors import ConflictError, InvalidInputError, LimitError, Problem
 from studio.live import Status
-from studio.models import ACTIVE_RUN_STATUSES, Agent, Run, RunStatus, Session, SessionStatus
+from studio.models import (
+    ACTIVE_RUN_STATUSES,
+    Agent,
+    AgentVersion,
+    Run,
+    RunStatus,
+    Session,
+    SessionStatus,
+)
 from studio.runs import records
 
 SESSION_FORMAT = "studio.session"
@@ -32,12 +40,27 @@ SESSION_FORMAT_VERSION = 2
 its messages attach (version 1 documents had the references only)."""
 
 
-def start_session(owner: AbstractBaseUser, agent: Agent, *, title: str = "") -> Session:
-    """A new session pinned to the agent's current version."""
-    if agent.current_version is None:
+def start_session(
+    owner: AbstractBaseUser,
+    agent: Agent,
+    *,
+    title: str = "",
+    version: AgentVersion | None = None,
+    state: dict[str, Any] | None = None,
+) -> Session:
+    """A new session pinned to ``version`` of the agent (default: its current one),
+    starting from ``state`` (default: empty), as an eval's case does."""
+    if version is None:
+        version = agent.current_version
+    if version is None:
         raise ConflictError(f"agent {agent.name!r} has no version yet", code="agent_has_no_version")
+    if version.agent_id != agent.pk:
+        raise ConflictError(
+            f"version {version.number} is not a version of agent {agent.name!r}",
+            code="version_of_another_agent",
+        )
     return Session.objects.create(
-        owner_id=owner.pk, agent_version=agent.current_version, title=title
+        owner_id=owner.pk, agent_version=version, title=title, state=dict(state or {})
     )
 
 

@@ -1,0 +1,165 @@
+"""Custom evaluators: checks written in Python, named by a ``custom`` spec.
+
+Register one with the decorator; it gets the case, the outcome and the spec's
+``params``, and returns a ``Verdict`` (sync or async)::
+
+    @register_evaluator("mentions_city", description="The answer names params['city'].")
+    def mentions_city(case: Case, outcome: Outcome, params: dict[str, Any]) -> Verdict:
+        ...
+
+Any ``Verdict`` it returns is shown under the spec's label (else ``custom:<name>``).
+Its failures stay its own (error isolation): an exception raised inside it, or a
+return value that is not a ``Verdict``, makes an ``error`` verdict that says so, and
+the other evaluators of the case still run. An unknown name is an error verdict too.
+
+Two built-in evaluators are registered on import: ``no_error`` (the run ended without
+an error) and ``max_words`` (the final output has at most ``params["max"]`` words).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agents_core.evals.contracts import Case, CustomSpec, Outcome, Verdict
+from agents_core.evals.output_checks import decided, errored, label_of
+
+__all__ = [
+    "CustomEvaluator",
+    "EvaluatorFn",
+    "RegisteredEvaluator",
+    "register_evaluator",
+    "registered",
+    "run_custom",
+    "unregister_evaluator",
+]
+
+EvaluatorFn = Callable[[Case, Outcome, dict[str, Any]], Verdict | Awaitable[Verdict]]
+"""A custom evaluator: ``(case, outcome, params) -> Verdict``, sync or async."""
+
+_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,99}$")
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredEvaluator:
+    """What the UI lists of a custom evaluator."""
+
+    name: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class CustomEvaluator:
+    name: str
+    description: str
+    fn: EvaluatorFn
+
+
+_registry: dict[str, CustomEvaluator] = {}
+_lock = threading.Lock()
+
+
+def register_evaluator(name: str, *, description: str = "") -> Callable[[EvaluatorFn], EvaluatorFn]:
+    """Register the decorated function as the custom evaluator ``name`` (lower case
+    letters, digits, ``_``, ``.``, ``-``). Registering a name twice is an error, unless
+    it is the same function again (a module imported twice)."""
+    if not _NAME.match(name):
+        raise ValueError(
+            f"evaluator name {name!r}: use lower case letters, digits, '_', '.' or '-', "
+            "starting with a letter (at most 100 characters)"
+        )
+
+    def register(fn: EvaluatorFn) -> EvaluatorFn:
+        said = description or inspect.getdoc(fn) or ""
+        with _lock:
+            known = _registry.get(name)
+            if known is not None and _qualified(known.fn) != _qualified(fn):
+                raise ValueError(f"an evaluator named {name!r} is already registered")
+            _registry[name] = CustomEvaluator(name, said.strip(), fn)
+        return fn
+
+    return register
+
+
+def _qualified(fn: EvaluatorFn) -> str:
+    return f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def unregister_evaluator(name: str) -> None:
+    """Forget ``name`` (tests, plugins being reloaded); unknown names are ignored."""
+    with _lock:
+        _registry.pop(name, None)
+
+
+def registered() -> list[RegisteredEvaluator]:
+    """Every custom evaluator, by name."""
+    with _lock:
+        found = sorted(_registry.values(), key=lambda evaluator: evaluator.name)
+    return [RegisteredEvaluator(e.name, e.description) for e in found]
+
+
+async def run_custom(spec: CustomSpec, case: Case, outcome: Outcome) -> Verdict:
+    """The verdict of the custom evaluator ``spec.name``, isolated: whatever it does
+    wrong is an ``error`` verdict, never an exception."""
+    with _lock:
+        evaluator = _registry.get(spec.name)
+    if evaluator is None:
+        known = ", ".join(e.name for e in registered()) or "none"
+        return errored(spec, f"no custom evaluator named {spec.name!r} (registered: {known})")
+    try:
+        result = await _call(evaluator.fn, case, outcome, dict(spec.params))
+    except Exception as exc:
+        return errored(spec, f"the evaluator {spec.name!r} raised {type(exc).__name__}: {exc}")
+    if not isinstance(result, Verdict):
+        return errored(
+            spec,
+            f"the evaluator {spec.name!r} returned {type(result).__name__}, not a Verdict",
+        )
+    return result.model_copy(update={"evaluator": label_of(spec)})
+
+
+async def _call(fn: EvaluatorFn, case: Case, outcome: Outcome, params: dict[str, Any]) -> object:
+    """Call ``fn``: a coroutine function on the loop, a plain one in a worker thread
+    (so a slow check does not hold up every other run on the loop)."""
+    if inspect.iscoroutinefunction(fn):
+        result: object = await fn(case, outcome, params)
+        return result
+    result = await asyncio.to_thread(fn, case, outcome, params)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+# -- built-in custom evaluators --------------------------------------------------------
+
+
+def _builtin_spec(name: str) -> CustomSpec:
+    return CustomSpec(name=name)
+
+
+@register_evaluator("no_error", description="The run ended without an error.")
+def no_error(case: Case, outcome: Outcome, params: dict[str, Any]) -> Verdict:
+    spec = _builtin_spec("no_error")
+    if outcome.error:
+        return decided(spec, outcome.model_copy(update={"error": None}), False, outcome.error)
+    return decided(spec, outcome, True, "the run ended without an error")
+
+
+@register_evaluator(
+    "max_words",
+    description='The final output has at most params["max"] words (split on whitespace).',
+)
+def max_words(case: Case, outcome: Outcome, params: dict[str, Any]) -> Verdict:
+    spec = _builtin_spec("max_words")
+    limit = params.get("max")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        return errored(spec, 'max_words needs params {"max": <a whole number, 0 or more>}')
+    words = len(outcome.final_output.split())
+    if words > limit:
+        return decided(spec, outcome, False, f"{words} words, more than {limit}")
+    return decided(spec, outcome, True, f"{words} words (at most {limit})")
