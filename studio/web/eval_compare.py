@@ -1,8 +1,9 @@
-"""Two eval runs compared case by case: regressions first (a case that passed before
-and fails now, or passes in fewer of its repeats), then improvements, then the cases
-alike, then those only one run had; each case links both runs' sessions and, where
-both ran, the step-by-step diff of their runs (``/compare/?a=&b=``). Below, the pass
-rate, cost and latency of every eval of the agent on the dataset over time.
+"""Two eval runs compared case by case (``studio.evals.compare``): regressions first (a
+case that passed before and fails now, or passes in fewer of its repeats), then
+improvements, then the cases alike, then those only one run had; each case links both
+runs' sessions and, where both ran, the step-by-step diff of their runs
+(``/compare/?a=&b=``). Below, the pass rate, cost and latency of every eval of the
+agent on the dataset over time (``studio.evals.history``), drawn by uPlot.
 
 ``/evals/compare/?a=<eval>&b=<eval>``: with one or none given the page asks for the
 other; another user's eval run is 404."""
@@ -14,38 +15,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from studio import figures
+from studio import evals, figures
 from studio.models import Run
-from studio.models.evals import EvalCaseResult, EvalRun, EvalStatus
+from studio.models.evals import EvalRun
 from studio.web import eval_data
 from studio.web.owned import uuid_or_none
 
 PICKER_RUNS = 100
-HISTORY_RUNS = 100
-"""The newest eval runs the chart plots."""
+MINUS = "\u2212"  # a minus sign, as wide as the plus
+GROUPS = {
+    "regression": "regressions",
+    "improvement": "improvements",
+    "unchanged": "unchanged",
+    "only_a": "unmatched",
+    "only_b": "unmatched",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Side:
-    rate: tuple[int, int] | None
-    """Repeats passed and finished; none when the run had no such case."""
+    case: dict[str, Any] | None
+    """The case's figures in this run (``studio.evals.summary.cases``); none when the
+    run had no such case."""
     session: str | None
     run: str | None
     """The session's latest run, for the step-by-step diff."""
 
     @property
     def text(self) -> str:
-        return "—" if self.rate is None else f"{self.rate[0]}/{self.rate[1]}"
-
-    @property
-    def value(self) -> float | None:
-        return None if not self.rate or not self.rate[1] else self.rate[0] / self.rate[1]
+        return "—" if self.case is None else f"{self.case['passed']}/{self.case['runs']}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,55 +90,42 @@ def eval_compare(request: HttpRequest) -> HttpResponse:
         "choices": [(str(run.pk), eval_data.run_label(run)) for run in chosen],
     }
     if a is not None and b is not None:
-        context.update(_comparison(a, b))
+        context.update(_comparison(request, a, b))
     return render(request, "studio/eval_compare.html", context)
 
 
-def _comparison(a: EvalRun, b: EvalRun) -> dict[str, Any]:
-    results_a, results_b = list(a.results.all()), list(b.results.all())
-    rows = _rows(results_a, results_b)
-    groups: dict[str, list[CaseRow]] = {
-        "regressions": [],
-        "improvements": [],
-        "unchanged": [],
-        "unmatched": [],
-    }
-    for row in rows:
-        groups[_group(row)].append(row)
-    figures_a, figures_b = eval_data.summary(a, results_a), eval_data.summary(b, results_b)
+def _comparison(request: HttpRequest, a: EvalRun, b: EvalRun) -> dict[str, Any]:
+    compared = evals.compare(a, b)
+    sessions_a, sessions_b = _first_sessions(a), _first_sessions(b)
+    latest = _latest_runs([*sessions_a.values(), *sessions_b.values()])
+    groups: dict[str, list[CaseRow]] = {group: [] for group in dict.fromkeys(GROUPS.values())}
+    for case in compared["cases"]:
+        name = case["case_name"]
+        at_a, at_b = sessions_a.get(name), sessions_b.get(name)
+        row = CaseRow(
+            name,
+            Side(case["a"], at_a, latest.get(at_a or "")),
+            Side(case["b"], at_b, latest.get(at_b or "")),
+        )
+        groups[GROUPS[case["change"]]].append(row)
+    summary_a = eval_data.summary(a, compared["a"])
+    summary_b = eval_data.summary(b, compared["b"])
+    k = str(summary_b.k) if summary_a.k == summary_b.k else "k"
     return {
         "labels": {"a": eval_data.agent_at(a), "b": eval_data.agent_at(b)},
         "groups": groups,
-        "figures": _figure_rows(
-            figures_a, figures_b, str(b.repeats) if a.repeats == b.repeats else "k"
-        ),
+        "figures": _figure_rows(summary_a, summary_b, k),
         "swap": f"{reverse('eval-compare')}?a={b.pk}&b={a.pk}",
-        "chart": history(b, also=[a.pk, b.pk]),
+        "chart": _chart(request, b),
     }
 
 
-def _rows(results_a: list[EvalCaseResult], results_b: list[EvalCaseResult]) -> list[CaseRow]:
-    """A row per case name of either run, in the order the newer run has them."""
-    rates_a, rates_b = eval_data.case_rates(results_a), eval_data.case_rates(results_b)
-    sessions_a, sessions_b = _first_sessions(results_a), _first_sessions(results_b)
-    latest = _latest_runs([*sessions_a.values(), *sessions_b.values()])
-    names = list(dict.fromkeys([r.case_name for r in results_b] + [r.case_name for r in results_a]))
-    return [
-        CaseRow(
-            name,
-            Side(rates_a.get(name), sessions_a.get(name), latest.get(sessions_a.get(name, ""))),
-            Side(rates_b.get(name), sessions_b.get(name), latest.get(sessions_b.get(name, ""))),
-        )
-        for name in names
-    ]
-
-
-def _first_sessions(results: list[EvalCaseResult]) -> dict[str, str]:
+def _first_sessions(run: EvalRun) -> dict[str, str]:
     """Per case name, the session of its first repeat that has one."""
     sessions: dict[str, str] = {}
-    for result in sorted(results, key=lambda r: r.repeat):
-        if result.session_id is not None:
-            sessions.setdefault(result.case_name, str(result.session_id))
+    rows = run.results.exclude(session=None).order_by("repeat")
+    for name, session_id in rows.values_list("case_name", "session_id"):
+        sessions.setdefault(name, str(session_id))
     return sessions
 
 
@@ -147,37 +137,21 @@ def _latest_runs(session_ids: list[str]) -> dict[str, str]:
     return latest
 
 
-def _group(row: CaseRow) -> str:
-    before, now = row.a.value, row.b.value
-    if before is None or now is None:
-        return "unmatched"
-    if now < before:
-        return "regressions"
-    return "improvements" if now > before else "unchanged"
-
-
 def _figure_rows(a: eval_data.Summary, b: eval_data.Summary, k: str) -> list[dict[str, str]]:
     """The summaries side by side with B minus A, coloured ``good`` or ``bad`` for B."""
-    rows = [
+    cost = _figure("Cost", a.cost_value, b.cost_value, _cost, higher_is_better=False)
+    cost.update(a=a.cost or "—", b=b.cost or "—")
+    return [
         _figure("Pass rate", a.pass_rate, b.pass_rate, eval_data.percent, higher_is_better=True),
         _figure(f"pass@{k}", a.pass_at_k, b.pass_at_k, eval_data.percent, higher_is_better=True),
-        _figure("Latency p50", a.p50, b.p50, _seconds, higher_is_better=False),
-        _figure("Latency p95", a.p95, b.p95, _seconds, higher_is_better=False),
+        cost,
+        _figure("Latency p50", a.p50, b.p50, eval_data.seconds, higher_is_better=False),
+        _figure("Latency p95", a.p95, b.p95, eval_data.seconds, higher_is_better=False),
     ]
-    cost_a, cost_b = a.cost_value, b.cost_value
-    cost = _figure("Cost", cost_a, cost_b, lambda _: "", higher_is_better=False)
-    cost.update(a=a.cost or "—", b=b.cost or "—")
-    if cost_a is not None and cost_b is not None:
-        change = figures.cost(abs(cost_b - cost_a))
-        cost["delta"] = "±0" if cost_a == cost_b else f"{'+' if cost_b > cost_a else MINUS}{change}"
-    return [*rows[:2], cost, *rows[2:]]
 
 
-MINUS = "\u2212"
-
-
-def _seconds(value: Any) -> str:
-    return "—" if value is None else f"{value:.2f} s"
+def _cost(value: Any) -> str:
+    return figures.cost(value) or "—"
 
 
 def _figure(
@@ -185,56 +159,41 @@ def _figure(
 ) -> dict[str, str]:
     delta, sign = "", ""
     if a is not None and b is not None:
-        change = float(b - a)
-        delta = f"{change * 100:+.0f} pts" if text is eval_data.percent else f"{change:+.2f} s"
-        if abs(change) < 1e-9:
+        change = b - a
+        if not change:
             delta = "±0"
-        elif (change > 0) == higher_is_better:
-            sign = "good"
         else:
-            sign = "bad"
-    return {
-        "label": label,
-        "a": text(a),
-        "b": text(b),
-        "delta": delta.replace("-", MINUS),
-        "sign": sign,
-    }
+            sign = "good" if (change > 0) == higher_is_better else "bad"
+            delta = ("+" if change > 0 else MINUS) + _amount(abs(change), text)
+    return {"label": label, "a": text(a), "b": text(b), "delta": delta, "sign": sign}
 
 
-def history(run: EvalRun, also: list[Any]) -> dict[str, Any]:
-    """What the chart plots (``json_script``): every eval run of ``run``'s agent on its
-    dataset that ran to its end, and those of ``also`` (the two compared, as far as they
-    got), oldest first, each with its agent version, pass rate, cost and p50."""
-    runs = list(
-        EvalRun.objects.filter(
-            Q(status=EvalStatus.SUCCEEDED) | Q(pk__in=also),
-            owner_id=run.owner_id,
-            agent_version__agent_id=run.agent_version.agent_id,
-            dataset_version__dataset_id=run.dataset_version.dataset_id,
-        )
-        .select_related("agent_version", "dataset_version")
-        .prefetch_related("results")
-        .order_by("-created_at")[:HISTORY_RUNS]
+def _amount(change: Any, text: Callable[[Any], str]) -> str:
+    if text is eval_data.percent:
+        return f"{float(change) * 100:.0f} pts"
+    return text(change)
+
+
+def _chart(request: HttpRequest, run: EvalRun) -> dict[str, Any]:
+    """What the chart plots (``json_script``): the ended evals of ``run``'s agent on its
+    dataset, oldest first: agent version, time, pass rate (%), cost and latency."""
+    points = evals.history(
+        request.user,  # type: ignore[arg-type]
+        agent=run.agent_version.agent,
+        dataset=run.dataset_version.dataset,
     )
-    points = []
-    for each in reversed(runs):
-        results = list(each.results.all())
-        figures = eval_data.summary(each, results)
-        known = [float(r.cost) for r in results if r.cost is not None]
-        points.append(
-            {
-                "at": each.created_at.timestamp(),
-                "version": each.agent_version.number,
-                "pass_rate": None
-                if figures.pass_rate is None
-                else round(figures.pass_rate * 100, 1),
-                "cost": sum(known) if known else None,
-                "p50": figures.p50,
-            }
-        )
     return {
         "agent": run.agent_version.agent.name,
         "dataset": run.dataset_version.dataset.name,
-        "points": points,
+        "points": [
+            {
+                "at": point["created_at"].timestamp(),
+                "version": point["agent_version"],
+                "pass_rate": None if point["pass_rate"] is None else point["pass_rate"] * 100,
+                "cost": None if point["cost"] is None else float(point["cost"]),
+                "p50": point["latency_p50_s"],
+                "p95": point["latency_p95_s"],
+            }
+            for point in points
+        ],
     }

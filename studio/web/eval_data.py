@@ -1,6 +1,5 @@
-"""What the eval pages read of the signed-in user's eval runs: only theirs, as the JSON
-the run page's script renders (the same fields the API and the websocket send), and
-their figures in words."""
+"""What the eval pages read of the signed-in user's eval runs: only theirs, and their
+summaries (``studio.evals.summary``, stored on each run as its cases end) in words."""
 
 from __future__ import annotations
 
@@ -13,9 +12,7 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 
 from studio import figures
-from studio.models.evals import CaseStatus, DatasetVersion, EvalCaseResult, EvalRun
-
-DONE = {CaseStatus.PASSED, CaseStatus.FAILED, CaseStatus.ERROR, CaseStatus.CANCELLED}
+from studio.models.evals import DatasetVersion, EvalRun
 
 
 def owned_eval_runs(request: HttpRequest) -> QuerySet[EvalRun]:
@@ -39,7 +36,7 @@ def dataset_at(version: DatasetVersion) -> str:
 
 
 def dataset_url(version: DatasetVersion) -> str:
-    """The dataset's page, where the datasets' pages exist (another branch adds them),
+    """The dataset's page where the dataset pages exist (another branch adds them),
     else its version in the API."""
     try:
         return reverse("dataset", args=[version.dataset_id])
@@ -47,89 +44,52 @@ def dataset_url(version: DatasetVersion) -> str:
         return f"/api/datasets/{version.dataset_id}/versions/{version.number}/"
 
 
-def result_json(result: EvalCaseResult) -> dict[str, Any]:
-    return {
-        "id": str(result.pk),
-        "case_index": result.case_index,
-        "case_name": result.case_name,
-        "repeat": result.repeat,
-        "status": result.status,
-        "verdicts": result.verdicts,
-        "score": result.score,
-        "cost": None if result.cost is None else str(result.cost),
-        "tokens": result.tokens,
-        "latency_s": result.latency_s,
-        "steps": result.steps,
-        "error_message": result.error_message,
-        "session": None if result.session_id is None else str(result.session_id),
-    }
-
-
-def run_json(run: EvalRun) -> dict[str, Any]:
-    return {
-        "id": str(run.pk),
-        "status": run.status,
-        "summary": run.summary,
-        "error_message": run.error_message,
-        "repeats": run.repeats,
-        "cases": len(run.dataset_version.cases),
-    }
-
-
-# The summary, as the pages write it
-
-
 @dataclass(frozen=True, slots=True)
 class Summary:
+    """An eval run's summary as the pages write it."""
+
     done: int
     total: int
     passed: int
+    judged: int
     pass_rate: float | None
     pass_at_k: float | None
+    k: int
     cost: str
     cost_value: Decimal | None
     p50: float | None
     p95: float | None
+    per_case: list[dict[str, Any]]
 
 
-def summary(run: EvalRun, results: list[EvalCaseResult]) -> Summary:
-    """Figures of the results so far: pass rate over the finished ones, pass@k (a case
-    passes when any of its repeats did), cost, and latency percentiles."""
-    done = [r for r in results if r.status in DONE]
-    passed = sum(1 for r in done if r.status == CaseStatus.PASSED)
-    cases = {r.case_index for r in done}
-    cases_passed = {r.case_index for r in done if r.status == CaseStatus.PASSED}
-    known = [r.cost for r in done if r.cost is not None]
-    latencies = sorted(r.latency_s for r in done if r.latency_s is not None)
+def summary(run: EvalRun, stored: dict[str, Any] | None = None) -> Summary:
+    """``stored`` (a ``studio.evals.summary.summarise`` dict; by default the run's own)
+    in words; an eval that has not started yet counts its cases times its repeats."""
+    data = run.summary if stored is None else stored
+    counts = data.get("counts") or {}
+    at_k = data.get("pass_at_k") or {}
+    cost = data.get("cost") or {}
+    latency = data.get("latency_s") or {}
+    total = cost_total = cost.get("total")
     return Summary(
-        done=len(done),
-        total=max(len(results), len(run.dataset_version.cases) * run.repeats),
-        passed=passed,
-        pass_rate=passed / len(done) if done else None,
-        pass_at_k=len(cases_passed) / len(cases) if cases else None,
-        cost=figures.cost(sum(known), complete=len(known) == len(done)) if known else "",
-        cost_value=sum(known, Decimal(0)) if known else None,
-        p50=_percentile(latencies, 0.5),
-        p95=_percentile(latencies, 0.95),
+        done=data.get("done") or 0,
+        total=data.get("total") or len(run.dataset_version.cases) * run.repeats,
+        passed=counts.get("passed") or 0,
+        judged=data.get("judged") or 0,
+        pass_rate=data.get("pass_rate"),
+        pass_at_k=at_k.get("value"),
+        k=at_k.get("k") or run.repeats,
+        cost=figures.cost(total, complete=bool(cost.get("complete", True))) if total else "",
+        cost_value=None if cost_total is None else Decimal(cost_total),
+        p50=latency.get("p50"),
+        p95=latency.get("p95"),
+        per_case=data.get("per_case") or [],
     )
-
-
-def _percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
-
-
-def case_rates(results: list[EvalCaseResult]) -> dict[str, tuple[int, int]]:
-    """Per case name: (repeats passed, repeats finished)."""
-    rates: dict[str, tuple[int, int]] = {}
-    for result in results:
-        if result.status not in DONE or result.status == CaseStatus.CANCELLED:
-            continue
-        passed, done = rates.get(result.case_name, (0, 0))
-        rates[result.case_name] = (passed + (result.status == CaseStatus.PASSED), done + 1)
-    return rates
 
 
 def percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.0f}%"
+
+
+def seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f} s"

@@ -15,6 +15,8 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from studio import evals
+from studio.api.eval_serializers import eval_payload, result_payloads
 from studio.models.evals import ACTIVE_EVAL_STATUSES, EvalRun
 from studio.web import eval_data
 
@@ -23,18 +25,22 @@ from studio.web import eval_data
 @require_GET
 def eval_run(request: HttpRequest, pk: UUID) -> HttpResponse:
     run = get_object_or_404(eval_data.owned_eval_runs(request), pk=pk)
-    results = list(run.results.all())
+    # Read now, not as stored: the page and its socket's first snapshot agree.
+    run.summary = evals.summary_of(run)
+    results = run.results.order_by("case_index", "repeat")
     previous = previous_run(run)
     data = {
-        "run": eval_data.run_json(run),
-        "results": [eval_data.result_json(result) for result in results],
+        # The shapes of the API and of the eval's websocket frames.
+        "run": eval_payload(run),
+        "results": result_payloads(results),
+        "cases": len(run.dataset_version.cases),
         "urls": {
             "socket": f"/ws/evals/{run.pk}/",
-            "cancel": f"/api/evals/{run.pk}/cancel/",
+            "cancel": reverse("api-eval-cancel", args=[run.pk]),
             "session": reverse("sessions"),
         },
     }
-    figures = eval_data.summary(run, results)
+    figures = eval_data.summary(run)
     return render(
         request,
         "studio/eval_run.html",

@@ -2,9 +2,10 @@
 run's live page and the comparison of two (``eval_run``, ``eval_compare``).
 
 The "New eval" form offers the user's agent versions, dataset versions, model
-configurations (a judge's model) and the evaluators there are; the page's script sends
-it to the eval API, which validates and starts it (``/api/evals/``), so a page and a
-script start an eval the same way."""
+configurations (a judge's model) and the evaluators there are (built in and registered
+in code: ``studio.evals.catalogue``); the page's script sends it to the eval API, which
+validates and starts it (``POST /api/evals/``, ``studio.evals.create_eval``), so a page
+and a script start an eval the same way."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from studio.evals.catalogue import custom_evaluators
 from studio.models import AgentVersion, ModelConfig
 from studio.models.evals import MAX_CONCURRENCY, MAX_REPEATS, DatasetVersion, EvalRun
 from studio.web import eval_data
@@ -29,7 +31,7 @@ VERSIONS_OFFERED = 20
 @login_required
 @require_GET
 def eval_list(request: HttpRequest) -> HttpResponse:
-    runs = eval_data.owned_eval_runs(request).prefetch_related("results")
+    runs = eval_data.owned_eval_runs(request)
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     rows = [_row(run) for run in page.object_list]
     return render(
@@ -38,7 +40,7 @@ def eval_list(request: HttpRequest) -> HttpResponse:
 
 
 def _row(run: EvalRun) -> dict[str, Any]:
-    figures = eval_data.summary(run, list(run.results.all()))
+    figures = eval_data.summary(run)
     return {
         "run": run,
         "agent": eval_data.agent_at(run),
@@ -97,6 +99,6 @@ def _dataset_versions(request: HttpRequest) -> list[tuple[str, list[DatasetVersi
     return list(grouped.items())
 
 
-def _custom_evaluators() -> list[dict[str, str]]:
+def _custom_evaluators() -> list[dict[str, Any]]:
     """The evaluators registered in Python code (``agents_core.evals.registry``)."""
-    return []
+    return custom_evaluators()

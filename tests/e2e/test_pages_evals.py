@@ -6,13 +6,15 @@ in light and dark. Screenshots: var/screenshots/evals/."""
 from __future__ import annotations
 
 import json
+import re
+import time
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
-from tests.e2e.browser import Api
+from tests.e2e.browser import Api, screenshot
 from tests.e2e.page_checks import Visit, look_at
 from tests.support.daphne_server import DaphneServer
 
@@ -40,8 +42,8 @@ skipped = verdict("skipped", evaluator="trajectory", detail="The case expects no
 after = eval_run(v2, dataset,
                  {"add two numbers": ["failed", "failed"], "subtract": ["passed", "passed"],
                   "multiply a long list of numbers": ["passed", "passed"],
-                  "divide by zero": ["error", "error"], MARKUP: ["passed", "running"]},
-                 session=session, status="running",
+                  "divide by zero": ["error", "error"], MARKUP: ["failed", "passed"]},
+                 session=session,
                  verdicts={"add two numbers": [judge, verdict("passed", evaluator="regex"),
                                                skipped]})
 print(json.dumps([str(before.pk), str(after.pk), str(session.pk)]))
@@ -96,7 +98,7 @@ def test_an_eval_runs_page_shows_verdicts_as_text_and_opens_a_cases_session(
 ) -> None:
     page.goto(f"/evals/{evals['after']}/")
     expect(page.locator("body")).to_have_attribute("data-ready", "eval-run")
-    expect(page.get_by_test_id("eval-count")).to_have_text("9 of 10 finished")
+    expect(page.get_by_test_id("eval-count")).to_have_text("10 of 10 finished")
     cases = page.get_by_test_id("case")
     expect(cases).to_have_count(5)
     expect(cases.nth(4).get_by_test_id("case-name")).to_have_text(MARKUP)  # text, not markup
@@ -107,7 +109,7 @@ def test_an_eval_runs_page_shows_verdicts_as_text_and_opens_a_cases_session(
     judge.locator(".judge-prompt summary").click()
     expect(judge.locator(".judge-prompt pre")).to_contain_text("Case: " + MARKUP)
     assert page.locator("b", has_text="bold").count() == 0
-    expect(page.locator("#cancel-eval")).to_be_visible()  # running
+    expect(page.locator("#cancel-eval")).to_be_hidden()  # it has ended
     first.get_by_test_id("case-session").first.click()
     page.wait_for_url(f"**/sessions/{evals['session']}/")
 
@@ -123,7 +125,114 @@ def test_compare_shows_the_regression_first_and_links_both_sessions(
     regression = page.get_by_test_id("group-regressions").get_by_test_id("compare-case")
     expect(regression).to_have_count(1)
     expect(regression.first).to_have_attribute("data-case", "add two numbers")
-    # subtract (1/2 -> 2/2) and the markup case (1/2 -> 1/1, one repeat still running)
     improved = page.get_by_test_id("group-improvements").get_by_test_id("compare-case")
-    expect(improved).to_have_count(2)
+    expect(improved).to_have_count(1)
+    expect(improved.first).to_have_attribute("data-case", "subtract")
     expect(page.locator(".eval-charts .uplot")).to_have_count(3)
+
+
+# The whole way through, as a person would: a dataset, an eval started from the form and
+# watched as it fills in, a case's session, a second version's eval, the regression.
+
+FLOW = """
+import json
+from studio import services
+from studio.models import ModelConfig
+from django.contrib.auth.models import User
+from tests.support.evals import case, make_dataset
+demo = User.objects.get(username="demo")
+for name, reply in (("echo_v1", "You said: {last_user_message}"),
+                    ("echo_v2", "Answer: {last_user_message}")):
+    ModelConfig.objects.create(owner=demo, name=name, provider="scripted",
+                               options={"script": [{"text": reply}], "loop": True,
+                                        "latency_s": 0.4})
+spec = {"name": "parrot", "model": "echo_v1", "instruction": "Repeat what you hear."}
+agent = services.create_agent(demo, name="parrot", spec=spec)
+services.update_agent(agent, spec={**spec, "model": "echo_v2"}, note="a new model")
+make_dataset(demo, "parroting", [
+    case("greeting", "hello", expect="hello"),
+    case("a name", "I am Ada", expect="Ada"),
+    case("says it was said", "repeat after me", expect="You said"),
+    case("does sums", "2 + 2", expect="4"),
+])
+print(json.dumps("ok"))
+"""
+FLOW_CASES = 4
+
+
+def start_eval(page: Page, version: str) -> str:
+    """Start an eval of ``version`` on ``parroting`` from the New eval form, judged by
+    "contains" (the case's expected answer), one case at a time; its page's path."""
+    page.goto("/evals/")
+    page.get_by_test_id("new-eval").click()
+    expect(page.locator("body")).to_have_attribute("data-ready", "eval-new")
+    option = page.locator("#agent_version option", has_text=version)  # "parrot@2 · its note"
+    page.select_option("#agent_version", value=option.get_attribute("value"))
+    page.select_option("#dataset_version", label="parroting@1")
+    page.locator('[data-kind="exact"] input[name="use"]').uncheck()
+    page.locator('[data-kind="contains"] input[name="use"]').check()
+    expect(page.locator("#contains-text")).to_be_visible()  # its fields open when ticked
+    page.fill("#concurrency", "1")
+    page.click("#start-eval")
+    page.wait_for_url(re.compile(r"/evals/[0-9a-f-]{36}/$"))
+    return page.url
+
+
+def watch_it_fill(page: Page) -> list[int]:
+    """The progress bar's values as they change, until the eval has ended."""
+    seen: list[int] = []
+    status = page.locator("#eval-status")
+    deadline = time.monotonic() + 60
+    while status.text_content() in ("queued", "running"):
+        value = int(page.locator("#eval-progress").evaluate("bar => bar.value"))
+        if not seen or seen[-1] != value:
+            seen.append(value)
+        assert time.monotonic() < deadline, f"the eval did not end: {seen}"
+        page.wait_for_timeout(50)
+    seen.append(int(page.locator("#eval-progress").evaluate("bar => bar.value")))
+    return seen
+
+
+def test_an_eval_from_the_form_fills_in_live_and_a_new_version_shows_its_regression(
+    page: Page, pages_server: DaphneServer
+) -> None:
+    pages_server.manage("shell", "-c", FLOW)
+    first = start_eval(page, "parrot@1")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    seen = watch_it_fill(page)
+    # Live: the page saw cases finish one by one (not one reload at the end).
+    assert seen[-1] == FLOW_CASES and len(set(seen)) >= 3, seen
+    expect(page.locator("#eval-status")).to_have_text("succeeded")
+    expect(page.get_by_test_id("eval-count")).to_have_text(f"{FLOW_CASES} of {FLOW_CASES} finished")
+    expect(page.get_by_test_id("case")).to_have_count(FLOW_CASES)
+    expect(page.get_by_test_id("pass-rate")).to_have_text("75%")
+    expect(page.locator("#cancel-eval")).to_be_hidden()
+    statuses = page.get_by_test_id("case-status").all_text_contents()
+    assert statuses == ["passed", "passed", "passed", "failed"]
+    expect(page.get_by_test_id("verdict").last).to_contain_text("contains failed")
+    screenshot(page, "evals/run-ended", full_page=True)
+
+    # A case is a real session: its timeline shows what the agent said.
+    page.get_by_test_id("case").first.get_by_test_id("case-session").click()
+    page.wait_for_url(re.compile(r"/sessions/[0-9a-f-]{36}/$"))
+    expect(page.locator("#timeline")).to_contain_text("You said: hello")
+
+    second = start_eval(page, "parrot@2")
+    assert second != first
+    watch_it_fill(page)
+    expect(page.get_by_test_id("pass-rate")).to_have_text("50%")
+    page.get_by_test_id("compare-previous").click()
+    page.wait_for_url(re.compile(r"/evals/compare/\?a="))
+    groups = page.locator("[data-testid^=group-]")
+    expect(groups.first).to_have_attribute("data-testid", "group-regressions")
+    regression = page.get_by_test_id("group-regressions").get_by_test_id("compare-case")
+    expect(regression).to_have_count(1)
+    expect(regression.first).to_have_attribute("data-case", "says it was said")
+    expect(regression.first.get_by_test_id("diff")).to_be_visible()
+    expect(page.get_by_test_id("group-unchanged").get_by_test_id("compare-case")).to_have_count(3)
+    expect(page.locator(".eval-charts .uplot")).to_have_count(3)
+    screenshot(page, "evals/compare-flow", full_page=True)
+    # The two sessions' runs, step by step, on the run compare page.
+    regression.first.get_by_test_id("diff").click()
+    page.wait_for_url(re.compile(r"/compare/\?a="))
+    expect(page.get_by_test_id("compare-summary")).to_be_visible()

@@ -108,10 +108,11 @@ def test_an_eval_runs_page_carries_its_results_as_data_and_text(ada: User) -> No
     ]
     assert data["results"][2]["verdicts"][0]["prompt"] == f"Rubric: {MARKUP}"
     assert data["urls"]["socket"] == f"/ws/evals/{run.pk}/"
-    # The summary so far: 3 of 4 finished, 2 passed; pass@2: one of the two cases.
+    # The summary so far (studio.evals.summary): 3 of 4 finished, 2 of 3 judged passed;
+    # pass@2 over the cases judged twice: "add" alone.
     assert 'data-testid="eval-count">3 of 4 finished<' in html
     assert re.search(r'data-testid="pass-rate">67%<', html)
-    assert re.search(r'id="fig-pass-at-k">50%<', html)
+    assert re.search(r'id="fig-pass-at-k">100%<', html)
     assert 'id="cancel-eval">' in html  # running: cancellable (hidden when ended)
 
 

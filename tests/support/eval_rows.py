@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from studio.evals.rows import save_summary
 from studio.models import AgentVersion, Session
 from studio.models.evals import (
     CaseStatus,
@@ -80,5 +81,6 @@ def eval_run(
                 latency_s=0.5 + index / 10 if done else None,
                 steps=1,
             )
+    save_summary(run)  # as the engine stores it when cases end
     run.refresh_from_db()
     return run

@@ -46,9 +46,13 @@ function body() {
     .filter((box) => box.querySelector('input[name="use"]').checked)
     .map(spec);
   if (!evaluators.length) throw new Error("Tick at least one evaluator.");
+  const agent = form.agent_version.selectedOptions[0].dataset;
+  const dataset = form.dataset_version.selectedOptions[0].dataset;
   return {
-    agent_version: form.agent_version.value,
-    dataset_version: form.dataset_version.value,
+    agent: agent.agent,
+    version: Number(agent.number),
+    dataset: dataset.dataset,
+    dataset_version: Number(dataset.number),
     evaluators,
     concurrency: Number(form.concurrency.value),
     repeats: Number(form.repeats.value),

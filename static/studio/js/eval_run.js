@@ -6,7 +6,7 @@ import { api, ApiError } from "./lib/api.js";
 import { readJsonScript } from "./lib/dom.js";
 import { EvalResults, percent } from "./lib/eval_view.js";
 import { SessionSocket, showConnection, wsUrl } from "./lib/live.js";
-import { confirmDialog, toast } from "./lib/ui.js";
+import { confirmDialog, formatCost, toast } from "./lib/ui.js";
 
 const ACTIVE = new Set(["queued", "running"]);
 const FATAL = {
@@ -53,26 +53,36 @@ function showRun() {
   problem.hidden = !run.error_message || Boolean(document.querySelector('[data-testid="eval-error"]'));
 }
 
+function seconds(value) {
+  return value === null || value === undefined ? "—" : `${value.toFixed(2)} s`;
+}
+
+// The eval's summary as the server computed it (studio.evals.summary), sent with every frame.
 function showFigures() {
-  const f = view.figures(run.cases * run.repeats);
+  const s = run.summary || {};
+  const total = s.total || data.cases * run.repeats;
+  const done = s.done || 0;
   const bar = document.getElementById("eval-progress");
-  bar.max = Math.max(1, f.total);
-  bar.value = f.done;
-  document.getElementById("eval-count").textContent = `${f.done} of ${f.total} finished`;
-  document.getElementById("fig-pass-rate").textContent = percent(f.passRate);
-  document.getElementById("fig-pass-at-k").textContent = percent(f.passAtK);
-  document.getElementById("fig-passed").textContent = `${f.passed}/${f.done}`;
-  document.getElementById("fig-cost").textContent = f.cost || "—";
-  document.getElementById("fig-p50").textContent = f.p50 === null ? "—" : `${f.p50.toFixed(2)} s`;
-  document.getElementById("fig-p95").textContent = f.p95 === null ? "—" : `${f.p95.toFixed(2)} s`;
+  bar.max = Math.max(1, total);
+  bar.value = done;
+  document.getElementById("eval-count").textContent = `${done} of ${total} finished`;
+  document.getElementById("fig-pass-rate").textContent = percent(s.pass_rate ?? null);
+  document.getElementById("fig-k").textContent = `pass@${s.pass_at_k?.k ?? run.repeats}`;
+  document.getElementById("fig-pass-at-k").textContent = percent(s.pass_at_k?.value ?? null);
+  document.getElementById("fig-passed").textContent = `${s.counts?.passed ?? 0}/${s.judged ?? 0}`;
+  const cost = s.cost?.total ? formatCost(s.cost.total, "USD", { complete: s.cost.complete !== false }) : "";
+  document.getElementById("fig-cost").textContent = cost || "—";
+  document.getElementById("fig-p50").textContent = seconds(s.latency_s?.p50);
+  document.getElementById("fig-p95").textContent = seconds(s.latency_s?.p95);
   document.getElementById("no-cases").hidden = view.results.size > 0;
 }
 
+// {"type": "snapshot" | "update", "eval": {...}, "results": [...]} (studio.consumers.evals):
+// a snapshot has every result, an update the changed ones; either replaces by case and repeat.
 function onFrame(frame) {
   if (frame.type === "error") return;
-  if (frame.eval_run) run = { ...run, ...frame.eval_run };
-  const results = [...(frame.results || []), ...(frame.result ? [frame.result] : [])];
-  view.merge(results);
+  if (frame.eval) run = { ...run, ...frame.eval };
+  view.merge(frame.results || []);
   showRun();
   showFigures();
   if (!ACTIVE.has(run.status) && !socket.stopped) socket.stop();
@@ -96,7 +106,7 @@ cancel.addEventListener("click", async () => {
   cancel.disabled = true;
   try {
     const body = await api(data.urls.cancel, { method: "POST" });
-    if (body?.status) onFrame({ eval_run: body });
+    if (body?.status) onFrame({ eval: body });
   } catch (error) {
     toast(error instanceof ApiError ? error.message : String(error), { error: true });
   } finally {

@@ -70,30 +70,6 @@ export class EvalResults {
         ? h("a", { href: `${this.sessionUrl}${encodeURIComponent(result.session)}/`, dataset: { testid: "case-session" } }, "Session")
         : h("span", { class: "muted" }, "—")));
   }
-
-  /** The figures of the results so far (as studio.web.eval_data.summary counts them). */
-  figures(total) {
-    const done = [...this.results.values()].filter((r) => DONE.has(r.status));
-    const passed = done.filter((r) => r.status === "passed").length;
-    const cases = new Set(done.map((r) => r.case_index));
-    const casesPassed = new Set(done.filter((r) => r.status === "passed").map((r) => r.case_index));
-    const costs = done.filter((r) => r.cost !== null).map((r) => Number(r.cost));
-    const latencies = done.filter((r) => r.latency_s !== null).map((r) => r.latency_s).sort((a, b) => a - b);
-    return {
-      done: done.length,
-      total: Math.max(total, this.results.size),
-      passed,
-      passRate: done.length ? passed / done.length : null,
-      passAtK: cases.size ? casesPassed.size / cases.size : null,
-      cost: costs.length ? formatCost(String(costs.reduce((a, b) => a + b, 0)), "USD", { complete: costs.length === done.length }) : "",
-      p50: percentile(latencies, 0.5),
-      p95: percentile(latencies, 0.95),
-    };
-  }
-}
-
-function percentile(values, q) {
-  return values.length ? values[Math.min(values.length - 1, Math.round(q * (values.length - 1)))] : null;
 }
 
 export function percent(value) {
