@@ -36,13 +36,23 @@ function options(box, [label, , variable], kind) {
     },
     axes: [
       { ...axis, incrs: [1], values: (u, ticks) => ticks.map((i) => (points[i] ? `v${points[i].version}` : "")) },
-      { ...axis, size: 56 },
+      { ...axis, size: 56, values: (u, ticks) => ticks.map(tick) },
     ],
     series: [
       { label: "Eval", value: (u, ts, s, i) => (i == null ? "–" : when(i)) },
       { label, stroke: colour(variable), fill: `${colour(variable)}22`, width: 2, points: { show: true, size: 7 } },
     ],
   };
+}
+
+// Small costs (a fraction of a cent) keep two significant digits, as on the overview.
+function tick(value) {
+  if (Math.abs(value) >= 1 || value === 0) return value.toLocaleString();
+  return Math.abs(value) >= 0.01 ? String(Number(value.toPrecision(2))) : value.toExponential(1);
+}
+
+function known(values) {
+  return values.some((value) => value !== null && value !== undefined);
 }
 
 let plots = [];
@@ -52,6 +62,11 @@ function draw() {
   plots = [];
   document.querySelectorAll("[data-chart]").forEach((box) => {
     const chart = CHARTS[box.dataset.chart];
+    if (!known(chart[1])) {
+      // Nothing known to draw (no model of these evals has a price, say): say so.
+      box.replaceChildren(Object.assign(document.createElement("p"), { className: "chart-none muted", textContent: box.dataset.none }));
+      return;
+    }
     plots.push(new uPlot(options(box, chart, box.dataset.chart), [steps, chart[1]], box));
   });
 }

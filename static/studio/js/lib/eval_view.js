@@ -14,6 +14,7 @@ export class EvalResults {
     this.container = container;
     this.sessionUrl = sessionUrl;
     this.repeats = repeats;
+    container.classList.add(repeats > 1 ? "repeated" : "single");
     this.results = new Map(); // "case:repeat" -> result
     this.groups = new Map(); // case_index -> element
   }
@@ -41,10 +42,11 @@ export class EvalResults {
     const finished = results.filter((r) => DONE.has(r.status) && r.status !== "cancelled");
     const passed = finished.filter((r) => r.status === "passed").length;
     const rate = finished.length ? `${passed}/${finished.length} passed` : "";
+    // One repeat: the case's name heads its one line; several: a heading over their lines.
+    const name = h("span", { class: "case-title", dataset: { testid: "case-name" } }, results[0].case_name);
     const group = h("section", { class: "case-group", dataset: { case: String(index), testid: "case" } },
-      h("h3", { class: "case-name" }, h("span", { dataset: { testid: "case-name" } }, results[0].case_name),
-        this.repeats > 1 && rate ? h("span", { class: "case-rate muted", dataset: { testid: "case-rate" } }, rate) : null),
-      results.map((result) => this._line(result)));
+      this.repeats > 1 ? h("h3", { class: "case-name" }, name, rate ? h("span", { class: "case-rate muted", dataset: { testid: "case-rate" } }, rate) : null) : null,
+      results.map((result) => this._line(result, this.repeats > 1 ? `#${result.repeat + 1}` : name)));
     const old = this.groups.get(index);
     if (old) old.replaceWith(group);
     else this._insert(index, group);
@@ -57,9 +59,9 @@ export class EvalResults {
     else this.groups.get(after).before(group);
   }
 
-  _line(result) {
+  _line(result, head) {
     return h("div", { class: "case-line", dataset: { repeat: String(result.repeat), status: result.status, testid: "case-line" } },
-      h("span", { class: "repeat muted" }, this.repeats > 1 ? `#${result.repeat + 1}` : ""),
+      h("span", { class: "repeat" }, head),
       h("span", { class: "status" }, h("span", { class: `badge ${badgeClass(result.status)}`, dataset: { testid: "case-status" } }, result.status)),
       h("div", { class: "verdicts" }, result.verdicts.map(verdict),
         result.error_message ? h("p", { class: "case-error" }, result.error_message) : null),
