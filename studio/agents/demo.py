@@ -147,3 +147,38 @@ DEMO_AGENTS: list[tuple[str, str, dict[str, Any]]] = [
         ),
     ),
 ]
+
+DEMO_EVALS = "demo-evals"
+DEMO_EVALS_AGENT = "calculator"
+DEMO_EVAL_CASES: list[dict[str, Any]] = [
+    {
+        "name": "sum-then-double",
+        "input": {"turns": ["What is (12 + 30) * 2?"]},
+        "expect": {
+            "final_output": "The result is 84.",
+            "tool_calls": [{"name": "calculator", "args": {"expression": "(12 + 30) * 2"}}],
+        },
+        "tags": ["demo", "tool"],
+    },
+    {
+        "name": "division",
+        "input": {"turns": ["What is 100 / 8?"]},
+        "expect": {
+            "final_output": "The result is 12.5.",
+            "tool_calls": [{"name": "calculator", "args": {"expression": "100 / 8"}}],
+        },
+        "tags": ["demo", "tool"],
+    },
+    {
+        "name": "greeting",
+        "input": {"turns": ["Hello! What can you do?"]},
+        "expect": {
+            "final_output": "Ask me to work something out, for example: what is (12 + 30) * 2?",
+            "tool_calls": [],
+        },
+        "tags": ["demo", "no-tool"],
+    },
+]
+"""The demo account's ``demo-evals`` dataset: what the ``calculator`` demo agent answers
+on its scripted model (``studio.agents.demo_model``), so an eval run of it passes out of
+the box: ``run_evals --dataset demo-evals --agent calculator``."""

@@ -10,6 +10,7 @@ from studio.api import (
     budgets,
     catalogue,
     costs,
+    datasets,
     diffs,
     evals,
     forks,
@@ -97,6 +98,39 @@ urlpatterns = [
     path("sessions/<uuid:id>/forks/", forks.ForkListView.as_view(), name="api-session-forks"),
     path("sessions/<uuid:id>/continue/", forks.ContinueView.as_view(), name="api-session-continue"),
     path("skills/", skills.SkillListView.as_view(), name="api-skills"),
+    path("datasets/", datasets.DatasetListView.as_view(), name="api-datasets"),
+    path("datasets/import/", datasets.DatasetImportView.as_view(), name="api-dataset-import"),
+    path("datasets/<uuid:id>/", datasets.DatasetDetailView.as_view(), name="api-dataset"),
+    path(
+        "datasets/<uuid:id>/versions/",
+        datasets.DatasetVersionListView.as_view(),
+        name="api-dataset-versions",
+    ),
+    path(
+        "datasets/<uuid:id>/versions/<int:number>/",
+        datasets.DatasetVersionDetailView.as_view(),
+        name="api-dataset-version",
+    ),
+    path(
+        "datasets/<uuid:id>/cases/",
+        datasets.DatasetCaseListView.as_view(),
+        name="api-dataset-cases",
+    ),
+    path(
+        "datasets/<uuid:id>/cases/<path:name>/",
+        datasets.DatasetCaseDetailView.as_view(),
+        name="api-dataset-case",
+    ),
+    path(
+        "datasets/<uuid:id>/export/",
+        datasets.DatasetExportView.as_view(),
+        name="api-dataset-export",
+    ),
+    path(
+        "sessions/<uuid:id>/dataset-cases/",
+        datasets.SessionDatasetCaseView.as_view(),
+        name="api-session-dataset-cases",
+    ),
     path("skills/<str:name>/", skills.SkillDetailView.as_view(), name="api-skill"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's init script as a file: no inline script (CSP).

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 
 from studio import figures
 from studio.models.evals import DatasetVersion, EvalRun
@@ -36,12 +36,7 @@ def dataset_at(version: DatasetVersion) -> str:
 
 
 def dataset_url(version: DatasetVersion) -> str:
-    """The dataset's page where the dataset pages exist (another branch adds them),
-    else its version in the API."""
-    try:
-        return reverse("dataset", args=[version.dataset_id])
-    except NoReverseMatch:
-        return f"/api/datasets/{version.dataset_id}/versions/{version.number}/"
+    return reverse("dataset", args=[version.dataset_id])
 
 
 @dataclass(frozen=True, slots=True)

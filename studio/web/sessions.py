@@ -21,7 +21,7 @@ from studio.api import serializers as s
 from studio.api import session_serializers as ss
 from studio.models import AgentVersion, Event, Run, Session
 from studio.services import forks
-from studio.web import artifacts
+from studio.web import artifacts, datasets
 from studio.web.forms import SessionFilterForm
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
 from studio.web.replays import replay_context
@@ -159,6 +159,7 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "fork_tree": tree if len(tree) > 1 else [],
             "fork_children": [row for row, depth in tree if row.parent_id == session.pk],
             **replay_context(session),
+            **datasets.turn_panel(request, session),
         },
     )
 

@@ -60,6 +60,7 @@ INCLUDES = {
 
 FOLDERS = {
     "agents": "agent",
+    "datasets": "dataset",
     "models": "model",
     "mcp-servers": "mcp_server",
     "mcp-tokens": "mcp_token",
@@ -79,6 +80,8 @@ ADMIN_OBJECTS = {
     "run": "run",
     "userbudget": "user_budget",
     "dayspend": "day_spend",
+    "dataset": "dataset",
+    "datasetversion": "dataset_version",
 }
 """Which of staff's objects the admin's change page of each of Studio's models shows."""
 
@@ -102,6 +105,9 @@ class Objects:
     skill: str = ""
     """A skill's name."""
     mcp_token: str = ""
+    dataset: str = ""
+    dataset_version: str = ""
+    """A dataset of the user's (with a hostile case) and its first version."""
     user_budget: str = ""
     day_spend: str = ""
     """Staff's: a user's daily budget and a day's spend row, as the admin shows them."""
@@ -191,6 +197,14 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         "/api/memories/", {"agent": agent["spec"]["name"], "text": "<b>Likes tea</b>"}
     )
     skill = api.upload("/api/skills/", "archive", "skill.zip", SKILL_ZIP)
+    hostile = {
+        "name": "<b>bold</b>",
+        "input": {"turns": ["<script>alert(1)</script> " * 8], "state": {"k": "<i>v</i>"}},
+        "expect": {"final_output": "5", "tool_calls": [{"name": "calculator", "args": {}}]},
+        "tags": ["<u>tag</u>"],
+    }
+    dataset = api.post("/api/datasets/", {"name": "evals", "cases": [hostile]})
+    versions = api.get(f"/api/datasets/{dataset['id']}/versions/")
     wait_for_run_end(api, run["id"])
     # A fork of it, so the session page shows its fork tree (services.forks).
     last_seq = api.get(f"/api/sessions/{session['id']}/")["last_seq"]
@@ -205,6 +219,8 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         template=template["name"],
         memory=str(memory["id"]),
         skill=skill["name"],
+        dataset=dataset["id"],
+        dataset_version=versions[0]["id"],
     )
 
 
@@ -365,6 +381,8 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     assert {"skills", "skill"} <= names and "skill-delete" in set(site.actions)
     assert "mcp-tokens" in names and "mcp-token-revoke" in site.actions
     assert {"run-compare", "run-compare-runs"} <= names
+    assert {"datasets", "dataset", "admin-dataset-change", "admin-datasetversion-change"} <= names
+    assert {"dataset-create", "dataset-import", "session-dataset-case"} <= set(site.actions)
     assert not names & set(site.actions)
 
 

@@ -40,7 +40,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from agents_core import events as core_events
 from agents_core import specs as core_specs
-from studio.models import Agent, McpServer, ModelConfig, Run, RunStatus, Session
+from studio.models import Agent, Dataset, McpServer, ModelConfig, Run, RunStatus, Session
+from studio.services import datasets
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_agent, make_session
 
@@ -83,6 +84,8 @@ STATEFUL_CODES = {
     "no_such_event",
     "not_editable",
     "no_such_call",
+    # A dataset file's content (agents_core.evals.formats): its lines, columns, cases.
+    "dataset_format",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
@@ -100,6 +103,8 @@ CONDITIONAL_FIELDS |= {("file", "required")}
 # Edited arguments are free-form JSON, whose strings may not hold NUL (PostgreSQL cannot
 # store it): OpenAPI has no way to say so inside an arbitrary object.
 CONDITIONAL_FIELDS |= {("edited_args", "invalid")}
+# The same for a dataset case's free-form JSON (its state, its expected arguments).
+CONDITIONAL_FIELDS |= {("case", "unstorable_text"), ("cases", "unstorable_text")}
 
 
 def test_every_api_route_is_in_the_schema() -> None:
@@ -128,16 +133,19 @@ class Fixtures:
     session: Session
     run: Run
     mcp_server: McpServer
+    dataset: Dataset
 
     def path_ids(self, path: str) -> dict[str, Any]:
         """Path parameters naming the user's own object, or {} for other resources."""
         ids = {"agents": self.agent, "models": self.model, "sessions": self.session}
         ids["runs"] = self.run
         ids["mcp-servers"] = self.mcp_server
+        ids["datasets"] = self.dataset
         owned = ids.get(path.split("/")[2])
         if owned is None or "{id}" not in path:
             return {}
-        return {"id": str(owned.pk), **({"number": 1} if "{number}" in path else {})}
+        named = {"name": "greeting"} if "{name}" in path else {}  # a case of the dataset
+        return {"id": str(owned.pk), **({"number": 1} if "{number}" in path else {}), **named}
 
     def query_ids(self, path: str) -> dict[str, Any]:
         """Query parameters naming the user's own objects, or {} for other operations."""
@@ -167,7 +175,10 @@ def fixtures(ada: User) -> Fixtures:
     mcp_server = McpServer.objects.create(
         owner=ada, name="docs", transport=McpServer.Transport.HTTP, url="https://mcp.example/mcp"
     )
-    return Fixtures(token, agent, model, session, run, mcp_server)
+    dataset = datasets.create_dataset(
+        ada, "smoke", cases=[{"name": "greeting", "input": {"turns": ["hi"]}}]
+    )
+    return Fixtures(token, agent, model, session, run, mcp_server, dataset)
 
 
 @pytest.fixture

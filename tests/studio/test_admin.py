@@ -7,9 +7,10 @@ from django.test import Client
 from agents_core import events as core_events
 from agents_core.contracts import Usage
 from studio import figures, services
-from studio.models import ModelConfig, RunStatus, Session
+from studio.models import Dataset, DatasetVersion, EvalRun, ModelConfig, RunStatus, Session
 from studio.runs import records
 from studio.runs.records import Ending
+from studio.services import datasets
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_agent, make_session
 
@@ -209,3 +210,23 @@ def test_the_run_list_writes_tokens_and_durations_as_the_pages_do(
     assert "in ·" not in row  # a run with no tokens yet shows none, not "0 in · 0 out"
     run.refresh_from_db()
     assert figures.duration(run.ended_at - (run.started_at or run.created_at)) in page
+
+
+def test_datasets_show_their_versions_read_only_and_a_pinned_one_is_kept(
+    admin_client: Client, ada: User
+) -> None:
+    case = {"name": "<b>a</b>", "input": {"turns": ["hi"]}}
+    made = datasets.create_dataset(ada, "smoke", cases=[case])
+    version = DatasetVersion.objects.get(dataset=made)
+    page = admin_client.get(f"/admin/studio/dataset/{made.pk}/change/").content.decode()
+    assert "&lt;b&gt;a&lt;/b&gt;" in page and "<b>a</b>" not in page
+    assert admin_client.get("/admin/studio/dataset/").status_code == 200
+    assert admin_client.get("/admin/studio/dataset/add/").status_code == 403
+    shown = admin_client.get(f"/admin/studio/datasetversion/{version.pk}/change/")
+    assert shown.status_code == 200 and 'name="number"' not in shown.content.decode()
+    agent = make_agent(ada)
+    assert agent.current_version is not None
+    EvalRun.objects.create(owner=ada, agent_version=agent.current_version, dataset_version=version)
+    refused = admin_client.post(f"/admin/studio/dataset/{made.pk}/delete/", {"post": "yes"})
+    assert refused.status_code == 200 and "Cannot delete dataset" in refused.content.decode()
+    assert Dataset.objects.filter(pk=made.pk).exists()

@@ -5,11 +5,17 @@ import json
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 
-from studio.agents.demo import DEMO_AGENTS, DEMO_MODEL, MODELS
-from studio.models import Agent, AgentVersion, Event, ModelConfig, Run, Session
+from agents_core.evals.contracts import Case
+from agents_core.evals.outcome import final_output, tool_calls_of
+from studio import services
+from studio.agents.demo import DEMO_AGENTS, DEMO_EVAL_CASES, DEMO_EVALS, DEMO_MODEL, MODELS
+from studio.diffs.reads import run_events
+from studio.models import Agent, AgentVersion, Dataset, Event, ModelConfig, Run, Session
+from studio.runs.execute import execute_run
 from tests.studio.conftest import make_agent
 
 
@@ -164,3 +170,27 @@ def test_run_agent_fails_with_the_runs_error_when_the_agent_no_longer_builds(ada
 def test_run_worker_refuses_to_start_unless_runs_go_to_workers() -> None:
     with pytest.raises(CommandError, match="STUDIO_RUN_EXECUTION=worker"):
         call_command("run_worker", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_evals_dataset_expects_what_the_calculator_demo_answers(seeded: User) -> None:
+    """Each seeded case, run on the demo calculator, does exactly what the case expects:
+    an eval run of ``demo-evals`` against ``calculator`` passes out of the box."""
+    dataset = Dataset.objects.select_related("current_version").get(owner=seeded, name=DEMO_EVALS)
+    assert dataset.current_version is not None
+    assert dataset.current_version.cases == [
+        Case.model_validate(case).model_dump(mode="json") for case in DEMO_EVAL_CASES
+    ]
+    agent = Agent.objects.get(owner=seeded, name="calculator")
+    for case in DEMO_EVAL_CASES:
+        session = services.start_session(seeded, agent)
+        run = async_to_sync(execute_run)(services.start_run(session, case["input"]["turns"][0]))
+        assert run.status == "succeeded"
+        events = run_events(run, limit=1_000)
+        assert final_output(events) == case["expect"]["final_output"], case["name"]
+        calls = [call.model_dump() for call in tool_calls_of(events)]
+        assert calls == case["expect"]["tool_calls"], case["name"]
+    out = io.StringIO()
+    call_command("seed_demo", "--force", stdout=out)
+    assert "demo dataset created" not in out.getvalue()
+    assert Dataset.objects.filter(owner=seeded).count() == 1

@@ -10,9 +10,10 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from studio import services
-from studio.models import Agent, ModelConfig, Run, RunStatus, Session
+from studio.models import Agent, Dataset, DatasetVersion, ModelConfig, Run, RunStatus, Session
 from studio.runs import records
 from studio.runs.records import Ending
+from studio.services import datasets
 from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
 
 pytestmark = pytest.mark.django_db
@@ -49,9 +50,20 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/runs/{run}/cancel/", "post", None, 200),
     ("/api/runs/compare/?a={run}&b={run}", "get", None, 200),
     ("/api/runs/{ended_run}/replay/", "post", {}, 202),
+    ("/api/datasets/{dataset}/", "get", None, 200),
+    ("/api/datasets/{dataset}/", "patch", {"description": "mine now"}, 200),
+    ("/api/datasets/{dataset}/versions/", "get", None, 200),
+    ("/api/datasets/{dataset}/versions/1/", "get", None, 200),
+    ("/api/datasets/{dataset}/cases/", "get", None, 200),
+    ("/api/datasets/{dataset}/cases/", "post", {"name": "b", "input": {"turns": ["x"]}}, 201),
+    ("/api/datasets/{dataset}/cases/a/", "put", {"name": "a", "input": {"turns": ["y"]}}, 200),
+    ("/api/datasets/{dataset}/cases/a/", "delete", None, 200),
+    ("/api/datasets/{dataset}/export/", "get", None, 200),
+    ("/api/datasets/{dataset}/", "delete", None, 204),
+    ("/api/sessions/{ended_session}/dataset-cases/", "post", {"dataset": "evals"}, 201),
 ]
 
-LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/"]
+LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/", "/api/datasets/"]
 
 
 @pytest.fixture
@@ -59,6 +71,8 @@ def owned(ada: User) -> dict[str, Any]:
     """Ada's objects of every kind."""
     agent = make_agent(ada)
     session = make_session(ada, agent, title="ada's")
+    ended = ended_run(make_session(ada, agent))
+    case = {"name": "a", "input": {"turns": ["hi"]}}
     return {
         "agent": agent.pk,
         "model": ModelConfig.objects.get(owner=ada, name="scripted").pk,
@@ -66,7 +80,9 @@ def owned(ada: User) -> dict[str, Any]:
         "session": session.pk,
         "idle_session": make_session(ada, agent).pk,
         "run": services.start_run(session, "hello").pk,
-        "ended_run": ended_run(make_session(ada, agent)).pk,
+        "ended_run": ended.pk,
+        "ended_session": ended.session_id,
+        "dataset": datasets.create_dataset(ada, "smoke", cases=[case]).pk,
     }
 
 
@@ -94,6 +110,8 @@ def snapshot() -> list[Any]:
         list(ModelConfig.objects.values_list("pk", "name", "api_key_ciphertext")),
         list(Session.objects.values_list("pk", "title", "status")),
         list(Run.objects.values_list("pk", "status")),
+        list(Dataset.objects.values_list("pk", "name", "description", "current_version")),
+        list(DatasetVersion.objects.values_list("pk")),
     ]
 
 
@@ -146,6 +164,7 @@ def test_lists_show_only_the_callers_own_objects(
         ("/api/agents/", {"name": "x", "spec": {"name": "x", "model": "scripted"}}),
         ("/api/models/", {"name": "x", "provider": "scripted"}),
         ("/api/sessions/", {"agent": "00000000-0000-0000-0000-000000000000"}),
+        ("/api/datasets/", {"name": "x"}),
         (
             "/api/agents/import/",
             {"format": "studio.agent", "format_version": 1, "name": "x", "spec": {}},

@@ -9,9 +9,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from studio import services
-from studio.agents.demo import DEMO_AGENTS, MODELS
+from studio.agents.demo import DEMO_AGENTS, DEMO_EVAL_CASES, DEMO_EVALS, MODELS
 from studio.agents.prices import price_for
-from studio.models import Agent, ModelConfig
+from studio.models import Agent, Dataset, ModelConfig
+from studio.services import datasets
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo"  # noqa: S105 - a documented local-only demo account
@@ -56,3 +57,13 @@ class Command(BaseCommand):
                 continue
             services.create_agent(user, name=name, description=description, spec=spec)
             self.stdout.write(f"demo agent created: {name}")
+        # Like the agents, a dataset the demo user has is left as it is.
+        if not Dataset.objects.filter(owner=user, name=DEMO_EVALS).exists():
+            datasets.create_dataset(
+                user,
+                DEMO_EVALS,
+                description="What the calculator demo agent answers: "
+                f"run_evals --dataset {DEMO_EVALS} --agent calculator",
+                cases=DEMO_EVAL_CASES,
+            )
+            self.stdout.write(f"demo dataset created: {DEMO_EVALS}")
