@@ -238,3 +238,35 @@ def test_an_eval_from_the_form_fills_in_live_and_a_new_version_shows_its_regress
     regression.first.get_by_test_id("diff").click()
     page.wait_for_url(re.compile(r"/compare/\?a="))
     expect(page.get_by_test_id("compare-summary")).to_be_visible()
+
+    # A running eval can be cancelled from its page: the cases not yet judged stop.
+    start_eval(page, "parrot@1")
+    expect(page.locator("#eval-progress")).to_have_js_property("value", 1)
+    page.click("#cancel-eval")
+    page.get_by_role("dialog").get_by_role("button", name="Cancel eval").click()
+    expect(page.locator("#eval-status")).to_have_text("cancelled")
+    expect(page.locator("#cancel-eval")).to_be_hidden()
+    expect(page.locator("#conn")).to_have_text("Finished")
+    statuses = page.get_by_test_id("case-status").all_text_contents()
+    assert statuses[0] == "passed" and "cancelled" in statuses, statuses
+
+
+def test_the_new_eval_form_opens_each_ticked_evaluators_fields_and_shows_the_apis_error(
+    page: Page, evals: dict[str, str]
+) -> None:
+    page.goto("/evals/new/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "eval-new")
+    expect(page.locator("#judge-rubric")).to_be_hidden()
+    for kind in ("regex", "judge", "custom"):
+        page.locator(f'[data-kind="{kind}"] input[name="use"]').first.check()
+    expect(page.locator("#judge-rubric")).to_be_visible()
+    page.fill("#judge-rubric", "Is the sum right?")
+    page.fill("#regex-pattern", "(unclosed")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        screenshot(page, f"evals/new-ticked-{width}", full_page=True)
+    page.click("#start-eval")
+    # The eval API refuses the pattern: the form says which evaluator and why; no eval.
+    expect(page.locator("#form-error")).to_contain_text("evaluators")
+    expect(page.locator("#form-error")).to_contain_text("regex")
+    assert page.url.endswith("/evals/new/")

@@ -155,3 +155,28 @@ def test_the_new_eval_form_offers_only_the_owners_agents_and_datasets(ada: User,
     assert "secret-agent" not in html and "bobs-cases" not in html
     empty = signed_in(User.objects.create_user("cy", password="pw")).get("/evals/new/")
     assert b"No agent to evaluate yet" in empty.content
+
+
+def test_compare_writes_b_minus_a_and_whether_it_is_better(
+    ada: User, two_evals: tuple[object, object]
+) -> None:
+    before, _ = two_evals
+    agent = Agent.objects.get(owner=ada, name="calculator")
+    worse = eval_run(
+        new_version(agent, "Reply: nothing").current_version,
+        before.dataset_version,  # type: ignore[attr-defined]
+        {name: ["failed"] for name in CASES},
+    )
+    page = f"/evals/compare/?a={before.pk}&b={worse.pk}"  # type: ignore[attr-defined]
+    html = signed_in(ada).get(page).content.decode()
+    rows = re.findall(
+        r'<th scope="row">([^<]+)</th><td[^>]*>([^<]*)</td><td[^>]*>([^<]*)</td>'
+        r'<td class="num delta ([a-z]*)">([^<]*)</td>',
+        html,
+    )
+    assert rows[0] == ("Pass rate", "50%", "0%", "bad", "\u221250 pts")
+    assert rows[1] == ("pass@1", "50%", "0%", "bad", "\u221250 pts")
+    assert rows[2][0] == "Cost" and rows[2][4] == "±0"  # 4 cases at $0.0012 each, both
+    assert re.findall(r'data-testid="group-(\w+)"', html) == ["regressions", "unchanged"]
+    swapped = signed_in(ada).get(f"/evals/compare/?a={worse.pk}&b={before.pk}").content.decode()
+    assert "+50 pts" in swapped and 'class="num delta good"' in swapped

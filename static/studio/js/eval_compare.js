@@ -48,7 +48,7 @@ function options(box, [label, , variable], kind) {
 // Small costs (a fraction of a cent) keep two significant digits, as on the overview.
 function tick(value) {
   if (Math.abs(value) >= 1 || value === 0) return value.toLocaleString();
-  return Math.abs(value) >= 0.01 ? String(Number(value.toPrecision(2))) : value.toExponential(1);
+  return Math.abs(value) >= 0.0001 ? String(Number(value.toPrecision(2))) : value.toExponential(1);
 }
 
 function known(values) {

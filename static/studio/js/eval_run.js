@@ -85,7 +85,17 @@ function onFrame(frame) {
   view.merge(frame.results || []);
   showRun();
   showFigures();
-  if (!ACTIVE.has(run.status) && !socket.stopped) socket.stop();
+  if (!ACTIVE.has(run.status) && !socket.stopped) finish(frame);
+}
+
+// An eval that ended (or was cancelled here) changes no more once its last results are
+// in: ask for one more snapshot, which has them all, then let the socket go.
+function finish(frame) {
+  if (frame.type === "snapshot" || socket.ws?.readyState !== WebSocket.OPEN) {
+    socket.stop();
+    return;
+  }
+  socket.ws.send(JSON.stringify({ type: "snapshot" }));
 }
 
 view.merge(data.results);
