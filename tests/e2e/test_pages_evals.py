@@ -169,9 +169,12 @@ def start_eval(page: Page, version: str) -> str:
     option = page.locator("#agent_version option", has_text=version)  # "parrot@2 · its note"
     page.select_option("#agent_version", value=option.get_attribute("value"))
     page.select_option("#dataset_version", label="parroting@1")
-    page.locator('[data-kind="exact"] input[name="use"]').uncheck()
+    # Ticked at first: contains, trajectory, limits and state (the API's defaults).
+    for ticked in page.locator('input[name="use"]:checked').all():
+        ticked.uncheck()
+    expect(page.locator("#contains-text")).to_be_hidden()  # its fields show when ticked
     page.locator('[data-kind="contains"] input[name="use"]').check()
-    expect(page.locator("#contains-text")).to_be_visible()  # its fields open when ticked
+    expect(page.locator("#contains-text")).to_be_visible()
     page.fill("#concurrency", "1")
     page.click("#start-eval")
     page.wait_for_url(re.compile(r"/evals/[0-9a-f-]{36}/$"))
