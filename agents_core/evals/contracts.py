@@ -12,7 +12,14 @@ from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 import regex
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    field_validator,
+    model_validator,
+)
 
 from agents_core.contracts import Contract
 from agents_core.structured import schema_problems
@@ -144,6 +151,12 @@ class JsonSchemaSpec(_Spec):
     2020-12 unless it names its own ``$schema``) checked when the spec is made, under
     the rules of output schemas from specs (``agents_core.structured.schema_problems``:
     no regular expressions, no references outside the schema)."""
+
+    # Written as ``schema`` (as specs say it), read under either name: a spec dumped
+    # and read back (the JSON an eval run stores) is the same spec.
+    model_config = ConfigDict(
+        serialize_by_alias=True, validate_by_name=True, validate_by_alias=True
+    )
 
     kind: Literal["json_schema"] = "json_schema"
     json_schema: dict[str, Any] = Field(alias="schema")

@@ -12,9 +12,10 @@ What is read from the events:
   the last turn (the events after the last user message). Streamed partial chunks are
   skipped; a last turn without such an answer (it failed, or waits for a person) has an
   empty final output, never an earlier turn's answer;
-- the tool calls of every turn, in the order the model made them, with their
-  arguments. A call an agent runs again after an interruption (``retry_of``) is the same
-  call as the one it retries, so it is not counted twice;
+- the tool calls of every turn and every agent (sub-agents' too), in the order the
+  models made them, with their arguments. A call an agent runs again after an
+  interruption (``retry_of``) is the same call as the one it retries, so it is not
+  counted twice;
 - the steps: the model calls made, i.e. the complete agent messages, except answers
   served from the response cache or by a hook in the model's place (no model was
   called).
@@ -130,7 +131,9 @@ def error_of(events: Iterable[Event]) -> str | None:
 def expectation_from_outcome(outcome: Outcome) -> Expectation:
     """What a case built from ``outcome`` expects: the same final output, the same tool
     calls with the same arguments, and the same end state (each left out when the run
-    had none). Limits are not guessed from one run: the user sets them."""
+    had none). Limits are not guessed from one run: the user sets them. An output
+    longer than a case may expect (``TEXT_MAX``) is a ``ValidationError``, not a
+    silently cut expectation that no run could ever match."""
     return Expectation(
         final_output=outcome.final_output or None,
         tool_calls=[ExpectedToolCall(name=c.name, args=c.args) for c in outcome.tool_calls],

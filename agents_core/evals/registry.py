@@ -7,6 +7,9 @@ Register one with the decorator; it gets the case, the outcome and the spec's
     def mentions_city(case: Case, outcome: Outcome, params: dict[str, Any]) -> Verdict:
         ...
 
+An async function runs on the event loop (it must not block it); a plain one runs in a
+worker thread, so it may take its time, but must not touch the loop's objects.
+
 Any ``Verdict`` it returns is shown under the spec's label (else ``custom:<name>``).
 Its failures stay its own (error isolation): an exception raised inside it, or a
 return value that is not a ``Verdict``, makes an ``error`` verdict that says so, and

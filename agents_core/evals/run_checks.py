@@ -173,10 +173,11 @@ def check_limits(spec: LimitsSpec, case: Case, outcome: Outcome) -> Verdict:
 
 
 def _measure(limits: Limits, outcome: Outcome) -> tuple[list[str], list[str]]:
+    """What is over its limit and what is within, each as ``name value (limit x)``."""
     figures: list[tuple[str, Decimal | float | int | None, Decimal | float | int | None]] = [
         ("cost", outcome.cost, limits.max_cost),
         ("tokens", outcome.tokens, limits.max_tokens),
-        ("latency (s)", round(outcome.latency_s, 3), limits.max_latency_s),
+        ("latency", outcome.latency_s, limits.max_latency_s),
         ("steps", outcome.steps, limits.max_steps),
     ]
     over: list[str] = []
@@ -184,8 +185,13 @@ def _measure(limits: Limits, outcome: Outcome) -> tuple[list[str], list[str]]:
     for name, value, limit in figures:
         if limit is None or value is None:
             continue
-        (over if value > limit else within).append(f"{name} {value} (limit {limit})")
+        said = f"{name} {_figure(name, value)} (limit {_figure(name, limit)})"
+        (over if value > limit else within).append(said)
     return over, within
+
+
+def _figure(name: str, value: Decimal | float | int) -> str:
+    return f"{value:g}s" if name == "latency" else str(value)
 
 
 def check_state(spec: StateSpec, case: Case, outcome: Outcome) -> Verdict:

@@ -32,7 +32,7 @@ from studio.api import eval_serializers as es
 from studio.api.permissions import request_owner
 from studio.api.schema import error_responses
 from studio.models import Agent, AgentVersion
-from studio.models.evals import Dataset, DatasetVersion, EvalCaseResult, EvalRun
+from studio.models.evals import MAX_REPEATS, Dataset, DatasetVersion, EvalCaseResult, EvalRun
 
 _RELATED = ("agent_version__agent", "dataset_version__dataset")
 
@@ -119,7 +119,10 @@ class EvalListView(generics.ListAPIView[EvalRun]):
             runs = runs.filter(dataset_version__dataset=dataset)
         return runs.select_related(*_RELATED).order_by("-created_at")
 
-    @extend_schema(parameters=_FILTERS)
+    @extend_schema(
+        parameters=_FILTERS,
+        responses={200: es.EvalRunSerializer(many=True), **error_responses(404)},
+    )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -149,12 +152,26 @@ class EvalListView(generics.ListAPIView[EvalRun]):
         return Response(es.EvalRunSerializer(eval_run).data, status=status.HTTP_202_ACCEPTED)
 
 
+class PassAtKSerializer(serializers.Serializer[object]):
+    k = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_REPEATS,
+        help_text="pass@k for this k (default: the eval's repeats).",
+    )
+
+
 class EvalDetailView(APIView):
     """One eval run with its summary."""
 
-    @extend_schema(responses={200: es.EvalRunSerializer})
+    @extend_schema(parameters=[PassAtKSerializer], responses={200: es.EvalRunSerializer})
     def get(self, request: Request, id: uuid.UUID) -> Response:
-        return Response(es.EvalRunSerializer(owned_eval(request, id)).data)
+        query = PassAtKSerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        eval_run = owned_eval(request, id)
+        if "k" in query.validated_data:  # read afresh for another k
+            eval_run.summary = evals.summary_of(eval_run, k=query.validated_data["k"])
+        return Response(es.EvalRunSerializer(eval_run).data)
 
 
 class EvalResultsView(generics.ListAPIView[EvalCaseResult]):
@@ -191,7 +208,7 @@ class EvalCompareView(APIView):
             OpenApiParameter("a", uuid.UUID, required=True, description="The earlier eval run."),
             OpenApiParameter("b", uuid.UUID, required=True, description="The later eval run."),
         ],
-        responses={200: es.CompareSerializer},
+        responses={200: es.CompareSerializer, **error_responses(404)},
     )
     def get(self, request: Request) -> Response:
         """Two eval runs per case, regressions first (passed in ``a``, failed in ``b``),
@@ -205,7 +222,10 @@ class EvalCompareView(APIView):
 
 
 class EvalHistoryView(APIView):
-    @extend_schema(parameters=_FILTERS, responses={200: es.HistoryPointSerializer(many=True)})
+    @extend_schema(
+        parameters=_FILTERS,
+        responses={200: es.HistoryPointSerializer(many=True), **error_responses(404)},
+    )
     def get(self, request: Request) -> Response:
         """Your ended eval runs (of ``agent``, on ``dataset``), oldest first: pass rate,
         cost and latency per agent version over time."""

@@ -35,7 +35,7 @@ from typing import Literal
 from django.db import transaction
 from django.utils import timezone
 
-from agents_core.evals.contracts import Case
+from agents_core.evals.contracts import Case, Outcome
 from studio import services
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError, LimitError
@@ -91,15 +91,19 @@ async def advance(eval_run_id: uuid.UUID) -> None:
 
 
 async def _score(result_id: uuid.UUID) -> scoring.Scored | None:
-    prepared = await db_sync_to_async(scoring.prepare)(result_id)
-    if prepared is None:
-        return None
+    """``result_id`` scored; an error (never a pass) when scoring itself broke, so a
+    case that cannot be read or judged does not hold its eval up forever."""
+    outcome = Outcome()
     try:
+        prepared = await db_sync_to_async(scoring.prepare)(result_id)
+        if prepared is None:
+            return None
+        outcome = prepared.outcome
         return await scoring.score(prepared)
-    except Exception as exc:  # an evaluator that crashed decides nothing: an error
+    except Exception as exc:
         logger.exception("scoring eval result %s failed", result_id)
-        message = f"the evaluators failed: {type(exc).__name__}: {exc}"
-        return scoring.Scored(result_id, CaseStatus.ERROR, [], None, prepared.outcome, message)
+        message = f"the case could not be judged: {type(exc).__name__}: {exc}"
+        return scoring.Scored(result_id, CaseStatus.ERROR, [], None, outcome, message)
 
 
 def step(eval_run_id: uuid.UUID) -> Step:

@@ -20,10 +20,11 @@ async def run_to_end(
 ) -> EvalRun:
     """Bind an inline executor to the running loop, start an eval with ``start()`` (so
     its first runs reach this loop) and advance it until it ended (or ``timeout_s``
-    passed: ``TimeoutError``, its runs then end interrupted with the executor). While it
-    runs, this process sweeps like a server (``RunExecutor.start``)."""
+    passed: ``TimeoutError``, its runs then end interrupted with the executor). This
+    process does not sweep like a server (it leaves other evals and runs alone); if it
+    dies, the servers' sweeps recover its runs and go on with its eval."""
     executor = runs.configure("inline")
-    executor.start()
+    executor.start(sweeps=False)
     try:
         eval_run = await db_sync_to_async(start)()
         async with asyncio.timeout(timeout_s):

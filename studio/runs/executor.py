@@ -46,13 +46,16 @@ class RunExecutor(abc.ABC):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    def start(self) -> None:
-        """Bind to the running loop and start the recovery sweeps (once per loop)."""
+    def start(self, *, sweeps: bool = True) -> None:
+        """Bind to the running loop and start the recovery sweeps (once per loop);
+        without ``sweeps`` (a command that executes only its own runs) bind only."""
         loop = asyncio.get_running_loop()
         if self._loop is loop:
             return
         self._loop, self._tasks = loop, set()
         self._bound()
+        if not sweeps:
+            return
         self._track(recovery.sweep_forever(self), name="run-recovery")
         self._track(parking.expire_forever(), name="parked-run-time-outs")
         self._track(hooks.sweep_forever(), name="run-hook-sweeps")

@@ -13,6 +13,7 @@ from django.utils import timezone
 from studio.agents import specs as agent_specs
 from studio.errors import ConflictError, InvalidInputError, Problem
 from studio.models import Agent, AgentVersion, Session, spec_hash
+from studio.models.evals import EvalRun
 from studio.services.sessions import FORMAT_VERSION, delete_session
 
 AGENT_FORMAT = "studio.agent"
@@ -73,8 +74,9 @@ def save_agent_spec(agent: Agent, spec: Any, *, note: str = "") -> tuple[AgentVe
 
 
 def delete_agent(agent: Agent) -> None:
-    """Delete an agent no other agent references, with its versions and sessions
-    (cancelling their active runs first)."""
+    """Delete an agent no other agent references, with its versions, sessions
+    (cancelling their active runs first) and eval runs (whose case sessions are among
+    those sessions: an eval run keeps its agent version, so it goes with it)."""
     users = agent_specs.agents_referencing(agent.owner, agent.name)
     if users:
         raise ConflictError(
@@ -84,6 +86,7 @@ def delete_agent(agent: Agent) -> None:
     with transaction.atomic():
         for session in Session.objects.filter(agent_version__agent=agent):
             delete_session(session)
+        EvalRun.objects.filter(agent_version__agent=agent).delete()
         agent.delete()
 
 

@@ -3,6 +3,7 @@ spec checks made when a spec is built."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -171,3 +172,23 @@ def test_specs_parse_from_their_wire_shape() -> None:
     assert isinstance(spec, ContainsSpec)
     with pytest.raises(ValidationError):
         SPEC.validate_python({"kind": "nope"})
+
+
+def test_every_spec_kind_round_trips_through_its_stored_json() -> None:
+    specs = TypeAdapter(list[EvaluatorSpec]).validate_python(
+        [
+            {"kind": "exact", "case_sensitive": False},
+            {"kind": "contains", "text": "x"},
+            {"kind": "regex", "pattern": "^a"},
+            {"kind": "json_schema", "schema": SCHEMA, "label": "shape"},
+            {"kind": "trajectory", "mode": "subset"},
+            {"kind": "limits", "limits": {"max_cost": "0.5", "max_steps": 3}},
+            {"kind": "state"},
+            {"kind": "judge", "rubric": "r", "model": "m"},
+            {"kind": "custom", "name": "max_words", "params": {"max": 3}},
+        ]
+    )
+    adapter = TypeAdapter(list[EvaluatorSpec])
+    stored = json.loads(adapter.dump_json(specs))
+    assert stored[3]["schema"] == SCHEMA  # written as specs say it
+    assert adapter.validate_python(stored) == specs

@@ -179,7 +179,12 @@ async def test_limits_pass_and_fail_with_figures() -> None:
     spent = Outcome(cost=Decimal("0.05"), tokens=900, latency_s=1.2, steps=3)
     passed = await evaluate(LimitsSpec(limits=limits), case(), spent)
     assert passed.status == "passed"
-    assert "tokens 900 (limit 1000)" in passed.detail
+    assert passed.detail == (
+        "within the limits: cost 0.05 (limit 0.10); tokens 900 (limit 1000); "
+        "latency 1.2s (limit 5s); steps 3 (limit 3)"
+    )
+    just_over = spent.model_copy(update={"latency_s": 5.0001})
+    assert (await evaluate(LimitsSpec(limits=limits), case(), just_over)).status == "failed"
     over = spent.model_copy(update={"tokens": 1200, "steps": 4})
     failed = await evaluate(LimitsSpec(), case(limits=limits), over)
     assert failed.status == "failed"

@@ -40,10 +40,13 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from agents_core import events as core_events
 from agents_core import specs as core_specs
+from studio import evals
 from studio.models import Agent, Dataset, McpServer, ModelConfig, Run, RunStatus, Session
+from studio.models.evals import EvalRun
 from studio.services import datasets
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_agent, make_session
+from tests.support.evals import case, make_dataset
 
 EXAMPLES = 100
 """Examples for an operation whose input varies: a body, or two or more query parameters."""
@@ -86,6 +89,10 @@ STATEFUL_CODES = {
     "no_such_call",
     # A dataset file's content (agents_core.evals.formats): its lines, columns, cases.
     "dataset_format",
+    # An eval's evaluators: a judge naming a model configuration you do not have, a
+    # custom evaluator nobody registered.
+    "unknown_model",
+    "unknown_evaluator",
 }
 # Cross-field requirements (a field needed given another's value, possibly the stored
 # one on PATCH), which OpenAPI has no plain way to say.
@@ -105,6 +112,11 @@ CONDITIONAL_FIELDS |= {("file", "required")}
 CONDITIONAL_FIELDS |= {("edited_args", "invalid")}
 # The same for a dataset case's free-form JSON (its state, its expected arguments).
 CONDITIONAL_FIELDS |= {("case", "unstorable_text"), ("cases", "unstorable_text")}
+# An eval's evaluator specs: the schema gives each its ``kind``; the fields each kind
+# needs (and forbids) are the core's contract (agents_core.evals.contracts), checked by
+# pydantic, and a regular expression or JSON Schema inside one must compile.
+# Their strings, like edited arguments', may not hold NUL either.
+CONDITIONAL_FIELDS |= {("evaluators", "invalid"), ("evaluators", "unstorable_text")}
 
 
 def test_every_api_route_is_in_the_schema() -> None:
@@ -118,6 +130,12 @@ def test_every_api_route_is_in_the_schema() -> None:
         "POST /api/runs/{id}/replay/",
         "DELETE /api/models/{id}/",
         "GET /api/runs/compare/",
+        "POST /api/evals/",
+        "GET /api/evals/{id}/results/",
+        "POST /api/evals/{id}/cancel/",
+        "GET /api/evals/compare/",
+        "GET /api/evals/history/",
+        "GET /api/evaluators/",
     ):
         assert expected in labels
     assert len(labels) >= 32
@@ -134,6 +152,7 @@ class Fixtures:
     run: Run
     mcp_server: McpServer
     dataset: Dataset
+    eval_run: EvalRun
 
     def path_ids(self, path: str) -> dict[str, Any]:
         """Path parameters naming the user's own object, or {} for other resources."""
@@ -141,6 +160,7 @@ class Fixtures:
         ids["runs"] = self.run
         ids["mcp-servers"] = self.mcp_server
         ids["datasets"] = self.dataset
+        ids["evals"] = self.eval_run
         owned = ids.get(path.split("/")[2])
         if owned is None or "{id}" not in path:
             return {}
@@ -151,6 +171,8 @@ class Fixtures:
         """Query parameters naming the user's own objects, or {} for other operations."""
         if path == "/api/runs/compare/":  # two runs: here one run, compared with itself
             return {"a": str(self.run.pk), "b": str(self.run.pk)}
+        if path == "/api/evals/compare/":  # an eval run compared with itself
+            return {"a": str(self.eval_run.pk), "b": str(self.eval_run.pk)}
         return {}
 
 
@@ -178,7 +200,9 @@ def fixtures(ada: User) -> Fixtures:
     dataset = datasets.create_dataset(
         ada, "smoke", cases=[{"name": "greeting", "input": {"turns": ["hi"]}}]
     )
-    return Fixtures(token, agent, model, session, run, mcp_server, dataset)
+    evaluated = make_dataset(ada, "evalset", [case("greets", "hello", expect="hello")])
+    eval_run = evals.create_eval(ada, agent=agent, dataset=evaluated)
+    return Fixtures(token, agent, model, session, run, mcp_server, dataset, eval_run)
 
 
 @pytest.fixture
@@ -254,6 +278,8 @@ def _complete(case: Any, own: bool, spec: dict[str, Any], fixtures: Fixtures) ->
         body["spec"] = spec
     if own and "agent" in body:
         body["agent"] = str(fixtures.agent.pk)
+    if own and "dataset" in body:  # an eval's dataset, by name
+        body["dataset"] = fixtures.eval_run.dataset_version.dataset.name
     if own and "spec" in body and "name" in body:
         spec["name"] = body["name"]
     return case

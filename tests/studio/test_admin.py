@@ -230,3 +230,33 @@ def test_datasets_show_their_versions_read_only_and_a_pinned_one_is_kept(
     refused = admin_client.post(f"/admin/studio/dataset/{made.pk}/delete/", {"post": "yes"})
     assert refused.status_code == 200 and "Cannot delete dataset" in refused.content.decode()
     assert Dataset.objects.filter(pk=made.pk).exists()
+
+
+def test_eval_runs_and_their_results_are_read_only_for_staff(
+    admin_client: Client, ada: User
+) -> None:
+    from studio import evals
+    from tests.support.evals import case, echo_agent, make_dataset
+
+    agent = echo_agent(ada)
+    dataset = make_dataset(ada, "smoke", [case("greets", "hello", expect="hello")])
+    eval_run = evals.create_eval(ada, agent=agent, dataset=dataset)
+    result = eval_run.results.get()
+    for url in (
+        "/admin/studio/evalrun/",
+        f"/admin/studio/evalrun/{eval_run.pk}/change/",
+        "/admin/studio/evalcaseresult/",
+        f"/admin/studio/evalcaseresult/{result.pk}/change/",
+    ):
+        response = admin_client.get(url)
+        assert response.status_code == 200, url
+        assert "greets" in response.content.decode() or url.endswith("/evalrun/")
+    assert "smoke v1" in admin_client.get("/admin/studio/evalrun/").content.decode()
+    assert admin_client.get("/admin/studio/evalrun/add/").status_code == 403
+    page = admin_client.get(f"/admin/studio/evalrun/{eval_run.pk}/change/").content.decode()
+    assert 'name="_save"' not in page  # nothing to save: read-only
+    deleted = admin_client.post(f"/admin/studio/evalrun/{eval_run.pk}/delete/", {"post": "yes"})
+    assert deleted.status_code == 403
+    client = Client()
+    client.force_login(ada)
+    assert client.get("/admin/studio/evalrun/").status_code == 302  # not staff: sign in

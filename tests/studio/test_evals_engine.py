@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
+from django.tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
 from studio import evals, runs, services
 from studio.models import Run, RunStatus
 from studio.models.evals import EvalCaseResult, EvalRun
+from studio.runs import tasks
+from tests.studio.conftest import client_for
 from tests.support.evals import active_case_runs, case, echo_agent, make_dataset, until_ended
 from tests.support.live import eventually, run_manager  # noqa: F401  (an autouse fixture)
 
@@ -94,6 +98,11 @@ async def test_repeats_and_concurrency_never_more_case_sessions_at_once(ada: Use
     assert len(results) == 12 and {r.status for r in results} == {"passed"}
     assert len({r.session_id for r in results}) == 12  # every repeat a session of its own
     assert ended.summary["pass_at_k"] == {"k": 3, "value": 1.0}
+    api = client_for(ada)
+    other_k = await sync_to_async(api.get)(f"/api/evals/{eval_run.pk}/?k=2")
+    assert other_k.json()["summary"]["pass_at_k"] == {"k": 2, "value": 1.0}
+    too_big = await sync_to_async(api.get)(f"/api/evals/{eval_run.pk}/?k=11")
+    assert too_big.status_code == 400
     assert [c["runs"] for c in ended.summary["per_case"]] == [3, 3, 3, 3]
 
 
@@ -172,3 +181,40 @@ async def test_advance_is_idempotent_and_a_finished_eval_stays_finished(ada: Use
         (r.status, r.ended_at, r.verdicts) for r in before
     ]
     assert await Run.objects.filter(session__eval_results__eval_run=eval_run).acount() == 1
+
+
+@pytest.mark.usefixtures("worker_execution")
+async def test_with_worker_execution_the_worker_that_ends_a_case_run_moves_the_eval_on(
+    ada: User,
+) -> None:
+    """No server sweeps here: only the hook in the worker's execution advances it."""
+    await sync_to_async(echo_agent)(ada)
+    cases = [case("a", "one", "two", expect="two"), case("b", "three", expect="three")]
+    await sync_to_async(make_dataset)(ada, "queued", cases)
+    eval_run = await start(ada, "echo", "queued", concurrency=1)
+    executed = 0
+    while executed < 10:
+        ready = DBTaskResult.objects.filter(status=TaskResultStatus.READY).order_by("enqueued_at")
+        task = await ready.afirst()
+        if task is None:
+            break
+        await DBTaskResult.objects.filter(pk=task.pk).aupdate(status=TaskResultStatus.SUCCESSFUL)
+        await tasks.execute_queued_run.acall(run_id=task.args_kwargs["kwargs"]["run_id"])
+        executed += 1
+    ended = await EvalRun.objects.aget(pk=eval_run.pk)
+    assert ended.status == "succeeded" and executed == 3  # two turns, then the next case
+    results = await sync_to_async(results_of)(ended)
+    assert [r.status for r in results] == ["passed", "passed"]
+
+
+async def test_a_case_that_cannot_be_read_is_an_error_and_the_eval_still_ends(ada: User) -> None:
+    runs.executor().start()
+    await sync_to_async(echo_agent)(ada)
+    await sync_to_async(make_dataset)(ada, "odd", [case("x", "x", expect="x")])
+    eval_run = await start(ada, "echo", "odd")
+    # What the evaluators read is broken behind the engine's back (a bad stored spec).
+    await EvalRun.objects.filter(pk=eval_run.pk).aupdate(evaluators=[{"kind": "nope"}])
+    ended = await until_ended(eval_run.pk)
+    [result] = await sync_to_async(results_of)(ended)
+    assert result.status == "error"
+    assert result.error_message.startswith("the case could not be judged: ValidationError")

@@ -9,12 +9,14 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from studio import services
+from studio import evals, services
 from studio.models import Agent, Dataset, DatasetVersion, ModelConfig, Run, RunStatus, Session
+from studio.models.evals import EvalCaseResult, EvalRun
 from studio.runs import records
 from studio.runs.records import Ending
 from studio.services import datasets
 from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
+from tests.support.evals import case, echo_agent, make_dataset
 
 pytestmark = pytest.mark.django_db
 
@@ -61,9 +63,21 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/datasets/{dataset}/export/", "get", None, 200),
     ("/api/datasets/{dataset}/", "delete", None, 204),
     ("/api/sessions/{ended_session}/dataset-cases/", "post", {"dataset": "evals"}, 201),
+    ("/api/evals/{eval}/", "get", None, 200),
+    ("/api/evals/{eval}/results/", "get", None, 200),
+    ("/api/evals/compare/?a={eval}&b={eval}", "get", None, 200),
+    ("/api/evals/history/?agent={eval_agent}&dataset={eval_dataset}", "get", None, 200),
+    ("/api/evals/{eval}/cancel/", "post", None, 200),
 ]
 
-LISTS = ["/api/agents/", "/api/models/", "/api/sessions/", "/api/runs/", "/api/datasets/"]
+LISTS = [
+    "/api/agents/",
+    "/api/models/",
+    "/api/sessions/",
+    "/api/runs/",
+    "/api/datasets/",
+    "/api/evals/",
+]
 
 
 @pytest.fixture
@@ -83,7 +97,17 @@ def owned(ada: User) -> dict[str, Any]:
         "ended_run": ended.pk,
         "ended_session": ended.session_id,
         "dataset": datasets.create_dataset(ada, "smoke", cases=[case]).pk,
+        **owned_eval(ada),
     }
+
+
+def owned_eval(owner: User) -> dict[str, Any]:
+    """An eval run of ``owner`` (of an agent of its own: deleting the other one is an
+    action above, and an eval keeps its agent version), its first case started."""
+    agent = echo_agent(owner, "evaluated")
+    dataset = make_dataset(owner, "evalset", [case("greets", "hello", expect="hello")])
+    eval_run = evals.create_eval(owner, agent=agent, dataset=dataset)
+    return {"eval": eval_run.pk, "eval_agent": agent.pk, "eval_dataset": dataset.pk}
 
 
 def ended_run(session: Session) -> Run:
@@ -112,6 +136,8 @@ def snapshot() -> list[Any]:
         list(Run.objects.values_list("pk", "status")),
         list(Dataset.objects.values_list("pk", "name", "description", "current_version")),
         list(DatasetVersion.objects.values_list("pk")),
+        list(EvalRun.objects.values_list("pk", "status")),
+        list(EvalCaseResult.objects.values_list("pk", "status")),
     ]
 
 
@@ -165,6 +191,7 @@ def test_lists_show_only_the_callers_own_objects(
         ("/api/models/", {"name": "x", "provider": "scripted"}),
         ("/api/sessions/", {"agent": "00000000-0000-0000-0000-000000000000"}),
         ("/api/datasets/", {"name": "x"}),
+        ("/api/evals/", {"agent": "helper", "dataset": "evalset"}),
         (
             "/api/agents/import/",
             {"format": "studio.agent", "format_version": 1, "name": "x", "spec": {}},
