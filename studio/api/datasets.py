@@ -20,7 +20,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
@@ -193,17 +193,32 @@ class DatasetImportView(APIView):
         return Response(result, status=code)
 
 
-class DatasetExportView(APIView):
-    """The current cases of one of your datasets as JSONL, a case a line (``import/``
-    reads it back)."""
+class ExportQuerySerializer(serializers.Serializer[Any]):
+    version = serializers.IntegerField(
+        min_value=1,
+        max_value=2_147_483_647,
+        required=False,
+        help_text="A version's number: the current one if left out.",
+    )
 
-    @extend_schema(responses={(200, "application/jsonl"): OpenApiTypes.STR})
+
+class DatasetExportView(APIView):
+    """The cases of one of your datasets (its current version, or ``version``) as JSONL,
+    a case a line (``import/`` reads it back)."""
+
+    @extend_schema(
+        parameters=[ExportQuerySerializer],
+        responses={(200, "application/jsonl"): OpenApiTypes.STR},
+    )
     def get(self, request: Request, id: UUID) -> HttpResponse:
         dataset = _dataset(request, id)
-        response = HttpResponse(
-            datasets.export_jsonl(dataset.current_version), content_type="application/jsonl"
-        )
-        number = dataset.current_version.number if dataset.current_version else 0
+        query = ExportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        version = dataset.current_version
+        if "version" in query.validated_data:
+            version = get_object_or_404(dataset.versions, number=query.validated_data["version"])
+        response = HttpResponse(datasets.export_jsonl(version), content_type="application/jsonl")
+        number = version.number if version else 0
         filename = f"{dataset.name}.v{number}.jsonl"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
         return response

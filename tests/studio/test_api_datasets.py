@@ -264,11 +264,21 @@ def test_export_downloads_jsonl_that_imports_back_the_same(ada: User) -> None:
         'attachment; filename="home_automation_agent_light_on_off_set.v1.jsonl"'
     )
     assert len(response.content.splitlines()) == 3
+    client_for(ada).delete(f"/api/datasets/{dataset.pk}/cases/small_talk/")
+    old = client_for(ada).get(f"/api/datasets/{dataset.pk}/export/", {"version": 1})
+    assert old.content == response.content
+    assert old["Content-Disposition"].endswith('.v1.jsonl"')
+    current = client_for(ada).get(f"/api/datasets/{dataset.pk}/export/")
+    assert len(current.content.splitlines()) == 2
+    missing = client_for(ada).get(f"/api/datasets/{dataset.pk}/export/", {"version": 9})
+    assert missing.status_code == 404
+    assert client_for(ada).get(f"/api/datasets/{dataset.pk}/export/?version=x").status_code == 400
     back = upload(ada, response.content, "copy.jsonl")
     assert back.status_code == 201, back.content
     copy = Dataset.objects.get(owner=ada, name="copy")
-    assert copy.current_version is not None and dataset.current_version is not None
-    assert copy.current_version.cases == dataset.current_version.cases
+    first = DatasetVersion.objects.get(dataset=dataset, number=1)
+    assert copy.current_version is not None
+    assert copy.current_version.cases == first.cases
 
 
 # -- a session's turn as a case --------------------------------------------------------

@@ -40,6 +40,9 @@ def test_the_pages_need_a_signed_in_owner(ada: User, bob: User) -> None:
     assert bobs.post(f"{LIST}{mine.pk}/cases/delete/", {"name": "a"}).status_code == 404
     assert bobs.post(f"{LIST}{mine.pk}/delete/").status_code == 404
     assert 'data-dataset="mine"' not in bobs.get(LIST).content.decode()
+    session = make_session(ada)
+    turn = bobs.post(f"/sessions/{session.pk}/dataset-case/", {"dataset": "mine"})
+    assert turn.status_code == 404
     assert DatasetVersion.objects.filter(dataset=mine).count() == 1
 
 
