@@ -278,8 +278,8 @@ def _complete(case: Any, own: bool, spec: dict[str, Any], fixtures: Fixtures) ->
         body["spec"] = spec
     if own and "agent" in body:
         body["agent"] = str(fixtures.agent.pk)
-    if own and "dataset" in body:  # an eval's dataset, by name
-        body["dataset"] = fixtures.eval_run.dataset_version.dataset.name
+    if own and "dataset" in body:  # by id: an eval takes an id or a name, an import an id
+        body["dataset"] = str(fixtures.eval_run.dataset_version.dataset_id)
     if own and "spec" in body and "name" in body:
         spec["name"] = body["name"]
     return case
