@@ -170,8 +170,10 @@ def start_eval(page: Page, version: str) -> str:
     page.select_option("#agent_version", value=option.get_attribute("value"))
     page.select_option("#dataset_version", label="parroting@1")
     # Ticked at first: contains, trajectory, limits and state (the API's defaults).
-    for ticked in page.locator('input[name="use"]:checked').all():
-        ticked.uncheck()
+    ticked = page.locator('input[name="use"]:checked')
+    expect(ticked).to_have_count(4)
+    while ticked.count():
+        ticked.first.uncheck()
     expect(page.locator("#contains-text")).to_be_hidden()  # its fields show when ticked
     page.locator('[data-kind="contains"] input[name="use"]').check()
     expect(page.locator("#contains-text")).to_be_visible()
