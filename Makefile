@@ -21,7 +21,7 @@ run: $(STAMP)
 # skipped, saying so; under CI=true it fails instead.
 SCALE_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/15
 SCALE_TESTS := tests/scale tests/studio/test_session_service.py tests/studio/test_group_commit.py tests/studio/test_api_*.py \
-	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py
+	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py tests/studio/test_database_pool.py
 
 # The first run uses two pytest-xdist workers, each taking whole files
 # (tests/conftest.py); PYTEST_XDIST=-n0 runs it in one process, PYTEST_ARGS narrows it.

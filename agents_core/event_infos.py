@@ -77,3 +77,18 @@ class EditInfo(Contract):
     what: Literal["user_message", "tool_result", "reply"]
     original: str
     call_id: str | None = None
+
+
+class IngestedInfo(Contract):
+    """The OpenTelemetry span an ingested event was made from (an agent built elsewhere,
+    its trace sent to Studio over OTLP): its name and kind, its status message, and
+    every attribute of the span and of its resource as sent, those Studio understood
+    too, so nothing is dropped from the span's detail."""
+
+    trace_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    span_id: str = Field(pattern=r"^[0-9a-f]{16}$")
+    name: str
+    kind: str = "internal"
+    status: str = ""
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    resource: dict[str, Any] = Field(default_factory=dict)

@@ -43,6 +43,10 @@ Artifacts (a field with a default, no new version): a ``tool_response`` whose to
 artifacts says which, in ``actions.artifact_delta`` (name -> version saved); the bytes
 live in the run's artifact service, never in the event.
 
+Ingested traces (a field with a default, no new version): events Studio made from the
+spans of an agent built elsewhere (sent over OTLP) carry the span they came from in
+``ingested``, with all its attributes; ``SpanTree`` puts them on the span.
+
 Edits (a field with a default, no new version): a fork's copy of its fork point may be
 edited by the user before the fork goes on (studio's ``services.forks``); ``edited``
 says what was changed and what it said before, so a timeline shows it was not what the
@@ -68,6 +72,9 @@ from agents_core.event_infos import (
 )
 from agents_core.event_infos import (
     FallbackInfo as FallbackInfo,
+)
+from agents_core.event_infos import (
+    IngestedInfo as IngestedInfo,
 )
 from agents_core.event_infos import (
     PolicyInfo as PolicyInfo,
@@ -294,6 +301,8 @@ class Event(Contract):
     """The model (its registry name) that answered, for agents with a chain or cache."""
     cached: bool = False
     """The answer came from the response cache: no model was called; it costs nothing."""
+    ingested: IngestedInfo | None = None
+    """The OpenTelemetry span it was made from, on events of traces ingested over OTLP."""
     span_id: str | None = None
     """The span this event opens, closes or streams (see the module docstring)."""
     parent_span_id: str | None = None

@@ -97,7 +97,8 @@ class Span(Contract):
     ``reason``, a rewrite's ``rewritten_args``); a model's ``text`` and
     ``tool_calls``; an agent's ``transfer_to`` and loop ``iteration``; a wait's
     ``decision``, ``decided_by``, ``reason`` and ``edited_args``, or its ``question``,
-    ``answer`` and ``answered_by``."""
+    ``answer`` and ``answered_by``; on a span ingested over OTLP, ``otel``: the
+    OpenTelemetry span it came from (name, kind, status, every attribute)."""
 
     @property
     def duration_ms(self) -> float | None:
@@ -127,6 +128,11 @@ class SpanTree:
     _spans: dict[str, _Open] = field(default_factory=dict)
 
     def observe(self, wire: Wire) -> None:
+        self._observe(wire)
+        if wire.get("ingested"):
+            self._ingested(wire)
+
+    def _observe(self, wire: Wire) -> None:
         kind = wire.get("type")
         if kind == EventType.AGENT_START:
             self._open(wire, "agent", wire["author"], _time(wire["created_at"]))
@@ -300,6 +306,23 @@ class SpanTree:
         transfer = (wire.get("actions") or {}).get("transfer_to_agent")
         if transfer:
             built.attributes["transfer_to"] = transfer
+
+    def _ingested(self, wire: Wire) -> None:
+        """The OpenTelemetry span an ingested event came from, kept whole on its span.
+        An agent span opened for a parent that had not arrived yet is named, placed and
+        started by the parent's own ``agent_end`` (its ``started_at``) when it comes."""
+        built = self._spans.get(wire.get("span_id") or "")
+        if built is None:
+            return
+        built.attributes["otel"] = dict(wire["ingested"])
+        if wire.get("type") == EventType.AGENT_END and wire.get("started_at"):
+            built.fields.update(
+                name=wire["author"],
+                author=wire["author"],
+                branch=wire.get("branch"),
+                parent_span_id=wire.get("parent_span_id"),
+                start=min(built.fields["start"], _time(wire["started_at"])),
+            )
 
     def _approval(self, wire: Wire) -> None:
         built = self._spans.get(wire.get("span_id") or "")

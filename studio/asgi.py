@@ -128,23 +128,33 @@ def _trusted(origin: Origin, trusted: str) -> bool:
 
 
 _MCP_ENDPOINT = "studio.mcp_endpoint.app"
+_A2A_ENDPOINT = "studio.a2a_endpoint.app"
 
 
 def with_mcp_endpoint(app: ASGIApp) -> ASGIApp:
-    """``app``, with Studio's MCP endpoint (``studio.mcp_endpoint``) at ``/mcp``. The MCP
-    SDK takes seconds to import, so it is loaded on the first MCP request, off the
-    event loop, not with the server."""
+    """``app``, with Studio's MCP endpoint (``studio.mcp_endpoint``) at ``/mcp`` and its
+    A2A endpoints (``studio.a2a_endpoint``) under ``/a2a/``. Each SDK takes a while to
+    import, so it is loaded on its first request, off the event loop, not with the
+    server."""
 
     async def application(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in ("/mcp", "/mcp/"):
+        if scope["type"] != "http":
             await app(scope, receive, send)
-            return
-        module = sys.modules.get(_MCP_ENDPOINT)
-        if module is None:
-            module = await asyncio.to_thread(importlib.import_module, _MCP_ENDPOINT)
-        await module.endpoint(scope, receive, send)
+        elif scope["path"] in ("/mcp", "/mcp/"):
+            await (await _loaded(_MCP_ENDPOINT)).endpoint(scope, receive, send)
+        elif scope["path"].startswith("/a2a/"):
+            await (await _loaded(_A2A_ENDPOINT)).endpoint(scope, receive, send)
+        else:
+            await app(scope, receive, send)
 
     return application
+
+
+async def _loaded(name: str) -> Any:
+    module = sys.modules.get(name)
+    if module is None:
+        module = await asyncio.to_thread(importlib.import_module, name)
+    return module
 
 
 def with_run_executor(app: ASGIApp) -> ASGIApp:

@@ -134,7 +134,42 @@ def env_database(name: str) -> dict[str, object] | None:
     engine = str(config.get("ENGINE", ""))
     if not engine.endswith(("postgresql", "sqlite3")):
         raise ImproperlyConfigured(f"{name} must name a PostgreSQL or SQLite database")
+    if engine.endswith("postgresql"):
+        _pool(config)
     return config
+
+
+def _pool(config: dict[str, object]) -> None:
+    """A bounded pool of PostgreSQL connections per process (psycopg_pool through
+    Django's ``pool`` option) unless ``STUDIO_DB_POOL_MAX=0``.
+
+    Django keeps a connection per thread that runs ORM work, and Daphne runs each
+    request's sync code on a thread of its own: with persistent connections
+    (``CONN_MAX_AGE``) a server under load held a connection per concurrent request
+    and two servers and a worker exhausted PostgreSQL's ``max_connections`` (bench/README,
+    "Many users"). Pooled, a thread takes a connection for a request (or an ORM call
+    from async code) and gives it back at its end; at most ``STUDIO_DB_POOL_MAX`` are
+    open per process, and a thread waits up to ``STUDIO_DB_POOL_TIMEOUT_S`` for one
+    before the request fails. Django requires ``CONN_MAX_AGE=0`` with a pool.
+    """
+    size = env_int("STUDIO_DB_POOL_MAX", 20, minimum=0)
+    if size == 0:
+        return
+    from psycopg_pool import ConnectionPool
+
+    timeout = env_float("STUDIO_DB_POOL_TIMEOUT_S", 10.0, minimum=0.1)
+    pool = {
+        "min_size": min(2, size),
+        "max_size": size,
+        "timeout": timeout,
+        # A connection the server ended while it sat in the pool (a restart, an admin's
+        # pg_terminate_backend) is replaced when taken, not handed out to fail.
+        "check": ConnectionPool.check_connection,
+    }
+    options = config.get("OPTIONS")
+    config["OPTIONS"] = {**(options if isinstance(options, dict) else {}), "pool": pool}
+    config["CONN_MAX_AGE"] = 0
+    config["CONN_HEALTH_CHECKS"] = False
 
 
 def env_redis_url(name: str) -> str | None:

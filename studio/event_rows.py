@@ -56,6 +56,21 @@ def insert_one(session_key: str, event: core_events.Event) -> int:
     return seq
 
 
+def insert_recorded(session: Session, events: Sequence[core_events.Event]) -> None:
+    """Store a new, empty session's recorded ``events`` (an imported bundle's) with the
+    seqs they carry, in one ``executemany`` in the caller's transaction. Their usage and
+    cost stay in the payload only: the columns the cost roll-ups sum are left empty, as
+    what another Studio's runs spent was not this owner's. The caller sets ``last_seq``."""
+    session_pk = _db(Session, "id", session.pk)
+    rows = []
+    for event in events:
+        params = _event_params(session.key, event, event.seq)
+        params[8:11] = [None, None, ""]  # usage, cost, cost_currency
+        rows.append([session_pk, event.seq, *params])
+    with connection.cursor() as cursor:
+        cursor.executemany(_insert_sql(), rows)
+
+
 def event_row_id(session_key: str, event_id: str) -> uuid.UUID:
     """The primary key of the row storing event ``event_id`` of a session. Derived from
     both, so the same event can never be stored twice in a session (a key conflict),

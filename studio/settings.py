@@ -314,6 +314,18 @@ STUDIO_LIVE_RESYNC_S = env_float("STUDIO_LIVE_RESYNC_S", 2.0, minimum=0.05)
 STUDIO_WS_MAX_MESSAGE_BYTES = env_int("STUDIO_WS_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024)
 STUDIO_WS_RATE_PER_S = env_float("STUDIO_WS_RATE_PER_S", 5.0, minimum=0.1)
 STUDIO_WS_BURST = env_int("STUDIO_WS_BURST", 20, minimum=1)
+# OTLP trace ingest (POST /v1/traces, studio.web.otlp): a request body over
+# STUDIO_OTLP_MAX_BYTES, or one that inflates (gzip) past STUDIO_OTLP_MAX_INFLATED_BYTES,
+# or with more than STUDIO_OTLP_MAX_SPANS spans, is refused with 413; each ingest token
+# may send STUDIO_OTLP_BURST requests at once and STUDIO_OTLP_RATE_PER_S sustained
+# (counted in each server process), then 429 with Retry-After.
+STUDIO_OTLP_MAX_BYTES = env_int("STUDIO_OTLP_MAX_BYTES", 4 * 1024 * 1024, minimum=1024)
+STUDIO_OTLP_MAX_INFLATED_BYTES = env_int(
+    "STUDIO_OTLP_MAX_INFLATED_BYTES", 16 * 1024 * 1024, minimum=1024
+)
+STUDIO_OTLP_MAX_SPANS = env_int("STUDIO_OTLP_MAX_SPANS", 5_000, minimum=1)
+STUDIO_OTLP_RATE_PER_S = env_float("STUDIO_OTLP_RATE_PER_S", 10.0, minimum=0.01)
+STUDIO_OTLP_BURST = env_int("STUDIO_OTLP_BURST", 50, minimum=1)
 
 # Outbound requests (studio.security): model and MCP server URLs may reach only public
 # addresses, unless listed here: host names and addresses or CIDR networks,
@@ -351,6 +363,9 @@ STUDIO_MCP_CALL_TIMEOUT_S = env_float("STUDIO_MCP_CALL_TIMEOUT_S", 60.0, minimum
 # Studio as an MCP server (studio.mcp_endpoint): how long a call of a published agent
 # waits for its run before answering that the run goes on in Studio.
 STUDIO_MCP_SERVE_RUN_TIMEOUT_S = env_float("STUDIO_MCP_SERVE_RUN_TIMEOUT_S", 300.0, minimum=0.1)
+# The a2a tool (studio.a2a.client): how long a call waits for the remote agent's task.
+# (Studio's own A2A server waits STUDIO_MCP_SERVE_RUN_TIMEOUT_S for a run, as for MCP.)
+STUDIO_A2A_CALL_TIMEOUT_S = env_float("STUDIO_A2A_CALL_TIMEOUT_S", 300.0, minimum=0.1)
 
 # OpenTelemetry export of every ended run as a trace (studio.traces.otel): off unless
 # OTEL_TRACES_EXPORTER=otlp; the SDK reads the standard OTEL_EXPORTER_OTLP_* variables

@@ -1,5 +1,6 @@
-"""Tools the model can call. MCP lives in ``agents_core.tools.mcp`` (its SDK is slow to
-import, so it is not loaded here)."""
+"""Tools the model can call. MCP lives in ``agents_core.tools.mcp`` and A2A (a remote
+agent as a tool) in ``agents_core.tools.a2a``: their SDKs are slow to import, so they
+are not loaded here."""
 
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.artifacts import artifact_tools

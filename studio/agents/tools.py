@@ -30,6 +30,7 @@ from agents_core.tools import (
     function_tool,
     shell_tool,
 )
+from studio.a2a import client as a2a_client
 
 MAX_EXPRESSION_CHARS = 200
 MAX_EXPONENT = 64
@@ -178,7 +179,20 @@ def tool_registry(owner_id: object | None = None) -> ToolRegistry:
             description=f"Run one of {', '.join(allowlist)} in your workspace, without a shell.",
             settings_model=ShellToolSettings,
         )
+    _register_a2a(registry, owner_id)
     return registry
+
+
+def _register_a2a(registry: ToolRegistry, owner_id: object | None) -> None:
+    def remote_agents(chosen: a2a_client.A2aToolSettings) -> list[BaseTool]:
+        return a2a_client.a2a_tools(_require(owner_id), chosen)
+
+    registry.register(
+        "a2a",
+        remote_agents,
+        description=a2a_client.DESCRIPTION,
+        settings_model=a2a_client.settings_model(owner_id),
+    )
 
 
 def _require(owner_id: object | None) -> object:

@@ -33,6 +33,13 @@ class SessionSerializer(serializers.ModelSerializer[Session]):
     cost_complete = serializers.BooleanField(
         read_only=True, help_text="Whether `cost` covers every model call of its runs."
     )
+    imported_from = serializers.DictField(
+        read_only=True,
+        allow_null=True,
+        help_text="Where a session imported from a run bundle came from (its format, "
+        "version, exported and imported times, original session id, agent and fork "
+        "lineage); `null` for sessions made here. An imported session is read-only.",
+    )
 
     class Meta:
         model = Session
@@ -53,6 +60,7 @@ class SessionSerializer(serializers.ModelSerializer[Session]):
             "parent",
             "fork_seq",
             "fork_event_id",
+            "imported_from",
         ]
         read_only_fields = [f for f in fields if f != "title"]
 

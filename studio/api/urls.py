@@ -8,6 +8,7 @@ from studio.api import (
     approvals,
     artifacts,
     budgets,
+    bundles,
     catalogue,
     costs,
     datasets,
@@ -42,6 +43,7 @@ urlpatterns = [
         approvals.ApprovalDecisionExportView.as_view(),
         name="api-approval-decisions-export",
     ),
+    path("bundles/import/", bundles.BundleImportView.as_view(), name="api-bundle-import"),
     path("budget/", budgets.UserBudgetView.as_view(), name="api-budget"),
     path(
         "users/<int:user_id>/budget/",

@@ -29,6 +29,7 @@ from agents_core import events as core_events
 from studio import live, services
 from studio.api import serializers as s
 from studio.api import session_serializers as ss
+from studio.api.bundles import SessionBundles
 from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.api.replays import RunReplays
 from studio.api.schema import error_responses
@@ -206,6 +207,7 @@ def _non_negative_int(request: Request, name: str, default: int) -> int:
 )
 class SessionViewSet(
     SessionSpans,
+    SessionBundles,
     OwnedQuerysetMixin,
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
@@ -314,7 +316,8 @@ class SessionViewSet(
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def export(self, request: Request, pk: str | None = None) -> Response:
-        """The session's events, runs and pinned agent version as one JSON document."""
+        """The session's events, runs and pinned agent version as one JSON document (for
+        reading; ``.../bundle/`` is the versioned bundle another Studio imports)."""
         session = self.get_object()
         response = Response(services.export_session(session))
         response["Content-Disposition"] = f'attachment; filename="session-{session.id}.json"'

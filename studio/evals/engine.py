@@ -34,6 +34,7 @@ from typing import Literal
 
 from django.db import transaction
 from django.utils import timezone
+from pydantic import ValidationError
 
 from agents_core.evals.contracts import Case, Outcome
 from studio import services
@@ -123,7 +124,11 @@ def step(eval_run_id: uuid.UUID) -> Step:
         if eval_run.status == EvalStatus.QUEUED:
             eval_run.status, eval_run.started_at = EvalStatus.RUNNING, now
             eval_run.save(update_fields=["status", "started_at"])
-        cases = [Case.model_validate(case) for case in eval_run.dataset_version.cases]
+        try:
+            cases = [Case.model_validate(case) for case in eval_run.dataset_version.cases]
+        except ValidationError as exc:  # the eval cannot go on: say why, stop its cases
+            _fail(eval_run, f"its dataset version holds a case Studio cannot read: {exc}", now)
+            return Step(changed=[result.pk for result in eval_run.results.all()])
         running = list(eval_run.results.filter(status=CaseStatus.RUNNING).select_related("session"))
         for result in running:
             match _go_on(result, cases[result.case_index], now):
@@ -208,6 +213,27 @@ def _maybe_end(eval_run: EvalRun, now: datetime) -> None:
         eval_run.save(update_fields=["status", "ended_at"])
 
 
+def _cancel_cases(eval_run: EvalRun, now: datetime) -> list[uuid.UUID]:
+    """Cancel the active runs of ``eval_run``'s open cases, and the cases."""
+    open_results = eval_run.results.filter(status__in=(CaseStatus.PENDING, CaseStatus.RUNNING))
+    changed = list(open_results.values_list("pk", flat=True))
+    sessions = open_results.filter(session__isnull=False).values_list("session_id", flat=True)
+    for run in Run.objects.filter(session_id__in=list(sessions), status__in=ACTIVE_RUN_STATUSES):
+        with contextlib.suppress(ConflictError):  # it ended meanwhile
+            services.cancel_run(run)
+    open_results.update(status=CaseStatus.CANCELLED, ended_at=now)
+    return changed
+
+
+def _fail(eval_run: EvalRun, why: str, now: datetime) -> None:
+    """End ``eval_run`` (locked) ``failed``: its active case runs are cancelled and its
+    cases not yet judged cancelled."""
+    _cancel_cases(eval_run, now)
+    eval_run.status, eval_run.ended_at, eval_run.error_message = EvalStatus.FAILED, now, why
+    eval_run.save(update_fields=["status", "ended_at", "error_message"])
+    save_summary(eval_run)
+
+
 def store_scored(eval_run_id: uuid.UUID, scored: list[scoring.Scored]) -> list[uuid.UUID]:
     """Store the scores of results still running (the first scoring of each wins);
     returns the results stored."""
@@ -236,15 +262,7 @@ def cancel(eval_run: EvalRun) -> EvalRun:
         if locked.status not in ACTIVE_EVAL_STATUSES:
             raise ConflictError(f"the eval already {locked.status}", code="eval_finished")
         now = timezone.now()
-        open_results = locked.results.filter(status__in=(CaseStatus.PENDING, CaseStatus.RUNNING))
-        changed = list(open_results.values_list("pk", flat=True))
-        sessions = open_results.filter(session__isnull=False).values_list("session_id", flat=True)
-        for run in Run.objects.filter(
-            session_id__in=list(sessions), status__in=ACTIVE_RUN_STATUSES
-        ):
-            with contextlib.suppress(ConflictError):  # it ended meanwhile
-                services.cancel_run(run)
-        open_results.update(status=CaseStatus.CANCELLED, ended_at=now)
+        changed = _cancel_cases(locked, now)
         locked.status, locked.ended_at = EvalStatus.CANCELLED, now
         locked.save(update_fields=["status", "ended_at"])
         save_summary(locked)

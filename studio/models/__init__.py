@@ -55,6 +55,10 @@ class Agent(models.Model):
     current_version = models.ForeignKey(
         "AgentVersion", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    a2a_published = models.BooleanField(
+        default=False,
+        help_text="Served over A2A (studio.a2a_endpoint) to clients with the owner's token.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -170,6 +174,8 @@ class Session(ForkOrigin):
     """The sum of its ended runs' costs (``costs.total_of``), set as each ends."""
     cost_currency = models.CharField(max_length=3, blank=True)
     cost_complete = models.BooleanField(default=True)
+    imported_from = models.JSONField(null=True, blank=True, editable=False)
+    """Where an imported session came from (``studio.bundles``); set: it is read-only."""
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -182,6 +188,11 @@ class Session(ForkOrigin):
 
     def __str__(self) -> str:
         return self.title or self.key
+
+    @property
+    def read_only(self) -> bool:
+        """An imported session: replayed, never continued."""
+        return self.imported_from is not None
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if not self.key:
@@ -303,6 +314,9 @@ from studio.models.evals import EvalCaseResult as EvalCaseResult  # noqa: E402
 from studio.models.evals import EvalRun as EvalRun  # noqa: E402
 from studio.models.gates import CachedResponse as CachedResponse  # noqa: E402
 from studio.models.gates import RateWindow as RateWindow  # noqa: E402
+from studio.models.ingest import ExternalAgent as ExternalAgent  # noqa: E402
+from studio.models.ingest import IngestedTrace as IngestedTrace  # noqa: E402
+from studio.models.ingest import IngestToken as IngestToken  # noqa: E402
 from studio.models.mcp import McpServer as McpServer  # noqa: E402  (a row of its own)
 from studio.models.mcp_tokens import McpToken as McpToken  # noqa: E402
 from studio.models.memory import Memory as Memory  # noqa: E402

@@ -1,39 +1,25 @@
-"""Tokens other MCP clients use to reach Studio's MCP endpoint (``studio.mcp_endpoint``).
-
-Only a SHA-256 digest of each token is stored: the token itself is shown once, when it
-is made, and cannot be read back. Tokens are 256 random bits, so a plain digest is as
-hard to reverse as the token is to guess."""
+"""Tokens other MCP clients use to reach Studio's MCP endpoint (``studio.mcp_endpoint``),
+stored as digests (``studio.models.tokens``)."""
 
 from __future__ import annotations
-
-import hashlib
-import uuid
 
 from django.conf import settings
 from django.db import models
 
+from studio.models.tokens import AccessToken
+from studio.models.tokens import token_digest as token_digest
+
 TOKEN_PREFIX = "smcp_"  # noqa: S105  (a marker, not a secret)
 
 
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-class McpToken(models.Model):
+class McpToken(AccessToken):
     """One of ``owner``'s MCP tokens; deleting the row revokes it."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mcp_tokens"
     )
-    name = models.CharField(max_length=100)
-    hint = models.CharField(max_length=16, help_text="The token's first characters.")
-    digest = models.CharField(max_length=64, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at"]
+    PREFIX = TOKEN_PREFIX
 
-    def __str__(self) -> str:
-        return f"{self.name} ({self.hint}…)"
+    class Meta(AccessToken.Meta):
+        pass

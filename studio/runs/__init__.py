@@ -7,6 +7,8 @@ end. ``docs/architecture.md`` draws it.
 - ``executor``: the port; ``inline`` and ``queue`` (with ``tasks`` and ``relay`` on the
   worker's side) its adapters, one chosen at start-up by ``configure``.
 - ``recovery``: ending the runs whose executor died.
+- ``hooks``: listeners told a run stopped, and sweeps beside recovery, for packages
+  above (``studio.evals``) that ``runs`` may not import.
 
 Services reach it through ``executor()``; nothing else reads the execution mode.
 """

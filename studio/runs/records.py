@@ -35,6 +35,7 @@ from studio.models import (
     FINISHED_RUN_STATUSES,
     ApprovalDecision,
     Event,
+    IngestedTrace,
     Run,
     RunStatus,
     Session,
@@ -270,8 +271,19 @@ def end_run(
         days.add_run(run)
         budget_days.release_run(run.pk)  # what calls cut short still held of a budget
         # Once committed, whatever ended it: its trace is exported (when configured).
-        transaction.on_commit(functools.partial(otel.export().run_ended, run, spans), robust=True)
+        if _exported(run):
+            export = functools.partial(otel.export().run_ended, run, spans)
+            transaction.on_commit(export, robust=True)
     return Ended(run, appended)
+
+
+def _exported(run: Run) -> bool:
+    """Whether the run's trace is exported: not a trace that came in over OTLP
+    (``services.ingest``), which would otherwise go round again if Studio exported to
+    itself. Only a session without an agent version can hold one."""
+    if run.session.agent_version_id is not None:
+        return True
+    return not IngestedTrace.objects.filter(run_id=run.pk).exists()
 
 
 def terminal_error(run: Run, ending: Ending) -> core_events.Event:

@@ -13,6 +13,7 @@ from studio.services.agents import (
 )
 from studio.services.approvals import answer_question, decide, decide_approval, decide_many
 from studio.services.budgets import set_user_budget, user_budget
+from studio.services.bundles import export_bundle, import_bundle
 from studio.services.mcp_serving import (
     Answer,
     ask_agent,
@@ -77,8 +78,10 @@ __all__ = [
     "delete_template",
     "edit_memory",
     "export_agent",
+    "export_bundle",
     "export_session",
     "import_agent",
+    "import_bundle",
     "pause_active_run",
     "pause_run",
     "preview_template",

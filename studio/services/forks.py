@@ -27,7 +27,7 @@ from agents_core import events as core_events
 from studio.errors import ConflictError, InvalidInputError, Problem
 from studio.models import AgentVersion, Run, RunStatus, Session
 from studio.services import fork_copies
-from studio.services.sessions import resume_interrupted_run, start_run
+from studio.services.sessions import refuse_read_only, resume_interrupted_run, start_run
 
 E = core_events.EventType
 RESUMABLE_POINTS = frozenset({E.USER_MESSAGE, E.TOOL_RESPONSE})
@@ -63,6 +63,7 @@ def fork_session(
     ``pending_approval``, ``open_tool_call``); an edit of an event that has nothing to
     edit or names no call it answers (``InvalidInputError`` ``edit``); another agent's
     version (``InvalidInputError`` ``agent_version``)."""
+    refuse_read_only(session)
     rows = list(session.events.filter(seq__lte=seq).order_by("seq"))
     if seq < 1 or not rows or rows[-1].seq != seq:
         problem = Problem((), "no_such_event", f"this session has no event #{seq}")

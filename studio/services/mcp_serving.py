@@ -9,22 +9,20 @@ call in a new session the user sees in Studio like any other (titled by the mess
 from __future__ import annotations
 
 import asyncio
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.utils import timezone
 
 from studio.db import db_sync_to_async
 from studio.errors import InvalidInputError, Problem
 from studio.models import ACTIVE_RUN_STATUSES, Agent, Event, McpToken, Run, RunStatus
-from studio.models.mcp_tokens import TOKEN_PREFIX, token_digest
+from studio.services import tokens
 from studio.services.sessions import start_run, start_session
+from studio.services.tokens import MAX_TOKENS_PER_USER as MAX_TOKENS_PER_USER
 
-MAX_TOKENS_PER_USER = 20
 MAX_MESSAGE_CHARS = 100_000
 _POLL_S = 0.1
 
@@ -33,36 +31,18 @@ _POLL_S = 0.1
 
 
 def create_token(owner: AbstractBaseUser, name: str) -> tuple[McpToken, str]:
-    """A new token for ``owner``: the row, and the token itself (shown once, never
-    stored)."""
-    name = name.strip()
-    if not name or len(name) > 100:
-        raise InvalidInputError("name", [Problem((), "invalid", "a name of 1 to 100 characters")])
-    if McpToken.objects.filter(owner_id=owner.pk).count() >= MAX_TOKENS_PER_USER:
-        raise InvalidInputError(
-            "name",
-            [Problem((), "invalid", f"at most {MAX_TOKENS_PER_USER} tokens: revoke one first")],
-        )
-    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    row = McpToken.objects.create(
-        owner_id=owner.pk, name=name, hint=token[:10], digest=token_digest(token)
-    )
-    return row, token
+    """A new MCP token for ``owner``: the row, and the token itself (shown once)."""
+    return tokens.create_token(McpToken, owner, name)
 
 
 def revoke_token(token: McpToken) -> None:
-    token.delete()
+    tokens.revoke_token(token)
 
 
 def user_for_token(token: str) -> Any | None:
     """The active user ``token`` belongs to, or ``None``; notes when it was used."""
-    if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
-        return None
-    row = McpToken.objects.select_related("owner").filter(digest=token_digest(token)).first()
-    if row is None or not row.owner.is_active:
-        return None
-    McpToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
-    return row.owner
+    row = tokens.token_row(McpToken, token)
+    return None if row is None else row.owner
 
 
 # Published agents

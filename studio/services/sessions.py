@@ -119,6 +119,7 @@ def _lock_for_a_new_run(session: Session) -> Session:
     users = get_user_model()._default_manager.select_for_update()
     list(users.filter(pk=session.owner_id).values_list("pk", flat=True))
     locked = Session.objects.select_for_update().get(pk=session.pk)
+    refuse_read_only(locked)
     if locked.agent_version_id is None:
         raise ConflictError("this session has no agent to run", code="session_has_no_agent")
     if locked.runs.filter(status__in=ACTIVE_RUN_STATUSES).exists():
@@ -128,6 +129,16 @@ def _lock_for_a_new_run(session: Session) -> Session:
         )
     _check_run_cap(locked.owner_id)
     return locked
+
+
+def refuse_read_only(session: Session) -> None:
+    """An imported session (``studio.bundles``) takes no new run and no fork: it is a
+    record of a run made elsewhere, replayed (``services.replay_run``), never continued."""
+    if session.read_only:
+        raise ConflictError(
+            "this session was imported from a run bundle and is read-only; replay its runs instead",
+            code="session_read_only",
+        )
 
 
 def _submit(session: Session, run: Run) -> None:
@@ -141,9 +152,12 @@ def _submit(session: Session, run: Run) -> None:
 
 def _check_run_cap(owner_id: int) -> None:
     cap: int = settings.STUDIO_MAX_CONCURRENT_RUNS_PER_USER
-    # A run parked on a person holds no slot: it executes nowhere until decided.
+    # A run parked on a person holds no slot: it executes nowhere until decided; nor
+    # does a run ingested over OTLP, which executes elsewhere.
     holding = ACTIVE_RUN_STATUSES - {RunStatus.WAITING}
-    active = Run.objects.filter(session__owner_id=owner_id, status__in=holding)
+    active = Run.objects.filter(
+        session__owner_id=owner_id, status__in=holding, session__ingested__isnull=True
+    )
     if active.count() >= cap:
         raise LimitError(
             f"you already have {cap} runs in progress, the most allowed; "

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from studio import services
 from studio.api import serializers as s
 from studio.api import session_serializers as ss
-from studio.models import AgentVersion, Event, Run, Session
+from studio.models import AgentVersion, Event, IngestedTrace, Run, Session
 from studio.services import forks
 from studio.web import artifacts, datasets
 from studio.web.forms import SessionFilterForm
@@ -158,6 +158,9 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "origin_run": _origin_run(runs[0]) if runs else None,
             "fork_tree": tree if len(tree) > 1 else [],
             "fork_children": [row for row, depth in tree if row.parent_id == session.pk],
+            "ingested": IngestedTrace.objects.select_related("agent")
+            .filter(session=session)
+            .first(),
             **replay_context(session),
             **datasets.turn_panel(request, session),
         },

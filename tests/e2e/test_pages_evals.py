@@ -139,7 +139,7 @@ import json
 from studio import services
 from studio.models import ModelConfig
 from django.contrib.auth.models import User
-from tests.support.evals import case, make_dataset
+from tests.support.eval_runs import case, make_dataset
 demo = User.objects.get(username="demo")
 for name, reply in (("echo_v1", "You said: {last_user_message}"),
                     ("echo_v2", "Answer: {last_user_message}")):

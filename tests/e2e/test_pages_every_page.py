@@ -49,6 +49,8 @@ EXCLUDED = {
     "(tests/e2e/test_artifacts.py)",
     "attached-file": "an attached file's bytes, served to its owner only, not a page "
     "(tests/studio/test_api_attachments.py)",
+    "otlp-traces": "OTLP/HTTP trace ingest for exporters (protobuf or JSON, token auth), "
+    "not a page (tests/studio/test_otlp_ingest.py)",
 }
 """Named routes that are not pages, each with the reason."""
 
@@ -65,6 +67,7 @@ FOLDERS = {
     "models": "model",
     "mcp-servers": "mcp_server",
     "mcp-tokens": "mcp_token",
+    "settings": "ingest_token",  # settings/trace-ingest/<pk>/revoke/
     "memories": "memory",
     "sessions": "session",
     "skills": "skill",
@@ -108,12 +111,15 @@ class Objects:
     skill: str = ""
     """A skill's name."""
     mcp_token: str = ""
+    ingest_token: str = ""
     dataset: str = ""
     dataset_version: str = ""
     """A dataset of the user's (with a hostile case) and its first version."""
     eval_run: str = ""
     eval_result: str = ""
     """An eval of the user's agent on that dataset, ended, and its one case result."""
+    imported: str = ""
+    """A read-only session imported from the session's run bundle (studio.bundles)."""
     user_budget: str = ""
     day_spend: str = ""
     """Staff's: a user's daily budget and a day's spend row, as the admin shows them."""
@@ -216,6 +222,8 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
     # A fork of it, so the session page shows its fork tree (services.forks).
     last_seq = api.get(f"/api/sessions/{session['id']}/")["last_seq"]
     api.post(f"/api/sessions/{session['id']}/forks/", {"seq": last_seq})
+    bundle = json.dumps(api.get(f"/api/sessions/{session['id']}/bundle/")).encode()
+    imported = api.upload("/api/bundles/import/", "file", "session.studio-run.json", bundle)
     return Objects(
         agent=agent["id"],
         model=api.get("/api/models/")["results"][0]["id"],
@@ -230,6 +238,7 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         dataset_version=versions[0]["id"],
         eval_run=eval_run["id"],
         eval_result=api.get(f"/api/evals/{eval_run['id']}/results/")["results"][0]["id"],
+        imported=imported["id"],
     )
 
 
@@ -270,7 +279,8 @@ import json
 from django.contrib.auth.models import User
 import datetime
 from studio.models import DaySpend, McpServer, UserBudget
-from studio.services import create_token
+from studio.models import IngestToken
+from studio.services import create_token, tokens as token_service
 staff = User.objects.create_superuser({STAFF[0]!r}, "staff@example.com", {STAFF[1]!r})
 budget = UserBudget.objects.create(user=staff, day_cost="5", day_tokens=100000)
 spend = DaySpend.objects.create(scope=f"user:{{staff.pk}}", day=datetime.date.today())
@@ -279,15 +289,21 @@ spend = DaySpend.objects.create(scope=f"user:{{staff.pk}}", day=datetime.date.to
 server = McpServer.objects.create(owner=User.objects.get(username="demo"), **{STDIO!r})
 demo = User.objects.get(username="demo")
 tokens = [str(create_token(user, "laptop")[0].pk) for user in (demo, staff)]
+tokens += [
+    str(token_service.create_token(IngestToken, user, "exporter")[0].pk) for user in (demo, staff)
+]
 print(json.dumps([str(server.pk), str(budget.pk), str(spend.pk), *tokens]))
 """
-"""A staff account, demo's stdio server and an MCP token each, in one start of Django."""
+"""A staff account, demo's stdio server and an MCP and an ingest token each, in one start
+of Django."""
 
 
 @pytest.fixture(scope="module")
 def objects(pages_server: DaphneServer, api: Api) -> dict[str, Objects]:
     created = pages_server.manage("shell", "-c", ACCOUNTS).stdout.strip().splitlines()
-    demo_stdio, user_budget, day_spend, demo_token, staff_token = json.loads(created[-1])
+    made = json.loads(created[-1])
+    demo_stdio, user_budget, day_spend, demo_token, staff_token = made[:5]
+    demo_ingest, staff_ingest = made[5:]
     staff = Api(pages_server.url, STAFF)
     calculator = next(a for a in api.get("/api/agents/")["results"] if a["name"] == "calculator")
     # Staff's copy of the calculator answers at once: the scripted model, not the paced one.
@@ -296,12 +312,15 @@ def objects(pages_server: DaphneServer, api: Api) -> dict[str, Objects]:
     staff_agent = staff.agent(staff_spec, calculator["description"])
     staff_stdio = staff.post("/api/mcp-servers/", STDIO)["id"]
     return {
-        "demo": dataclasses.replace(arrange(api, calculator, demo_stdio), mcp_token=demo_token),
+        "demo": dataclasses.replace(
+            arrange(api, calculator, demo_stdio), mcp_token=demo_token, ingest_token=demo_ingest
+        ),
         "staff": dataclasses.replace(
             arrange(staff, staff_agent, staff_stdio),
             user_budget=user_budget,
             day_spend=day_spend,
             mcp_token=staff_token,
+            ingest_token=staff_ingest,
         ),
     }
 
@@ -389,6 +408,10 @@ def site(objects: dict[str, Objects], contexts: dict[str, BrowserContext]) -> Si
         # Two evals compared, likewise the one eval with itself (test_pages_evals.py: two).
         evals = f"{reverse('eval-compare')}?a={mine.eval_run}&b={mine.eval_run}"
         visits[user].append(Visit(evals, "eval-compare-runs"))
+        # An imported session (read-only): its timeline and waterfall.
+        for name in ("session-timeline", "session-waterfall"):
+            path = reverse(name, kwargs={"pk": mine.imported})
+            visits[user].append(Visit(path, f"{name}-imported"))
     return Site(visits, sorted(actions), sorted(unfilled))
 
 
@@ -398,12 +421,13 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     assert {"home", "agent-edit", "session-timeline", "mcp-server-edit", "api-docs"} <= names
     assert {"admin-index", "admin-run-list", "admin-run-change", "admin-mcpserver-add"} <= names
     assert {"logout", "agent-delete", "mcp-server-test", "session-delete"} <= set(site.actions)
+    assert "session-import" in site.actions and "session-timeline-imported" in names
     assert {"prompt-templates", "prompt-template"} <= names and "prompt-template-delete" in set(
         site.actions
     )
     assert "memories" in names and {"memory-edit", "memory-delete"} <= set(site.actions)
     assert {"skills", "skill"} <= names and "skill-delete" in set(site.actions)
-    assert "mcp-tokens" in names and "mcp-token-revoke" in site.actions
+    assert "mcp-tokens" in names and {"mcp-token-revoke", "a2a-publish"} <= set(site.actions)
     assert {"run-compare", "run-compare-runs"} <= names
     assert {"datasets", "dataset", "admin-dataset-change", "admin-datasetversion-change"} <= names
     assert {"dataset-create", "dataset-import", "session-dataset-case"} <= set(site.actions)

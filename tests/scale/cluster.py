@@ -362,10 +362,16 @@ class Cluster:
 
 @contextmanager
 def start_cluster(
-    data: Path, agents: list[dict[str, Any]], *, servers: int, lease_s: float
+    data: Path,
+    agents: list[dict[str, Any]],
+    *,
+    servers: int,
+    lease_s: float,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Cluster]:
     """``servers`` Daphnes (no worker yet: ``Cluster.worker`` starts one) on a throwaway
-    database and the scale Redis database (flushed), with ``agents`` set up."""
+    database and the scale Redis database (flushed), with ``agents`` set up;
+    ``extra_env`` for every process."""
     redis.Redis.from_url(scale_redis_url()).flushdb()
     with throwaway_database(migrated=True) as db_url:
         env = {
@@ -378,6 +384,7 @@ def start_cluster(
             "STUDIO_RUN_LEASE_S": str(lease_s),
             "STUDIO_LIVE_RESYNC_S": "0.5",
             "STUDIO_MAX_CONCURRENT_RUNS_PER_USER": "50",
+            **(extra_env or {}),
         }
         setup = prepare(DaphneServer(data, dict(env)), agents)
         started = Cluster(env, [DaphneServer(data, dict(env)) for _ in range(servers)], setup)

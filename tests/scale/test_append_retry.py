@@ -168,13 +168,16 @@ def _close_orm_connection() -> None:
 
 @contextmanager
 def _database_port(port: int) -> Iterator[None]:
-    """New connections (every thread's) go to ``port`` on loopback meanwhile."""
+    """New connections (every thread's) go to ``port`` on loopback meanwhile: the
+    connection pool, made with the old address, is closed on the way in and out."""
     settings = connection.settings_dict
     saved = settings["HOST"], settings["PORT"]
+    connection.close_pool()
     settings["HOST"], settings["PORT"] = "127.0.0.1", str(port)
     try:
         yield
     finally:
+        connection.close_pool()
         settings["HOST"], settings["PORT"] = saved
 
 

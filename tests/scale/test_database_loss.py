@@ -29,15 +29,19 @@ from tests.scale.cluster import (
 pytestmark = pytest.mark.timeout(300)
 
 OUTAGE_S = 6.0
-"""Longer than an append's retries (``studio.session_service.RETRY_DELAYS_S``), shorter
-than the run's retries of its error event (``studio.runs.execute.END_RETRY_S``) and the lease."""
+"""Longer than an append's retries (``studio.session_service.RETRY_DELAYS_S``, each try
+waiting up to the pool's ``STUDIO_DB_POOL_TIMEOUT_S`` for a connection: 4 x 1 s + 1.3 s
+here), shorter than the run's retries of its error event
+(``studio.runs.execute.END_RETRY_S``) and the lease."""
+POOL_TIMEOUT_S = "1"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     agents = [scripted_agent("long", 300, 0.01)]
     data = tmp_path_factory.mktemp("outage")
-    with start_cluster(data, agents, servers=1, lease_s=30) as started:
+    pool = {"STUDIO_DB_POOL_TIMEOUT_S": POOL_TIMEOUT_S}
+    with start_cluster(data, agents, servers=1, lease_s=30, extra_env=pool) as started:
         yield started
 
 

@@ -212,31 +212,11 @@ def test_the_run_list_writes_tokens_and_durations_as_the_pages_do(
     assert figures.duration(run.ended_at - (run.started_at or run.created_at)) in page
 
 
-def test_datasets_show_their_versions_read_only_and_a_pinned_one_is_kept(
-    admin_client: Client, ada: User
-) -> None:
-    case = {"name": "<b>a</b>", "input": {"turns": ["hi"]}}
-    made = datasets.create_dataset(ada, "smoke", cases=[case])
-    version = DatasetVersion.objects.get(dataset=made)
-    page = admin_client.get(f"/admin/studio/dataset/{made.pk}/change/").content.decode()
-    assert "&lt;b&gt;a&lt;/b&gt;" in page and "<b>a</b>" not in page
-    assert admin_client.get("/admin/studio/dataset/").status_code == 200
-    assert admin_client.get("/admin/studio/dataset/add/").status_code == 403
-    shown = admin_client.get(f"/admin/studio/datasetversion/{version.pk}/change/")
-    assert shown.status_code == 200 and 'name="number"' not in shown.content.decode()
-    agent = make_agent(ada)
-    assert agent.current_version is not None
-    EvalRun.objects.create(owner=ada, agent_version=agent.current_version, dataset_version=version)
-    refused = admin_client.post(f"/admin/studio/dataset/{made.pk}/delete/", {"post": "yes"})
-    assert refused.status_code == 200 and "Cannot delete dataset" in refused.content.decode()
-    assert Dataset.objects.filter(pk=made.pk).exists()
-
-
 def test_eval_runs_and_their_results_are_read_only_for_staff(
     admin_client: Client, ada: User
 ) -> None:
     from studio import evals
-    from tests.support.evals import case, echo_agent, make_dataset
+    from tests.support.eval_runs import case, echo_agent, make_dataset
 
     agent = echo_agent(ada)
     dataset = make_dataset(ada, "smoke", [case("greets", "hello", expect="hello")])
@@ -260,3 +240,23 @@ def test_eval_runs_and_their_results_are_read_only_for_staff(
     client = Client()
     client.force_login(ada)
     assert client.get("/admin/studio/evalrun/").status_code == 302  # not staff: sign in
+
+
+def test_datasets_show_their_versions_read_only_and_a_pinned_one_is_kept(
+    admin_client: Client, ada: User
+) -> None:
+    case = {"name": "<b>a</b>", "input": {"turns": ["hi"]}}
+    made = datasets.create_dataset(ada, "smoke", cases=[case])
+    version = DatasetVersion.objects.get(dataset=made)
+    page = admin_client.get(f"/admin/studio/dataset/{made.pk}/change/").content.decode()
+    assert "&lt;b&gt;a&lt;/b&gt;" in page and "<b>a</b>" not in page
+    assert admin_client.get("/admin/studio/dataset/").status_code == 200
+    assert admin_client.get("/admin/studio/dataset/add/").status_code == 403
+    shown = admin_client.get(f"/admin/studio/datasetversion/{version.pk}/change/")
+    assert shown.status_code == 200 and 'name="number"' not in shown.content.decode()
+    agent = make_agent(ada)
+    assert agent.current_version is not None
+    EvalRun.objects.create(owner=ada, agent_version=agent.current_version, dataset_version=version)
+    refused = admin_client.post(f"/admin/studio/dataset/{made.pk}/delete/", {"post": "yes"})
+    assert refused.status_code == 200 and "Cannot delete dataset" in refused.content.decode()
+    assert Dataset.objects.filter(pk=made.pk).exists()

@@ -20,7 +20,7 @@ from studio import evals, runs, services
 from studio.models import ModelConfig
 from studio.models.evals import Dataset
 from tests.studio.conftest import client_for, error_paths, remote_model, results
-from tests.support.evals import case, echo_agent, make_dataset
+from tests.support.eval_runs import case, echo_agent, make_dataset
 from tests.support.live import run_manager  # noqa: F401  (an autouse fixture)
 from tests.support.openai_server import OpenAIServer
 
@@ -250,3 +250,28 @@ def test_deleting_an_agent_deletes_its_eval_runs_with_its_sessions(
     assert api.get(f"/api/evals/{eval_run.pk}/").status_code == 404
     assert not ada.studio_sessions.exists()
     assert Dataset.objects.filter(pk=eval_setup.pk).exists()  # the dataset stays
+
+
+async def test_a_judge_that_does_not_answer_in_time_makes_the_case_an_error(
+    ada: User, openai_server: OpenAIServer
+) -> None:
+    runs.executor().start()
+
+    @sync_to_async
+    def setup() -> None:
+        echo_agent(ada)
+        make_dataset(ada, "one", [case("greets", "hello", expect="hello")])
+        remote_model(ada, openai_server.base_url, api_key="k")
+
+    await setup()
+    openai_server.hang()
+    judge = {"kind": "judge", "rubric": "Kind?", "model": "remote", "timeout_s": 0.5}
+    body = {"agent": "echo", "dataset": "one", "evaluators": [{"kind": "contains"}, judge]}
+    api = client_for(ada)
+    started = await call(api, "post", "/api/evals/", body)
+    done = await finished(api, started.json()["id"])
+    [result] = results((await call(api, "get", f"/api/evals/{done['id']}/results/")).json())
+    assert result["status"] == "error"  # the contains check passed; the judge never decided
+    assert [v["status"] for v in result["verdicts"]] == ["passed", "error"]
+    assert done["summary"]["pass_rate"] == 0.0
+    openai_server.release()

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 
 from studio import evals, runs, services
 from studio.models import Run, RunStatus, Session
-from tests.support.evals import case, echo_agent, make_dataset
+from tests.support.eval_runs import case, echo_agent, make_dataset
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,11 +15,11 @@ from django.tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from studio import evals, runs, services
-from studio.models import Run, RunStatus
-from studio.models.evals import EvalCaseResult, EvalRun
+from studio.models import ACTIVE_RUN_STATUSES, Run, RunStatus
+from studio.models.evals import DatasetVersion, EvalCaseResult, EvalRun
 from studio.runs import tasks
 from tests.studio.conftest import client_for
-from tests.support.evals import active_case_runs, case, echo_agent, make_dataset, until_ended
+from tests.support.eval_runs import active_case_runs, case, echo_agent, make_dataset, until_ended
 from tests.support.live import eventually, run_manager  # noqa: F401  (an autouse fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,8 +37,9 @@ def start(owner: User, agent_name: str, dataset_name: str, **options: Any) -> Ev
 
 
 async def test_every_case_is_a_session_of_the_pinned_version_judged_from_its_events(
-    ada: User,
+    ada: User, settings: Any
 ) -> None:
+    settings.STUDIO_PARKED_SWEEP_S = 3600  # one sweep at start-up: the runs' ends drive it
     runs.executor().start()
 
     @sync_to_async
@@ -82,7 +83,10 @@ async def test_every_case_is_a_session_of_the_pinned_version_judged_from_its_eve
     assert summary["done"] == summary["total"] == 4
 
 
-async def test_repeats_and_concurrency_never_more_case_sessions_at_once(ada: User) -> None:
+async def test_repeats_and_concurrency_never_more_case_sessions_at_once(
+    ada: User, settings: Any
+) -> None:
+    settings.STUDIO_PARKED_SWEEP_S = 3600  # one sweep at start-up: the runs' ends drive it
     runs.executor().start()
     await sync_to_async(echo_agent)(ada, latency_s=0.15)
     cases = [case(f"c{i}", f"m{i}", expect=f"m{i}") for i in range(4)]
@@ -218,3 +222,21 @@ async def test_a_case_that_cannot_be_read_is_an_error_and_the_eval_still_ends(ad
     [result] = await sync_to_async(results_of)(ended)
     assert result.status == "error"
     assert result.error_message.startswith("the case could not be judged: ValidationError")
+
+
+async def test_an_eval_whose_cases_cannot_be_read_fails_and_stops_its_cases(ada: User) -> None:
+    await sync_to_async(echo_agent)(ada)
+    dataset = await sync_to_async(make_dataset)(
+        ada, "broken", [case(f"c{i}", "x") for i in range(2)]
+    )
+    eval_run = await start(ada, "echo", "broken", concurrency=1)
+    # Rows written behind the contract's back (a dataset version is never edited).
+    await DatasetVersion.objects.filter(dataset=dataset).aupdate(cases=[{"name": "bad"}] * 2)
+    await evals.advance(eval_run.pk)
+    failed = await EvalRun.objects.aget(pk=eval_run.pk)
+    assert failed.status == "failed" and "cannot read" in failed.error_message
+    results = await sync_to_async(results_of)(failed)
+    assert [r.status for r in results] == ["cancelled", "cancelled"]
+    assert not await Run.objects.filter(
+        session__eval_results__eval_run=eval_run, status__in=ACTIVE_RUN_STATUSES
+    ).aexists()

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from studio import evals, runs
 from studio.asgi import application
 from studio.models.evals import EvalRun
-from tests.support.evals import case, echo_agent, make_dataset
+from tests.support.eval_runs import case, echo_agent, make_dataset
 from tests.support.live import (
     TIMEOUT_S,
     open_socket,

@@ -7,16 +7,28 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from studio import evals, services
-from studio.models import Agent, Dataset, DatasetVersion, ModelConfig, Run, RunStatus, Session
+from studio.models import (
+    Agent,
+    Dataset,
+    DatasetVersion,
+    IngestedTrace,
+    IngestToken,
+    ModelConfig,
+    Run,
+    RunStatus,
+    Session,
+)
 from studio.models.evals import EvalCaseResult, EvalRun
 from studio.runs import records
 from studio.runs.records import Ending
-from studio.services import datasets
+from studio.services import datasets, ingest, tokens
 from tests.studio.conftest import client_for, make_agent, make_session, results, scripted_model
-from tests.support.evals import case, echo_agent, make_dataset
+from tests.support.eval_runs import case, echo_agent, make_dataset
+from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
 
 pytestmark = pytest.mark.django_db
 
@@ -43,6 +55,8 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/sessions/{session}/", "patch", {"title": "mine now"}, 200),
     ("/api/sessions/{session}/events/", "get", None, 200),
     ("/api/sessions/{session}/export/", "get", None, 200),
+    ("/api/sessions/{session}/bundle/", "get", None, 200),
+    ("/api/sessions/{session}/bundle/?zip=1", "get", None, 200),
     ("/api/sessions/{idle_session}/messages/", "post", {"text": "hi"}, 202),
     ("/api/sessions/{session}/forks/", "get", None, 200),
     ("/api/sessions/{session}/forks/", "post", {"seq": 1}, 201),
@@ -63,6 +77,12 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/datasets/{dataset}/export/", "get", None, 200),
     ("/api/datasets/{dataset}/", "delete", None, 204),
     ("/api/sessions/{ended_session}/dataset-cases/", "post", {"dataset": "evals"}, 201),
+    # A run ingested over OTLP (studio.services.ingest): its session, events and spans.
+    ("/api/sessions/{ingested_session}/", "get", None, 200),
+    ("/api/sessions/{ingested_session}/events/", "get", None, 200),
+    ("/api/sessions/{ingested_session}/spans/", "get", None, 200),
+    ("/api/runs/{ingested_run}/", "get", None, 200),
+    ("/api/runs/{ingested_run}/spans/", "get", None, 200),
     ("/api/evals/{eval}/", "get", None, 200),
     ("/api/evals/{eval}/results/", "get", None, 200),
     ("/api/evals/compare/?a={eval}&b={eval}", "get", None, 200),
@@ -98,6 +118,7 @@ def owned(ada: User) -> dict[str, Any]:
         "ended_session": ended.session_id,
         "dataset": datasets.create_dataset(ada, "smoke", cases=[case]).pk,
         **owned_eval(ada),
+        **ingested(ada),
     }
 
 
@@ -105,9 +126,17 @@ def owned_eval(owner: User) -> dict[str, Any]:
     """An eval run of ``owner`` (of an agent of its own: deleting the other one is an
     action above, and an eval keeps its agent version), its first case started."""
     agent = echo_agent(owner, "evaluated")
-    dataset = make_dataset(owner, "evalset", [case("greets", "hello", expect="hello")])
+    dataset = make_dataset(owner, "evaluated", [case("greets", "hello", expect="hello")])
     eval_run = evals.create_eval(owner, agent=agent, dataset=dataset)
     return {"eval": eval_run.pk, "eval_agent": agent.pk, "eval_dataset": dataset.pk}
+
+
+def ingested(owner: User) -> dict[str, Any]:
+    """A trace of ``owner``'s, sent over OTLP: its session and run."""
+    trace_id = new_trace_id()
+    ingest.ingest(owner.pk, request_of(*agent_trace(trace_id)))
+    trace = IngestedTrace.objects.get(owner=owner, trace_id=trace_id)
+    return {"ingested_session": trace.session_id, "ingested_run": trace.run_id}
 
 
 def ended_run(session: Session) -> Run:
@@ -190,8 +219,9 @@ def test_lists_show_only_the_callers_own_objects(
         ("/api/agents/", {"name": "x", "spec": {"name": "x", "model": "scripted"}}),
         ("/api/models/", {"name": "x", "provider": "scripted"}),
         ("/api/sessions/", {"agent": "00000000-0000-0000-0000-000000000000"}),
+        ("/api/evals/", {"agent": "helper", "dataset": "smoke"}),
         ("/api/datasets/", {"name": "x"}),
-        ("/api/evals/", {"agent": "helper", "dataset": "evalset"}),
+        ("/api/bundles/import/", {"file": "x"}),
         (
             "/api/agents/import/",
             {"format": "studio.agent", "format_version": 1, "name": "x", "spec": {}},
@@ -235,3 +265,39 @@ def test_malformed_ids_answer_404_like_missing_ones(callers: dict[str, APIClient
     for url in ["/api/agents/nope/", "/api/sessions/123/", "/api/runs/x/", "/api/models/1/"]:
         response = callers["owner"].get(url)
         assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_only_the_owner_can_publish_an_agent_over_a2a(
+    ada: User, bob: User, staff: User, owned: dict[str, Any]
+) -> None:
+    url = f"/agents/{owned['agent']}/a2a/"
+    for intruder in (bob, staff):
+        assert signed_in(intruder).post(url, {"published": "1"}).status_code == 404
+    assert Client().post(url, {"published": "1"}).status_code == 302  # to sign in
+    assert not Agent.objects.get(pk=owned["agent"]).a2a_published
+    answer = signed_in(ada).post(url, {"published": "1"})
+    assert answer.status_code == 302, answer
+    assert answer["Location"] == "/mcp-tokens/"
+    assert Agent.objects.get(pk=owned["agent"]).a2a_published
+
+
+def signed_in(user: User) -> Client:
+    """A browser signed in as ``user`` (the pages' session, not the API's token)."""
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def test_only_the_owner_can_revoke_an_ingest_token(ada: User, bob: User, staff: User) -> None:
+    row, _ = tokens.create_token(IngestToken, ada, "exporter")
+    url = f"/settings/trace-ingest/{row.pk}/revoke/"
+    for user in (bob, staff):
+        browser = client_for(user)
+        browser.force_login(user)
+        assert browser.post(url).status_code == 404
+    assert client_for(None).post(url).status_code == 302  # to the sign-in page
+    assert IngestToken.objects.filter(pk=row.pk).exists()
+    owner = client_for(ada)
+    owner.force_login(ada)
+    assert owner.post(url).status_code == 302
+    assert not IngestToken.objects.exists()

@@ -19,7 +19,9 @@ const session = data.session;
 const $ = (id) => document.getElementById(id);
 const timelineEl = $("timeline");
 const loadEarlier = $("load-earlier");
-const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions, waterfallUrl: data.urls.waterfall, forkable: true });
+// An imported session (a run bundle's) is read-only: no fork, no resume; replay it.
+const readOnly = !!data.session.imported_from;
+const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions, waterfallUrl: data.urls.waterfall, forkable: !readOnly });
 
 // The newest stored events, up to session.last_seq as the server read it with the session.
 const newest = data.events || [];
@@ -215,7 +217,7 @@ function showRun() {
   if (replayControls) replayControls.hidden = !currentRun || isActiveRun(currentRun) || !!currentRun.resumed_from;
   const active = isActiveRun(currentRun);
   $("runbar").hidden = !active;
-  $("resume-bar").hidden = currentRun?.status !== "interrupted";
+  $("resume-bar").hidden = currentRun?.status !== "interrupted" || readOnly;
   showForkStop(currentRun?.error_code === "forked");
   resumeButton.disabled = false;
   const waiting = active && waitingFor === "approval";

@@ -33,7 +33,7 @@ from studio.traces import otel
 
 logger = logging.getLogger("studio.worker")
 
-LAZY_IMPORTS = ("agents_core.tools.mcp", "agents_core.llm.openai")
+LAZY_IMPORTS = ("agents_core.tools.mcp", "agents_core.tools.a2a", "agents_core.llm.openai")
 """Modules runs import on first use, taking seconds: imported before the first run, so
 it does not stall its event loop, and with it its lease renewals, on them."""
 

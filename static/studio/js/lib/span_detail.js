@@ -32,6 +32,7 @@ export function spanDetail(span, { tree, run, now, timelineUrl, actions }) {
       h("span", { class: `badge ${badgeOf(span)}` }, span.status === "open" ? "running" : span.status)),
     h("dl", { class: "wf-facts" }, facts.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)])),
     ...sections(span, tree, run),
+    span.attributes.otel ? otelSection(span.attributes.otel) : null,
     links(span, timelineUrl, actions));
 }
 
@@ -99,6 +100,14 @@ function sections(span, tree, run) {
     default:
       return [];
   }
+}
+
+/** An ingested span's OpenTelemetry name, kind, status and every attribute, as sent. */
+function otelSection(otel) {
+  const shown = { span: otel.name, kind: otel.kind, status: otel.status || "unset", trace_id: otel.trace_id,
+    span_id: otel.span_id, attributes: otel.attributes, resource: otel.resource };
+  return h("section", { class: "wf-io", dataset: { testid: "otel-attributes" } },
+    h("h3", {}, "OpenTelemetry span"), h("pre", { class: "wf-text" }, pretty(shown)));
 }
 
 function section(title, text) {

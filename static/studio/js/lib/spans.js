@@ -73,6 +73,24 @@ export class SpanStore {
   }
 
   observe(wire) {
+    this.observeKind(wire);
+    if (wire.ingested) this.ingested(wire);
+  }
+
+  /** SpanTree._ingested: the OpenTelemetry span it came from; a parent that arrived
+   * after its children names, places and starts the agent span opened for it. */
+  ingested(wire) {
+    const span = this.byId.get(wire.span_id);
+    if (!span) return;
+    span.attributes.otel = wire.ingested;
+    if (wire.type !== "agent_end" || !wire.started_at) return;
+    Object.assign(span, { name: wire.author, author: wire.author, branch: wire.branch ?? null,
+      parent_span_id: wire.parent_span_id ?? null });
+    span.start = Math.min(span.start, micros(wire.started_at));
+    this.touch(span);
+  }
+
+  observeKind(wire) {
     switch (wire.type) {
       case "agent_start":
         this.open(wire, "agent", wire.author, micros(wire.created_at));

@@ -534,7 +534,9 @@ export class TimelineView {
       s.input += event.usage.input_tokens;
       s.output += event.usage.output_tokens;
     }
-    if (event.type === "agent_message" || event.type === "memory_saved") {
+    // A message without a model span (schema 2) is its agent's own: no model was called.
+    const modelless = event.type === "agent_message" && event.schema_version >= 2 && !event.span_id;
+    if ((event.type === "agent_message" && !modelless) || event.type === "memory_saved") {
       this.counts.modelCalls += 1;
       this.counts.latencyMs += event.latency_ms || 0;
     }

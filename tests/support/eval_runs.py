@@ -12,18 +12,15 @@ from django.contrib.auth.models import User
 
 from studio import services
 from studio.models import ACTIVE_RUN_STATUSES, Agent, ModelConfig, Run
-from studio.models.evals import ACTIVE_EVAL_STATUSES, Dataset, DatasetVersion, EvalRun
+from studio.models.evals import ACTIVE_EVAL_STATUSES, Dataset, EvalRun
+from studio.services import datasets
 
 ECHO = "You said: {last_user_message}"
 
 
 def make_dataset(owner: User, name: str, cases: list[dict[str, Any]]) -> Dataset:
     """A dataset whose version 1 (its current one) holds ``cases`` (Case JSON)."""
-    dataset = Dataset.objects.create(owner=owner, name=name)
-    version = DatasetVersion.objects.create(dataset=dataset, number=1, cases=cases)
-    dataset.current_version = version
-    dataset.save(update_fields=["current_version"])
-    return dataset
+    return datasets.create_dataset(owner, name, cases=cases)
 
 
 def case(

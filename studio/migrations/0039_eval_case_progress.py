@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('studio', '0035_evals'),
+        ('studio', '0038_otlp_ingest'),
     ]
 
     operations = [

@@ -1,0 +1,254 @@
+"""OTLP trace ingest, the use case: spans an agent built elsewhere sent to ``POST
+/v1/traces`` (``studio.web.otlp``) become sessions and runs of the token's owner, drawn in
+the timeline and the waterfall like Studio's own, and published to the session's viewers
+as they arrive.
+
+One trace of one owner is one run, in a session of its own, of an external agent named
+by the spans (``gen_ai.agent.name``, else ``service.name``): read-only, as it has no
+agent version Studio could run. Spans of the trace in later requests append to that run;
+a span sent twice is stored once. The run ends, through ``runs.records.end_run`` like
+any other, when the trace's root span (one without a parent) arrives: failed when that
+span failed. A trace whose root never arrives stays running.
+
+A request is stored in one transaction: all of its spans or, when anything fails, none.
+Spans that cannot be stored (bad ids or times) are rejected and counted, the others
+stored (OTLP's partial success). The trace id is looked up among the owner's traces
+only, so one user's token never writes into another user's runs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from agents_core import events as core_events
+from studio import event_rows, live
+from studio.ingest import events as ingest_events
+from studio.ingest.genai import GenAiSpan, attributes_of, read_span, refusal
+from studio.models import (
+    ExternalAgent,
+    IngestedTrace,
+    Run,
+    RunStatus,
+    Session,
+    SessionStatus,
+)
+from studio.runs.records import Ending, end_run
+from studio.services.sessions import session_status
+
+EXTERNAL_ERROR = "external_error"
+
+
+@dataclass(slots=True)
+class Ingested:
+    """What a request stored: spans rejected (and the first reason), and the events
+    stored in each session, to publish once committed."""
+
+    rejected: int = 0
+    reason: str = ""
+    stored: dict[uuid.UUID, list[core_events.Event]] = field(default_factory=dict)
+
+
+def read_request(request: Any) -> tuple[dict[str, list[GenAiSpan]], int, str]:
+    """The spans of an ``ExportTraceServiceRequest``, grouped by trace id, and the count
+    of those rejected, with the first reason."""
+    traces: dict[str, list[GenAiSpan]] = {}
+    rejected, reason = 0, ""
+    for resource_spans in request.resource_spans:
+        resource = attributes_of(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                why = refusal(span)
+                if why is not None:
+                    rejected, reason = rejected + 1, reason or why
+                    continue
+                read = read_span(span, resource)
+                traces.setdefault(read.trace_id, []).append(read)
+    return traces, rejected, reason
+
+
+def ingest(owner_id: int, request: Any) -> Ingested:
+    """Store the spans of ``request`` for user ``owner_id``, in one transaction."""
+    traces, rejected, reason = read_request(request)
+    done = Ingested(rejected=rejected, reason=reason)
+    with transaction.atomic():
+        for trace_id, spans in traces.items():
+            session_pk, stored = _ingest_trace(owner_id, trace_id, spans)
+            if stored:
+                done.stored.setdefault(session_pk, []).extend(stored)
+    return done
+
+
+async def publish(done: Ingested) -> None:
+    """Send what ``ingest`` stored to each session's viewers, then its status."""
+    for session_pk, stored in done.stored.items():
+        status = await session_status(session_pk)
+        await live.publish(session_pk, [(e, (e.seq or 1) - 1) for e in stored], status)
+
+
+def _ingest_trace(
+    owner_id: int, trace_id: str, spans: list[GenAiSpan]
+) -> tuple[uuid.UUID, list[core_events.Event]]:
+    trace, created = _trace_for(owner_id, trace_id, spans)
+    seen = set(trace.span_ids)
+    fresh = _unseen(spans, seen)
+    key, invocation = trace.session.key, trace.run.invocation_id
+    opened = set(trace.placeholder_ids)
+    placeholders = _placeholders(fresh, seen | opened)
+    events = ingest_events.events_of(
+        fresh,
+        session_key=key,
+        invocation_id=invocation,
+        placeholders=placeholders,
+        opened=opened,
+    )
+    if created:
+        events = _opening(fresh, key, invocation) + events
+    trace.placeholder_ids = [*trace.placeholder_ids, *placeholders]
+    stored = list(event_rows.insert_batch([(key, e) for e in events])) if events else []
+    trace.span_ids = [*trace.span_ids, *(s.span_id for s in fresh)]
+    root = next((s for s in fresh if s.parent_span_id is None), None)
+    if root is not None and not trace.root_span_id:
+        trace.root_span_id = root.span_id
+        _name_after_root(trace, root)
+    trace.save(update_fields=["span_ids", "placeholder_ids", "root_span_id", "agent"])
+    _count_tokens(trace.run, fresh)
+    if root is not None:
+        ended = _end(trace.run, root)
+        stored += ended
+    return trace.session_id, [e for e in stored if isinstance(e, core_events.Event)]
+
+
+def _placeholders(fresh: list[GenAiSpan], known: set[str]) -> dict[str, GenAiSpan]:
+    """The parents of ``fresh`` spans that are not known yet, each with its first child:
+    an agent span is opened for each, so its children draw under it until it comes."""
+    arrived = {s.span_id for s in fresh}
+    found: dict[str, GenAiSpan] = {}
+    for span in sorted(fresh, key=lambda s: s.start):
+        parent = span.parent_span_id
+        if parent and parent not in known and parent not in arrived:
+            found.setdefault(parent, span)
+    return found
+
+
+def _name_after_root(trace: IngestedTrace, root: GenAiSpan) -> None:
+    """The root span names the trace's agent and session best: spans that came before
+    it may have had only the service's name."""
+    name = root.agent[:200]
+    if name != trace.agent.name:
+        trace.agent = _external_agent(trace.owner_id, name)
+    title = f"{name} · {root.name}"[:200]
+    Session.objects.filter(pk=trace.session_id).update(title=title)
+
+
+def _unseen(spans: Iterable[GenAiSpan], seen: set[str]) -> list[GenAiSpan]:
+    fresh: list[GenAiSpan] = []
+    for span in spans:
+        if span.span_id not in seen:
+            seen.add(span.span_id)
+            fresh.append(span)
+    return fresh
+
+
+def _trace_for(owner_id: int, trace_id: str, spans: list[GenAiSpan]) -> tuple[IngestedTrace, bool]:
+    """The owner's trace ``trace_id`` (its row locked), or a new one with its session
+    and running run. Two requests making the same new trace at once: the second to
+    commit meets the unique constraint, and appends to the first's."""
+    found = _locked(owner_id, trace_id)
+    if found is not None:
+        return found, False
+    try:
+        with transaction.atomic():  # a savepoint: a lost race undoes only this
+            return _new_trace(owner_id, trace_id, spans), True
+    except IntegrityError:
+        return _locked(owner_id, trace_id) or _no_trace(trace_id), False
+
+
+def _locked(owner_id: int, trace_id: str) -> IngestedTrace | None:
+    return (
+        IngestedTrace.objects.select_for_update()
+        .select_related("session", "run")
+        .filter(owner_id=owner_id, trace_id=trace_id)
+        .first()
+    )
+
+
+def _no_trace(trace_id: str) -> IngestedTrace:
+    raise IntegrityError(f"trace {trace_id} could be neither made nor found")
+
+
+def _new_trace(owner_id: int, trace_id: str, spans: list[GenAiSpan]) -> IngestedTrace:
+    first = min(spans, key=lambda s: s.start)
+    agent_name = _agent_name(spans)
+    agent = _external_agent(owner_id, agent_name)
+    title = f"{agent_name} · {first.name}"[:200]
+    session = Session.objects.create(owner_id=owner_id, title=title, status=SessionStatus.RUNNING)
+    run = Run.objects.create(
+        session=session,
+        invocation_id=trace_id,
+        message=_first_input(spans)[:10_000],
+        status=RunStatus.RUNNING,
+        started_at=first.start,
+        start_seq=0,
+    )
+    return IngestedTrace.objects.create(
+        owner_id=owner_id, trace_id=trace_id, agent=agent, session=session, run=run
+    )
+
+
+def _external_agent(owner_id: int, name: str) -> ExternalAgent:
+    found = ExternalAgent.objects.filter(owner_id=owner_id, name=name).first()
+    if found is not None:
+        return found
+    try:
+        with transaction.atomic():  # a concurrent request may make it first
+            return ExternalAgent.objects.create(owner_id=owner_id, name=name)
+    except IntegrityError:
+        return ExternalAgent.objects.get(owner_id=owner_id, name=name)
+
+
+def _agent_name(spans: list[GenAiSpan]) -> str:
+    roots = [s for s in spans if s.parent_span_id is None]
+    named = [s for s in roots + spans if "gen_ai.agent.name" in s.attributes]
+    pick = named[0] if named else (roots[0] if roots else spans[0])
+    return pick.agent[:200]
+
+
+def _first_input(spans: list[GenAiSpan]) -> str:
+    asked = sorted((s for s in spans if s.input_text), key=lambda s: s.start)
+    return asked[0].input_text if asked else ""
+
+
+def _opening(spans: list[GenAiSpan], key: str, invocation: str) -> list[core_events.Event]:
+    text = _first_input(spans)
+    if not text:
+        return []
+    first = min(spans, key=lambda s: s.start)
+    return [ingest_events.user_message(first, session_key=key, invocation_id=invocation, text=text)]
+
+
+def _count_tokens(run: Run, spans: list[GenAiSpan]) -> None:
+    models = [s for s in spans if s.kind == "model"]
+    added_in = sum(s.input_tokens or 0 for s in models)
+    added_out = sum(s.output_tokens or 0 for s in models)
+    if added_in or added_out:
+        Run.objects.filter(pk=run.pk).update(
+            input_tokens=F("input_tokens") + added_in, output_tokens=F("output_tokens") + added_out
+        )
+
+
+def _end(run: Run, root: GenAiSpan) -> list[core_events.Event]:
+    """End the run with its root span (once: ``end_run`` ends a run only once)."""
+    ending = (
+        Ending(RunStatus.FAILED, EXTERNAL_ERROR, root.status or "the root span failed")
+        if root.failed
+        else Ending(RunStatus.SUCCEEDED)
+    )
+    Run.objects.filter(pk=run.pk, ended_at__isnull=True).update(ended_at=root.end)
+    ended = end_run(run.pk, ending, terminal_event_stored=True)
+    return list(ended.events) if ended is not None else []

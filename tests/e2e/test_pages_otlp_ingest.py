@@ -1,0 +1,115 @@
+"""OTLP ingest in a real browser: an agent built elsewhere (``tests/support/otel_agent.py``,
+traced with the OpenTelemetry SDK) exports its spans to a real Daphne over a few
+seconds while the session's timeline and waterfall are open; both draw the spans as
+they arrive, and the run ends when the agent's root span does. The span detail shows
+the attributes Studio did not map."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import BrowserContext, Page, expect
+
+from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
+from tests.e2e.browser import Api, screenshot, timeline_rows
+from tests.e2e.test_pages_waterfall import assert_page_store_matches_the_api
+from tests.support.daphne_server import DaphneServer
+from tests.support.otel_agent import make_ingest_token, start_agent
+
+
+def wait_for_session(api: Api, trace_marker: str, within: float = 30.0) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        listed = api.get("/api/sessions/?page_size=100")
+        rows = listed["results"] if isinstance(listed, dict) else listed
+        found = [r for r in rows if trace_marker in (r.get("title") or "")]
+        if found:
+            return dict(found[0])
+        time.sleep(0.1)
+    raise AssertionError("the ingested session never appeared")
+
+
+def test_an_external_agent_s_spans_appear_live_in_the_timeline_and_the_waterfall(
+    context: BrowserContext, page: Page, api: Api, pages_server: DaphneServer, tmp_path: Path
+) -> None:
+    token = make_ingest_token(pages_server, "demo")
+    agent = start_agent(pages_server.url, token, steps=6, delay=0.3, gate=tmp_path)
+    try:
+        session = wait_for_session(api, "otel-test-agent")
+        page.goto(f"/sessions/{session['id']}/")
+        waterfall = context.new_page()
+        waterfall.goto(f"/sessions/{session['id']}/waterfall/")
+        expect(page.locator("#timeline [data-seq]").first).to_be_visible()
+        seen_at_open = len(timeline_rows(page))
+        bars_at_open = waterfall.locator(".wf-span").count()
+        # The agent's next rounds export while both pages are open: they draw them live.
+        for step in (1, 2):
+            (tmp_path / f"go-{step}").touch()
+            expect(
+                page.locator("#timeline [data-seq]").nth(seen_at_open + 2 * step)
+            ).to_be_attached()
+            expect(waterfall.locator(".wf-span").nth(bars_at_open + 2 * step - 1)).to_be_attached()
+        expect(page.locator("#run-state")).to_have_text("running")
+        expect(page.locator("#cancel-run")).to_be_hidden()  # it runs elsewhere
+        expect(page.locator("#pause-run")).to_be_hidden()
+        screenshot(page, "otlp-ingest-timeline-live")
+        screenshot(waterfall, "otlp-ingest-waterfall-live")
+        assert agent.poll() is None  # held at round 3: still running
+        # The root has not come: an open agent span stands for it, named by the service.
+        expect(waterfall.locator(".wf-span[data-kind=agent][data-status=open]")).to_have_count(1)
+        expect(waterfall.locator(".wf-span[data-kind=agent]")).to_have_attribute(
+            "data-name", "otel-test-agent"
+        )
+        expect(waterfall.locator(".wf-run-head .badge")).to_have_text("running")
+        for step in range(3, 6):
+            (tmp_path / f"go-{step}").touch()
+        _out, err = agent.communicate(timeout=60)
+        assert agent.returncode == 0, err
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+    expect(page.locator("#session-status")).to_have_text("succeeded")
+    expect(page.locator("#timeline [data-type=agent_end]")).to_be_attached()
+    rows = timeline_rows(page)
+    kinds = [kind for _, kind in rows]
+    assert kinds.count("tool_response") == 6 and kinds.count("agent_end") == 1
+    stored = [(e["seq"], e["type"]) for e in api.events(session["id"])]
+    assert rows == stored
+    page.reload()  # the header was drawn before the root span named the agent
+    expect(page.get_by_test_id("ingested-from")).to_contain_text("weather_bot")
+    screenshot(page, "otlp-ingest-timeline-done", full_page=True)
+
+    # The waterfall: the agent's span over six model calls and six tool calls.
+    expect(waterfall.locator(".wf-span[data-status=open]")).to_have_count(0)
+    expect(waterfall.locator(".wf-span[data-kind=agent]")).to_have_count(1)
+    expect(waterfall.locator(".wf-span[data-kind=agent]")).to_have_attribute(
+        "data-name", "weather_bot"
+    )
+    expect(waterfall.locator(".wf-span[data-kind=tool]")).to_have_count(6)
+    expect(waterfall.locator(".wf-span[data-kind=model]")).to_have_count(6)
+    # The page's span mechanics (lib/spans.js) give the spans API's spans exactly.
+    assert_page_store_matches_the_api(waterfall, api, session["id"])
+    waterfall.locator(".wf-span[data-kind=model]").first.click()
+    detail = waterfall.get_by_test_id("otel-attributes")
+    expect(detail).to_contain_text("weather.custom_flag")
+    expect(detail).to_contain_text("otel-test-agent")
+    screenshot(waterfall, "otlp-ingest-waterfall-detail")
+    waterfall.set_viewport_size({"width": 390, "height": 844})
+    screenshot(waterfall, "otlp-ingest-waterfall-phone")
+
+
+def test_the_trace_ingest_page_makes_a_token_shown_once(page: Page) -> None:
+    page.goto("/settings/trace-ingest/")
+    expect(page.get_by_test_id("otlp-endpoint")).to_contain_text("/v1/traces")
+    page.get_by_test_id("ingest-token-name").fill("my LangGraph agent")
+    page.get_by_role("button", name="Create token").click()
+    value = page.get_by_test_id("ingest-token-value").inner_text()
+    assert value.startswith("sotlp_")
+    screenshot(page, "otlp-ingest-tokens")
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "otlp-ingest-tokens-phone", full_page=True)
+    page.goto("/settings/trace-ingest/")
+    assert value not in page.content()
+    expect(page.locator("[data-ingest-token='my LangGraph agent']")).to_be_visible()
