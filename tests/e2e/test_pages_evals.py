@@ -168,7 +168,8 @@ def start_eval(page: Page, version: str) -> str:
     expect(page.locator("body")).to_have_attribute("data-ready", "eval-new")
     option = page.locator("#agent_version option", has_text=version)  # "parrot@2 · its note"
     page.select_option("#agent_version", value=option.get_attribute("value"))
-    page.select_option("#dataset_version", label="parroting@1")
+    dataset = page.locator("#dataset_version option", has_text="parroting@1")
+    page.select_option("#dataset_version", value=dataset.get_attribute("value"))
     # Ticked at first: contains, trajectory, limits and state (the API's defaults).
     ticked = page.locator('input[name="use"]:checked')
     expect(ticked).to_have_count(4)
