@@ -86,8 +86,12 @@ async def stream_model_call(
                 if verdict.action is PolicyAction.DENY:
                     raise PolicyDeniedError(verdict.refusal())
         stream = not hooks.rewrites_output
+        if isinstance(model, ModelChain):
+            calling = _call_model(ctx, model, hooked, turn, stream=stream)
+        else:  # a single model: straight to its call (each generator layer costs a chunk)
+            calling = _guarded(ctx, model, None, hooked, turn, stream=stream)
         try:
-            async with aclosing(_call_model(ctx, model, hooked, turn, stream=stream)) as partials:
+            async with aclosing(calling) as partials:
                 async for partial in partials:
                     yield partial
         except ModelError as exc:
@@ -111,14 +115,9 @@ def _model_call_args(ctx: Context, request: LlmRequest) -> dict[str, Any]:
 
 
 async def _call_model(
-    ctx: Context, model: BaseLlm, request: LlmRequest, turn: ModelTurn, *, stream: bool
+    ctx: Context, model: ModelChain, request: LlmRequest, turn: ModelTurn, *, stream: bool
 ) -> AsyncGenerator[Event]:
-    """Call ``model``, or for a chain: read the response cache, walk the chain, fill it."""
-    if not isinstance(model, ModelChain):
-        async with aclosing(_guarded(ctx, model, None, request, turn, stream=stream)) as partials:
-            async for partial in partials:
-                yield partial
-        return
+    """Call a chain: read the response cache, walk the chain, fill the cache."""
     cache = ctx.invocation.response_cache if model.cache_ttl_s else None
     routed = len(model.links) > 1 or cache is not None
     first = model.links[0].name
@@ -184,18 +183,6 @@ async def _guarded(
     if guard is not None:  # may refuse the call (BudgetExceededError) before it is made
         estimate = CallEstimate(ctx.agent_name, model.provider_key, prompt, ceiling)
         hold = await guard.reserve(estimate)
-    try:
-        async with aclosing(_attempts(ctx, model, request, turn, stream=stream)) as partials:
-            async for partial in partials:
-                yield partial
-    finally:  # failed or cancelled too: what was held and not spent is released
-        if hold is not None:
-            await asyncio.shield(hold.settle(turn.response.usage if turn.response else None))
-
-
-async def _attempts(
-    ctx: Context, model: BaseLlm, request: LlmRequest, turn: ModelTurn, *, stream: bool
-) -> AsyncGenerator[Event]:
     config = ctx.run_config
     call = ResilientCall(
         model=model,
@@ -204,17 +191,21 @@ async def _attempts(
         attempt_timeout_s=config.model_timeout_s,
         on_attempt=ctx.budget.charge_model_call,
     )
-    async with aclosing(call.astream(request)) as chunks:  # closed at once: frees the breaker
-        async for chunk in chunks:
-            if not chunk.partial:
-                turn.response = chunk
-            elif stream and (chunk.text or chunk.thinking):
-                yield ctx.built_event(
-                    EventType.AGENT_MESSAGE,
-                    parts=list[Part](_delta_parts(chunk)),
-                    partial=True,
-                    span_id=turn.span_id,
-                )
+    try:  # the call's chunks read here, not through one more generator layer
+        async with aclosing(call.astream(request)) as chunks:  # closed at once: frees the breaker
+            async for chunk in chunks:
+                if not chunk.partial:
+                    turn.response = chunk
+                elif stream and (chunk.text or chunk.thinking):
+                    yield ctx.built_event(
+                        EventType.AGENT_MESSAGE,
+                        parts=list[Part](_delta_parts(chunk)),
+                        partial=True,
+                        span_id=turn.span_id,
+                    )
+    finally:  # failed or cancelled too: what was held and not spent is released
+        if hold is not None:
+            await asyncio.shield(hold.settle(turn.response.usage if turn.response else None))
 
 
 def _delta_parts(chunk: LlmResponse) -> list[ThinkingPart | TextPart]:

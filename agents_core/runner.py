@@ -172,8 +172,13 @@ class Runner:
             ),
             user_input=text,
         )
-        producer = asyncio.create_task(
-            self._produce(ctx, channel), name=f"invocation-{invocation_id}"
+        # Eager: the agent runs at once to its first wait (agent_start sent), saving a loop
+        # trip a turn; not when the turn is cancelled already (the agent must not start).
+        producer = asyncio.Task(
+            self._produce(ctx, channel),
+            loop=asyncio.get_running_loop(),
+            name=f"invocation-{invocation_id}",
+            eager_start=not token.cancelled,
         )
         producer.add_done_callback(lambda _: channel.close())
         token.on_cancel(producer.cancel)

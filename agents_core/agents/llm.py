@@ -120,7 +120,13 @@ class LlmAgent(BaseAgent):
             raise ConfigurationError(f"agent {self.name!r} has two tools named {resolved.name!r}")
         self.tools[resolved.name] = resolved
 
-    async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
+    def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
+        if ctx.invocation.resume is None:  # nothing to pick up: no generator layer between
+            return self._steps(ctx)
+        return self._resumed(ctx)
+
+    async def _resumed(self, ctx: Context) -> AsyncGenerator[Event]:
+        """A resumed turn: what the interrupted one left (``_pick_up``), then the steps."""
         picked_up = _ToolStep()
         async with aclosing(self._pick_up(ctx, picked_up)) as resumed:
             async for event in resumed:

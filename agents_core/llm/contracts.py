@@ -157,8 +157,21 @@ class LlmRequest(Contract):
 
     @property
     def attachments(self) -> list[Attachment]:
-        """Every attachment of the request's messages, in order."""
-        return [a for m in self.messages for a in m.attachments]
+        """Every attachment of the request's messages, in order. Asked on every model
+        call: a stretch of a ``MessageLog`` is walked only when the log's running count
+        of attachments says it holds some, so a long session without files costs no
+        walk of its history per call."""
+        messages = self.messages
+        if not isinstance(messages, Conversation):
+            return [a for m in messages for a in m.attachments]
+        found: list[Attachment] = []
+        for source, start, stop in messages.stretches:
+            if isinstance(source, MessageLog):
+                counts = source.derive("attachments", _running_count, stop)
+                if counts[stop - 1] == (counts[start - 1] if start else 0):
+                    continue
+            found.extend(a for m in source[start:stop] for a in m.attachments)
+        return found
 
     @field_serializer("messages")
     def _messages_as_list(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
@@ -239,6 +252,11 @@ def _chars_of(messages: Sequence[ChatMessage]) -> int:
         else:
             total += sum(map(_message_chars, source[start:stop]))
     return total
+
+
+def _running_count(counts: list[int], message: ChatMessage) -> int:
+    """The attachments of a log's messages up to and including ``message``."""
+    return (counts[-1] if counts else 0) + len(message.attachments)
 
 
 def _running_total(totals: list[int], message: ChatMessage) -> int:

@@ -107,14 +107,29 @@ class ResilientCall:
     rand: Callable[[], float] = random.random
 
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
+        # One generator for the retries and each attempt's chunks: every layer of
+        # generators costs each chunk an ``__anext__`` and each call its setup and close.
         attempt = 0
         while True:
             attempt += 1
             self.breaker.before_call(self.model.provider_key)  # a refused call sends nothing
             self.on_attempt()
+            stream = self.model.astream(request)
             try:
-                async for chunk in self._attempt(request):
-                    yield chunk
+                try:
+                    while True:
+                        try:
+                            async with asyncio.timeout(self.attempt_timeout_s):
+                                chunk = await anext(stream)
+                        except StopAsyncIteration:
+                            break
+                        except TimeoutError as exc:
+                            raise ModelTimeoutError(
+                                f"model call exceeded {self.attempt_timeout_s}s"
+                            ) from exc
+                        yield chunk
+                finally:  # the attempt's stream is closed before any retry or outcome
+                    await stream.aclose()
             except ModelError as exc:
                 self.breaker.record_failure()
                 if failure_of(exc) is not Failure.RETRYABLE or attempt >= self.retry.max_attempts:
@@ -126,20 +141,3 @@ class ResilientCall:
                 raise
             self.breaker.record_success()
             return
-
-    async def _attempt(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
-        stream = self.model.astream(request)
-        try:
-            while True:
-                try:
-                    async with asyncio.timeout(self.attempt_timeout_s):
-                        chunk = await anext(stream)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError as exc:
-                    raise ModelTimeoutError(
-                        f"model call exceeded {self.attempt_timeout_s}s"
-                    ) from exc
-                yield chunk
-        finally:
-            await stream.aclose()

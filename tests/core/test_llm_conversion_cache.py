@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage
 
-from agents_core.events import CompactionRange, Event, EventActions, EventType, TextPart
+from agents_core.events import (
+    CompactionRange,
+    Event,
+    EventActions,
+    EventType,
+    FilePart,
+    TextPart,
+)
 from agents_core.history import HistoryBuilder
 from agents_core.llm.contracts import (
     ChatMessage,
@@ -38,6 +45,7 @@ def fresh(request: LlmRequest) -> LlmRequest:
 def assert_same_as_fresh(request: LlmRequest) -> None:
     assert to_langchain_messages(request) == to_langchain_messages(fresh(request))
     assert estimate_prompt_tokens(request) == estimate_prompt_tokens(fresh(request))
+    assert request.attachments == fresh(request).attachments
 
 
 def test_reused_conversions_equal_a_fresh_conversion_at_every_step_of_a_growing_history() -> None:
@@ -59,6 +67,43 @@ def test_reused_conversions_equal_a_fresh_conversion_at_every_step_of_a_growing_
         builder.update(events)
         assert_same_as_fresh(request_of(builder))
         assert_same_as_fresh(request_of(builder, "inv", "the step's input"))  # a split view
+
+
+def test_a_requests_attachments_are_every_file_of_its_messages_in_order_at_every_step() -> None:
+    """Counted on the log (a stretch without files is not walked), found as a walk of
+    every message finds them: files early in the log, in a later message, in the turn
+    input's split view and in the tail of held context."""
+    builder = HistoryBuilder(AGENT, AGENT, 1_000)
+
+    def with_files(text: str, *names: str) -> Event:
+        files = [
+            FilePart(blob_id=f"{i:064x}", content_type="image/png", size=1, name=name)
+            for i, name in enumerate(names, start=1)
+        ]
+        return event(EventType.USER_MESSAGE, TextPart(text=text), *files, author="user")
+
+    steps = [
+        user("q0"),
+        with_files("look", "a.png", "b.png"),
+        says("seen"),
+        user("q1"),
+        calls("c1"),
+        event(EventType.AGENT_MESSAGE, TextPart(text="from a peer"), author="peer"),  # held
+        answers("c1", "r1"),
+        with_files("and this", "c.png"),
+        says("a1"),
+        user("q2"),
+    ]
+    events: list[Event] = []
+    names = []
+    for step in steps:
+        events.append(step)
+        builder.update(events)
+        for request in (request_of(builder), request_of(builder, "inv", "asked apart")):
+            assert_same_as_fresh(request)
+            names.append([a.name for a in request.attachments])
+    assert names[-1] == ["a.png", "b.png", "c.png"]
+    assert names[0] == []
 
 
 def test_each_message_is_converted_once_and_the_same_object_handed_out_again() -> None:

@@ -219,7 +219,10 @@ def fixtures(ada: User) -> Fixtures:
     dataset = datasets.create_dataset(
         ada, "smoke", cases=[{"name": "greeting", "input": {"turns": ["hi"]}}]
     )
-    eval_run = evals.create_eval(ada, agent=agent, dataset=dataset)
+    evaluated = datasets.create_dataset(  # its own: the fuzzer may delete the one above
+        ada, "evaluated", cases=[{"name": "greeting", "input": {"turns": ["hi"]}}]
+    )
+    eval_run = evals.create_eval(ada, agent=agent, dataset=evaluated)
     return Fixtures(token, agent, model, session, run, mcp_server, dataset, eval_run)
 
 
