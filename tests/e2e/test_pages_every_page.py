@@ -63,6 +63,7 @@ INCLUDES = {
 FOLDERS = {
     "agents": "agent",
     "datasets": "dataset",
+    "evals": "eval_run",
     "models": "model",
     "mcp-servers": "mcp_server",
     "mcp-tokens": "mcp_token",
@@ -85,6 +86,8 @@ ADMIN_OBJECTS = {
     "dayspend": "day_spend",
     "dataset": "dataset",
     "datasetversion": "dataset_version",
+    "evalrun": "eval_run",
+    "evalcaseresult": "eval_result",
 }
 """Which of staff's objects the admin's change page of each of Studio's models shows."""
 
@@ -112,6 +115,9 @@ class Objects:
     dataset: str = ""
     dataset_version: str = ""
     """A dataset of the user's (with a hostile case) and its first version."""
+    eval_run: str = ""
+    eval_result: str = ""
+    """An eval of the user's agent on that dataset, ended, and its one case result."""
     imported: str = ""
     """A read-only session imported from the session's run bundle (studio.bundles)."""
     user_budget: str = ""
@@ -212,6 +218,7 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
     dataset = api.post("/api/datasets/", {"name": "evals", "cases": [hostile]})
     versions = api.get(f"/api/datasets/{dataset['id']}/versions/")
     wait_for_run_end(api, run["id"])
+    eval_run = start_eval(api, agent["id"], dataset["id"])
     # A fork of it, so the session page shows its fork tree (services.forks).
     last_seq = api.get(f"/api/sessions/{session['id']}/")["last_seq"]
     api.post(f"/api/sessions/{session['id']}/forks/", {"seq": last_seq})
@@ -229,8 +236,22 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         skill=skill["name"],
         dataset=dataset["id"],
         dataset_version=versions[0]["id"],
+        eval_run=eval_run["id"],
+        eval_result=api.get(f"/api/evals/{eval_run['id']}/results/")["results"][0]["id"],
         imported=imported["id"],
     )
+
+
+def start_eval(api: Api, agent: str, dataset: str) -> dict[str, Any]:
+    """An eval of ``agent`` on ``dataset`` (through the API, as the New eval form
+    starts one), once it has ended: its page then shows a judged case."""
+    body = {"agent": agent, "dataset": dataset, "evaluators": [{"kind": "contains"}]}
+    started = api.post("/api/evals/", body)
+    deadline = time.monotonic() + 60
+    while (found := api.get(f"/api/evals/{started['id']}/"))["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, f"eval {started['id']} did not end"
+        time.sleep(0.1)
+    return found  # type: ignore[no-any-return]
 
 
 def _skill_zip() -> bytes:
@@ -384,6 +405,9 @@ def site(objects: dict[str, Objects], contexts: dict[str, BrowserContext]) -> Si
         # (the user's one run with itself; tests/e2e/test_pages_compare.py compares two).
         compared = f"{reverse('run-compare')}?a={mine.run}&b={mine.run}"
         visits[user].append(Visit(compared, "run-compare-runs"))
+        # Two evals compared, likewise the one eval with itself (test_pages_evals.py: two).
+        evals = f"{reverse('eval-compare')}?a={mine.eval_run}&b={mine.eval_run}"
+        visits[user].append(Visit(evals, "eval-compare-runs"))
         # An imported session (read-only): its timeline and waterfall.
         for name in ("session-timeline", "session-waterfall"):
             path = reverse(name, kwargs={"pk": mine.imported})
@@ -407,6 +431,8 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     assert {"run-compare", "run-compare-runs"} <= names
     assert {"datasets", "dataset", "admin-dataset-change", "admin-datasetversion-change"} <= names
     assert {"dataset-create", "dataset-import", "session-dataset-case"} <= set(site.actions)
+    assert {"evals", "eval-new", "eval-run", "eval-compare", "eval-compare-runs"} <= names
+    assert {"admin-evalrun-change", "admin-evalcaseresult-change"} <= names
     assert not names & set(site.actions)
 
 

@@ -30,6 +30,7 @@ export class SessionSocket {
     this.retryTimer = null;
     this.stopped = false;
     this.state = "idle";
+    this.fatal = FATAL;
     this._online = () => this.reconnectNow();
     this._offline = () => this._goOffline();
   }
@@ -62,9 +63,7 @@ export class SessionSocket {
 
   _connect() {
     this._setState(this.attempts ? "reconnecting" : "connecting");
-    const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
-    const url = `${scheme}//${window.location.host}/ws/sessions/${encodeURIComponent(this.sessionId)}/?after=${this.lastSeq}`;
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(this._url());
     this.ws = ws;
     ws.addEventListener("open", () => {
       if (this.ws !== ws) return;
@@ -77,13 +76,18 @@ export class SessionSocket {
     ws.addEventListener("close", (event) => {
       if (this.ws !== ws) return;
       this.ws = null;
-      if (FATAL[event.code]) {
+      if (this.fatal[event.code]) {
         this.stopped = true;
-        this._setState("closed", FATAL[event.code]);
+        this._setState("closed", this.fatal[event.code]);
       } else if (!this.stopped && navigator.onLine !== false) {
         this._schedule();
       }
     });
+  }
+
+  /** Where to connect (a subclass for another kind of live page gives its own). */
+  _url() {
+    return wsUrl(`/ws/sessions/${encodeURIComponent(this.sessionId)}/?after=${this.lastSeq}`);
   }
 
   _frame(raw) {
@@ -137,6 +141,12 @@ export class SessionSocket {
     this.state = state;
     this.handlers.onState?.(state, detail);
   }
+}
+
+/** ``path`` on this page's host, over wss: when the page came over https:. */
+export function wsUrl(path) {
+  const scheme = window.location.protocol === "https:" ? "wss:" : "ws:";
+  return `${scheme}//${window.location.host}${path}`;
 }
 
 export const CONNECTION_LABELS = {
