@@ -275,7 +275,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     # An approval's decision and a spec's on_timeout share one choice set.
-    "ENUM_NAME_OVERRIDES": {"ApprovalDecisionEnum": ["approve", "deny"]},
+    "ENUM_NAME_OVERRIDES": {
+        "ApprovalDecisionEnum": ["approve", "deny"],
+        "DatasetFormatEnum": "agents_core.evals.formats.FORMATS",
+    },
     # Every operation documents its error responses (studio.api.schema).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

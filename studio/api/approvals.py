@@ -60,7 +60,8 @@ class InboxSerializer(serializers.Serializer[object]):
 
 class DecisionItemSerializer(serializers.Serializer[object]):
     session = serializers.UUIDField()
-    call_id = serializers.CharField(max_length=200)
+    # As the call has it: an id of blanks is no call's (not a blank field to refuse).
+    call_id = serializers.CharField(max_length=200, trim_whitespace=False)
     args_hash = serializers.RegexField(r"^[0-9a-f]{64}$")
     decision = serializers.ChoiceField(choices=["approve", "deny"])
     edited_args = serializers.JSONField(required=False, allow_null=True, default=None)

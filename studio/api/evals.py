@@ -109,6 +109,7 @@ class EvalListView(generics.ListAPIView[EvalRun]):
     """Your eval runs, newest first; and starting one."""
 
     serializer_class = es.EvalRunSerializer
+    queryset = EvalRun.objects.none()  # the schema's model; get_queryset() answers
 
     def get_queryset(self) -> QuerySet[EvalRun]:
         agent, dataset = _filters(self.request)
@@ -178,6 +179,7 @@ class EvalResultsView(generics.ListAPIView[EvalCaseResult]):
     """An eval run's case results, by case then repeat."""
 
     serializer_class = es.EvalResultSerializer
+    queryset = EvalCaseResult.objects.none()  # the schema's model; get_queryset() answers
 
     def get_queryset(self) -> QuerySet[EvalCaseResult]:
         eval_run = owned_eval(self.request, self.kwargs["id"])

@@ -60,9 +60,15 @@ def _configure_model(page: Page, server: AnthropicServer) -> None:
 
 
 def _image_loaded(page: Page, selector: str) -> bool:
-    return bool(
-        page.locator(selector).first.evaluate("img => img.complete && img.naturalWidth === 48")
+    """Whether the first image at ``selector`` loads, its bytes decoded (48 px wide),
+    within 10 s: visible comes before loaded."""
+    page.wait_for_function(
+        "sel => { const img = document.querySelector(sel);"
+        " return !!img && img.complete && img.naturalWidth === 48; }",
+        arg=selector,
+        timeout=10_000,
     )
+    return True
 
 
 def test_an_image_attached_in_the_playground_reaches_the_model_and_shows_in_the_timeline(

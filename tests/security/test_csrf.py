@@ -14,7 +14,10 @@ from django.urls.exceptions import Resolver404
 
 UNSAFE = ("post", "put", "patch", "delete")
 # Exchanges a username and password for a token: no session, so nothing to forge.
-NO_SESSION_AUTH = {"/api/auth/token/"}
+NO_SESSION_AUTH = {
+    "/api/auth/token/",
+    "/v1/traces",  # OTLP ingest: an ingest token, never the session (studio.web.otlp)
+}
 _GROUP = re.compile(r"\(\?P<(\w+)>[^)]*\)")
 # Fixed, not uuid4(): the paths are test ids, which every xdist worker must collect alike.
 _SAMPLES = {

@@ -113,6 +113,7 @@ async def test_the_shell_runs_in_the_owners_workspace_with_the_operators_allowli
 def test_the_tools_api_lists_what_a_spec_may_name_and_their_settings(ada: User) -> None:
     body = client_for(ada).get("/api/tools/").json()
     by_name = {tool["name"]: tool for tool in body}
-    assert set(by_name) == {"artifacts", "ask_user", "calculator", "exit_loop", "filesystem"}
+    assert set(by_name) == {"a2a", "artifacts", "ask_user", "calculator", "exit_loop", "filesystem"}
+    assert set(by_name["a2a"]["settings_schema"]["properties"]) == {"servers"}
     assert set(by_name["filesystem"]["settings_schema"]["properties"]) == {"read_only"}
     assert set(by_name["ask_user"]["settings_schema"]["properties"]) == {"timeout_s"}
