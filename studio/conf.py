@@ -141,7 +141,7 @@ def env_database(name: str) -> dict[str, object] | None:
 
 def _pool(config: dict[str, object]) -> None:
     """A bounded pool of PostgreSQL connections per process (psycopg_pool through
-    Django's ``pool`` option) unless ``STUDIO_DB_POOL_MAX=0``.
+    Django's ``pool`` option) when ``STUDIO_DB_POOL_MAX`` is above 0.
 
     Django keeps a connection per thread that runs ORM work, and Daphne runs each
     request's sync code on a thread of its own: with persistent connections
@@ -152,7 +152,7 @@ def _pool(config: dict[str, object]) -> None:
     open per process, and a thread waits up to ``STUDIO_DB_POOL_TIMEOUT_S`` for one
     before the request fails. Django requires ``CONN_MAX_AGE=0`` with a pool.
     """
-    size = env_int("STUDIO_DB_POOL_MAX", 20, minimum=0)
+    size = env_int("STUDIO_DB_POOL_MAX", 0, minimum=0)
     if size == 0:
         return
     from psycopg_pool import ConnectionPool

@@ -5,7 +5,9 @@ holds at most ``STUDIO_DB_POOL_MAX`` of them, however many threads run ORM work
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from django.db import close_old_connections, connection
@@ -21,6 +23,10 @@ def test_postgresql_is_pooled_with_no_persistent_connections(
 ) -> None:
     monkeypatch.setenv("DATABASE_URL", PG_URL)
     monkeypatch.delenv("STUDIO_DB_POOL_MAX", raising=False)
+    config = env_database("DATABASE_URL")
+    assert config is not None
+    assert "pool" not in config.get("OPTIONS", {})  # type: ignore[operator]  # off by default
+    monkeypatch.setenv("STUDIO_DB_POOL_MAX", "20")
     config = env_database("DATABASE_URL")
     assert config is not None
     pool = config["OPTIONS"]["pool"]  # type: ignore[index]
@@ -54,14 +60,50 @@ def test_sqlite_is_never_pooled(monkeypatch: pytest.MonkeyPatch, tmp_path: objec
     assert "pool" not in config.get("OPTIONS", {})  # type: ignore[operator]
 
 
+@pytest.fixture
+def pooled(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """This process's connections pooled as ``STUDIO_DB_POOL_MAX=10`` configures them."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the pool is PostgreSQL's (make test's second run)")
+    monkeypatch.setenv("STUDIO_DB_POOL_MAX", "10")
+    config = env_database_from(connection.settings_dict)
+    settings = connection.settings_dict
+    saved = settings["OPTIONS"], settings["CONN_MAX_AGE"]
+    connection.close()
+    settings["OPTIONS"], settings["CONN_MAX_AGE"] = config["OPTIONS"], config["CONN_MAX_AGE"]
+    try:
+        yield config["OPTIONS"]["pool"]
+    finally:
+        connection.close()
+        connection.close_pool()  # type: ignore[attr-defined]  # PostgreSQL's
+        settings["OPTIONS"], settings["CONN_MAX_AGE"] = saved
+
+
+def env_database_from(settings: dict[str, Any]) -> dict[str, Any]:
+    """The database ``env_database`` makes of this test database's address."""
+    import os
+
+    url = f"postgres://{settings['USER']}@{settings['HOST'] or '127.0.0.1'}:"
+    url += f"{settings['PORT'] or 5432}/{settings['NAME']}"
+    saved = os.environ.get("DATABASE_URL")
+    os.environ["DATABASE_URL"] = url
+    try:
+        config = env_database("DATABASE_URL")
+    finally:
+        if saved is None:
+            del os.environ["DATABASE_URL"]
+        else:
+            os.environ["DATABASE_URL"] = saved
+    assert config is not None
+    return config
+
+
 @pytest.mark.django_db(transaction=True)
-def test_many_threads_share_the_pools_few_connections() -> None:
+def test_many_threads_share_the_pools_few_connections(pooled: dict[str, Any]) -> None:
     """40 threads at once, each running queries as a request does and giving its
     connection back at the end (``close_old_connections``, as Django does at a
     request's end), are served by at most the pool's connections."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the pool is PostgreSQL's (make test's second run)")
-    pool = connection.settings_dict["OPTIONS"]["pool"]
+    pool = pooled
     all_in = threading.Barrier(8)
 
     def request(i: int) -> int:
