@@ -198,11 +198,13 @@ def _checked_sync_transport(ssl_context: ssl.SSLContext) -> httpx2.HTTPTransport
 @functools.cache
 def model_transport() -> DualTransport:
     """One transport for the Anthropic and Gemini clients (blocking and async), which
-    connects only to admitted addresses; the async side has a pool per event loop."""
+    connects only to admitted addresses; the async side has a pool per event loop.
+    Shared by every run's model, so a client's close leaves it open."""
     ssl_context = _ssl_context()
     return DualTransport(
         _checked_sync_transport(ssl_context),
         PerLoopTransport(functools.partial(checked_transport, ssl_context)),
+        shared=True,
     )
 
 

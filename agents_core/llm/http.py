@@ -54,11 +54,26 @@ class PerLoopTransport(httpx2.AsyncBaseTransport):
 
 class DualTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     """One object that is both a blocking and an async transport, for a client library
-    that hands the same ``transport`` option to its blocking and its async client."""
+    that hands the same ``transport`` option to its blocking and its async client.
 
-    def __init__(self, sync: httpx2.BaseTransport, async_: httpx2.AsyncBaseTransport) -> None:
+    Args:
+        shared: The process owns these transports and hands them to many clients, so
+            a client's ``close()`` or ``aclose()`` leaves them open. Provider SDKs close
+            their HTTP client when it is garbage collected (google-genai schedules
+            ``aclose()`` on the running loop): on a shared pool that would end every
+            other run's request on the loop, mid-stream.
+    """
+
+    def __init__(
+        self,
+        sync: httpx2.BaseTransport,
+        async_: httpx2.AsyncBaseTransport,
+        *,
+        shared: bool = False,
+    ) -> None:
         self._sync = sync
         self._async = async_
+        self._shared = shared
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         return self._sync.handle_request(request)
@@ -67,18 +82,22 @@ class DualTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         return await self._async.handle_async_request(request)
 
     def close(self) -> None:
-        self._sync.close()
+        if not self._shared:
+            self._sync.close()
 
     async def aclose(self) -> None:
-        await self._async.aclose()
+        if not self._shared:
+            await self._async.aclose()
 
 
 @functools.lru_cache(maxsize=1)
 def default_transports() -> DualTransport:
     """Plain transports for clients given none: no proxy from the environment, a pool
-    per event loop (``PerLoopTransport``), one CA bundle loaded once."""
+    per event loop (``PerLoopTransport``), one CA bundle loaded once; shared by every
+    client, so no client closes them."""
     ssl_context = httpx2.create_ssl_context(trust_env=False)
     return DualTransport(
         httpx2.HTTPTransport(verify=ssl_context, trust_env=False),
         PerLoopTransport(lambda: httpx2.AsyncHTTPTransport(verify=ssl_context, trust_env=False)),
+        shared=True,
     )

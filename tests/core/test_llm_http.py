@@ -1,4 +1,5 @@
-"""``PerLoopTransport``: a connection pool per event loop, dropped once its loop closed."""
+"""``PerLoopTransport``: a connection pool per event loop, dropped once its loop closed;
+the shared transports outlive the clients built on them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import weakref
 
 import httpx2
 
-from agents_core.llm.http import PerLoopTransport
+from agents_core.llm.http import PerLoopTransport, default_transports
+from tests.support.held_stream import stream_while_other_clients_close
 from tests.support.openai_server import OpenAIServer
 
 
@@ -36,3 +38,10 @@ def test_each_event_loop_gets_a_pool_of_its_own_and_closed_loops_pools_are_dropp
     assert all(ports[i] == ports[i + 1] for i in range(0, 10, 2))  # a loop's requests share one
     gc.collect()  # the pools of closed loops hold their connections in reference cycles
     assert [ref() is not None for ref in built] == [False] * 4 + [True]  # the last loop's is kept
+
+
+def test_a_client_closed_on_the_shared_transports_leaves_other_clients_streams_alone() -> None:
+    # A provider SDK closes its HTTP client when it is garbage collected (google-genai
+    # schedules ``aclose()`` on the running loop); the model clients share the process's
+    # transports, so a close must not end another run's stream on the same loop.
+    assert stream_while_other_clients_close(default_transports()) == b"firstlast"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import gc
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -291,9 +290,6 @@ async def test_an_attached_image_reaches_the_provider_as_an_image(backend: Backe
 
 
 async def test_anthropic_thinking_streams_apart_from_the_answer() -> None:
-    # Finalise the clients earlier tests left for the collector first: one finalised
-    # mid-stream closes its socket's file descriptor, which this stream may reuse.
-    gc.collect()
     with AnthropicServer() as server:
         server.reply("Four.", thinking="Two plus two makes four.")
         from agents_core.llm.anthropic import anthropic_chat

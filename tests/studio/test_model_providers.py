@@ -200,3 +200,12 @@ def test_a_config_without_the_key_its_provider_needs_sends_nothing_and_says_so(
         assert body["code"] == "api_key_missing"
         assert "needs an API key and none is stored" in body["detail"]
         assert server.requests == []
+
+
+def test_a_client_closed_on_the_model_transport_leaves_other_runs_streams_alone() -> None:
+    """Every run's Anthropic and Gemini clients share one transport: one client closed
+    (as the SDKs do when it is garbage collected) must not end another run's stream."""
+    from studio import checked_http
+    from tests.support.held_stream import stream_while_other_clients_close
+
+    assert stream_while_other_clients_close(checked_http.model_transport()) == b"firstlast"
