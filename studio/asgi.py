@@ -31,7 +31,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (after Django setup)
 from channels.security.websocket import WebsocketDenier  # noqa: E402
 
-from studio import auth, runs, security  # noqa: E402
+from studio import auth, heap, runs, security  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
 from studio.traces import otel  # noqa: E402
 
@@ -197,3 +197,5 @@ application = with_run_executor(
         }
     )
 )
+
+heap.freeze_startup_heap()  # last: what start-up made is not walked by each full collection

@@ -37,12 +37,15 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
                 self.scope["url_route"]["kwargs"]["session_id"],
                 self.scope["query_string"],
             )
+            batched = reads.batched(self.scope["query_string"])
         except reads.Refused as refused:
             await self.close(code=refused.close_code)
             return
         self.watch = await SessionWatch.enter(self.session.pk, self)
         metrics.LIVE_VIEWERS.inc()
-        self.cursor = cursor = ViewerCursor(self.watch, self._send_text, after=after)
+        self.cursor = cursor = ViewerCursor(
+            self.watch, self._send_text, after=after, batched=batched
+        )
         async with cursor.lock:
             await cursor.start()
 

@@ -29,10 +29,13 @@ arrives within ``BATCH_WINDOW_S`` (5 ms) into its next message: a lone event goe
 without delay and a burst in few messages (the channel layer's cost is per message
 and per viewer).
 
-Websocket ``/ws/sessions/<session uuid>/?after=<seq>`` (``studio.consumers``), session
-cookie auth, origin checked. The server accepts, then closes with 4401 (anonymous),
-4404 (no such session, or another user's: nobody can tell the two apart) or 4400
-(``after`` not an integer from 0 to the session's last seq) before any frame.
+Websocket ``/ws/sessions/<session uuid>/?after=<seq>[&batch=1]`` (``studio.consumers``),
+session cookie auth, origin checked. The server accepts, then closes with 4401
+(anonymous), 4404 (no such session, or another user's: nobody can tell the two apart)
+or 4400 (``after`` not an integer from 0 to the session's last seq, ``batch`` neither 0
+nor 1) before any frame. A websocket message carries one frame, or with ``batch=1`` (the
+browser's) a JSON array of the frames of one live message or one backlog page, in
+order; a reply to a client frame (``error``) is always one frame.
 Otherwise it joins the group, sends the stored events with seq > ``after`` (paged),
 then live ones. Every ``STUDIO_LIVE_RESYNC_S`` the session's viewers in one process compare with the
 database (one read for all of them), so what the channel layer dropped still arrives;

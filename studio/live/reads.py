@@ -46,6 +46,15 @@ def authorise(
     return session, after
 
 
+def batched(query_string: bytes) -> bool:
+    """Whether the viewer asked for its frames in batches (``batch=1``; ``0`` or absent:
+    one frame a message), or ``Refused`` with 4400."""
+    values = parse_qs(query_string.decode("latin1")).get("batch", ["0"])
+    if len(values) != 1 or values[0] not in ("0", "1"):
+        raise Refused(CLOSE_BAD_REQUEST, "batch must be 0 or 1")
+    return values[0] == "1"
+
+
 def _after(query_string: bytes) -> int:
     values = parse_qs(query_string.decode("latin1")).get("after", ["0"])
     raw = values[-1]

@@ -305,9 +305,16 @@ def _prepare(
 
 
 def _user_message(run: Run, session: Session) -> core_events.Event | str:
-    """The run's user message, stored when it was queued (``records.queue_run``); its
-    text for a run queued before messages were stored with their runs."""
+    """The run's user message, stored when it was queued; its text for a run queued
+    before messages were stored with their runs."""
+    return stored_user_message(run) or run.message
+
+
+def stored_user_message(run: Run) -> core_events.Event | None:
+    """The user message stored with ``run`` when it was queued (``records.queue_run``)."""
     row = Event.objects.filter(
-        session=session, seq=(run.start_seq or 0) + 1, type=core_events.EventType.USER_MESSAGE
+        session_id=run.session_id,
+        seq=(run.start_seq or 0) + 1,
+        type=core_events.EventType.USER_MESSAGE,
     ).first()
-    return run.message if row is None else row.to_core()
+    return None if row is None else row.to_core()

@@ -23,7 +23,7 @@ from studio.live import Publisher, Status, snapshot
 from studio.live.inbox import notify_inbox
 from studio.models import Run
 from studio.runs import hooks, records
-from studio.runs.execute import execute_run, hold
+from studio.runs.execute import execute_run, hold, stored_user_message
 
 logger = logging.getLogger("studio.runs")
 
@@ -47,6 +47,9 @@ class Execution:
     """The key of the last status handed to the publisher."""
     woken: bool = False
     """It parked and was queued again at once: it is handed on once it let go."""
+    shown_seq: int = 0
+    """Stored events up to this seq went to the viewers before the runner yielded them
+    (a fresh run's user message, at once, rather than once its agent is built)."""
 
     def wake(self) -> None:
         self.woken = True
@@ -82,6 +85,11 @@ async def execute_and_publish(
         on_stopped()
         return
     publisher = Publisher(run.session_id)
+    if run.started_at is None and run.resumed_from_id is None:
+        said = await db_sync_to_async(stored_user_message)(run)
+        if said is not None and said.seq is not None:
+            publisher.event(said, said.seq - 1)
+            execution.last_seq = execution.shown_seq = said.seq
     try:
         await execute_run(
             run,
@@ -112,7 +120,7 @@ async def execute_and_publish(
 
 
 async def _on_claimed(execution: Execution, publisher: Publisher, run: Run) -> None:
-    execution.last_seq = run.start_seq or 0
+    execution.last_seq = max(execution.last_seq, run.start_seq or 0)
     _status_changed(execution, publisher, run)
 
 
@@ -129,7 +137,8 @@ async def _on_event(
         owner = await db_sync_to_async(records.person_turn)(run, event, waiting=waiting)
         if event.approval is not None:
             await notify_inbox(owner)
-    publisher.event(event, execution.last_seq - 1)
+    if execution.last_seq > execution.shown_seq:
+        publisher.event(event, execution.last_seq - 1)
     _status_changed(execution, publisher, run)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from studio import layers, live, services
 from studio.asgi import application
 from studio.consumers.watch import SessionWatch
 from studio.models import Run, RunStatus, Session
-from studio.runs import records
+from studio.runs import execute, records
 from studio.runs.records import Ending
 from studio.session_service import append_event_sync
 from tests.studio.conftest import client_for, make_agent, make_session
@@ -438,3 +439,29 @@ async def test_the_embedded_layer_gives_every_member_the_message_as_sent() -> No
         "status": None,
     }
     assert (await layer.receive(full))["type"] == "filler"
+
+
+async def test_the_user_message_reaches_viewers_before_the_agent_is_built(
+    ada: User, monkeypatch: Any
+) -> None:
+    """What the user said shows at once: it is stored with the queued run, and its
+    viewers need not wait for the run's agent to be built (MCP servers, a big spec)."""
+    building = threading.Event()
+    built = execute._prepare
+
+    def held_prepare(*args: Any) -> Any:
+        building.wait(10)
+        return built(*args)
+
+    monkeypatch.setattr(execute, "_prepare", held_prepare)
+    session = await new_session(ada)
+    viewer = await watch(application, session, ada, batch=True)
+    await viewer.send({"type": "user_message", "text": "hello"})
+
+    await viewer.until(lambda v: bool(v.events_of_type("user_message")))
+    assert [e["type"] for e in viewer.events] == ["user_message"]  # nothing else yet
+    building.set()
+    await viewer.until_ended()
+
+    assert viewer.events == await stored(session)  # once each, in order
+    assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))

@@ -59,6 +59,42 @@ async def test_a_viewer_gets_the_stored_backlog_then_the_live_events_in_seq_orde
     assert viewer.status["waiting_for"] is None
 
 
+async def test_a_batched_viewer_gets_the_same_frames_in_fewer_messages(ada: User) -> None:
+    session = await new_session(ada)
+    one_by_one = await watch(application, session, ada)
+    batched = await watch(application, session, ada, batch=True)
+    await run_to_end(one_by_one, "hello")
+    await batched.until_ended()
+    await run_to_end(one_by_one, "again")
+    await batched.until_ended()
+    await batched.until(lambda v: len(v.frames) >= len(one_by_one.frames), within=5)
+
+    assert batched.frames == one_by_one.frames
+    assert batched.events == await stored(session)
+    assert set(one_by_one.messages) == {1}
+    assert len(batched.messages) < len(one_by_one.messages), batched.messages
+
+    rejoined = await watch(application, session, ada, after=0, batch=True)
+    assert rejoined.events == batched.events
+    assert rejoined.messages == [len(rejoined.events) + 1]  # the backlog and the status
+
+
+async def test_a_batched_backlog_comes_a_page_a_message(ada: User, monkeypatch: Any) -> None:
+    session = await new_session(ada)
+    viewer = await watch(application, session, ada)
+    await run_to_end(viewer, "hello")
+    everything = await stored(session)
+    page = 4
+    monkeypatch.setattr(live.protocol, "PAGE_SIZE", page)
+    monkeypatch.setattr(live.reads, "PAGE_SIZE", page)
+
+    rejoined = await watch(application, session, ada, after=0, batch=True)
+
+    assert rejoined.events == everything
+    full, rest = divmod(len(everything), page)
+    assert rejoined.messages == [page] * full + [rest + 1]  # the last page with the status
+
+
 async def test_resuming_from_any_seq_sends_exactly_the_events_after_it(ada: User) -> None:
     session = await new_session(ada)
     viewer = await watch(application, session, ada)
@@ -84,6 +120,8 @@ async def test_resuming_from_any_seq_sends_exactly_the_events_after_it(ada: User
         ("ada", "own", "-1", 4400),
         ("ada", "own", "x", 4400),
         ("ada", "own", "1", 4400),
+        ("ada", "own", "0&batch=2", 4400),
+        ("ada", "own", "0&batch=1&batch=1", 4400),
     ],
 )
 async def test_refused_sockets_close_with_a_code_before_any_frame(

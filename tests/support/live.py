@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,14 +56,19 @@ def session_cookie(user: User) -> bytes:
 
 @dataclass
 class Viewer:
-    """A websocket client of ``/ws/sessions/<id>/`` that sorts the frames it gets."""
+    """A websocket client of ``/ws/sessions/<id>/`` that sorts the frames it gets (one
+    a message; ``batched``: the browser's arrays of frames, counted in ``messages``)."""
 
     communicator: WebsocketCommunicator
+    batched: bool = False
     events: list[dict[str, Any]] = field(default_factory=list)
     partials: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     frames: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[int] = field(default_factory=list)
+    """How many frames each message carried."""
+    _unread: deque[dict[str, Any]] = field(default_factory=deque)
 
     @property
     def seqs(self) -> list[int]:
@@ -81,7 +87,14 @@ class Viewer:
         return [event for event in self.events if event["type"] == kind]
 
     async def receive(self, within: float = TIMEOUT_S) -> dict[str, Any]:
-        frame: dict[str, Any] = json.loads(await self.communicator.receive_from(within))
+        if not self._unread:
+            message = json.loads(await self.communicator.receive_from(within))
+            if self.batched and not (isinstance(message, dict) and message["type"] == "error"):
+                assert isinstance(message, list) and message, message  # replies come alone
+            frames = message if isinstance(message, list) else [message]
+            self.messages.append(len(frames))
+            self._unread.extend(frames)
+        frame = self._unread.popleft()
         self.frames.append(frame)
         match frame["type"]:
             case "event" if frame["event"]["partial"]:
@@ -122,10 +135,12 @@ async def open_socket(
     after: int | str | None = None,
     origin: bytes = ORIGIN,
     path: str | None = None,
+    batch: bool = False,
 ) -> tuple[WebsocketCommunicator, bool]:
     path = path or f"/ws/sessions/{session_id}/"
-    if after is not None:
-        path += f"?after={after}"
+    query = ([f"after={after}"] if after is not None else []) + (["batch=1"] if batch else [])
+    if query:
+        path += "?" + "&".join(query)
     headers = [(b"host", HOST), (b"origin", origin)]
     if user is not None:
         headers.append((b"cookie", await session_cookie(user)))
@@ -135,13 +150,20 @@ async def open_socket(
 
 
 async def watch(
-    application: Any, session: Session, user: User, *, after: int | None = None
+    application: Any,
+    session: Session,
+    user: User,
+    *,
+    after: int | None = None,
+    batch: bool = False,
 ) -> Viewer:
     """A connected viewer that has received its first status frame (the backlog, if
     any, comes before it)."""
-    communicator, connected = await open_socket(application, session.pk, user, after=after)
+    communicator, connected = await open_socket(
+        application, session.pk, user, after=after, batch=batch
+    )
     assert connected
-    viewer = Viewer(communicator)
+    viewer = Viewer(communicator, batched=batch)
     return await viewer.until(lambda v: bool(v.statuses))
 
 

@@ -27,13 +27,7 @@ class EvalSocket extends SessionSocket {
     return wsUrl(this.path);
   }
 
-  _frame(raw) {
-    let frame;
-    try {
-      frame = JSON.parse(raw);
-    } catch {
-      return;
-    }
+  _frame(frame) {
     this.handlers.onEvent?.(frame);
   }
 }

@@ -7,7 +7,8 @@ defaults. The other ``db_worker`` options apply. Unlike ``db_worker``, it
 - polls the queue every 0.2 s rather than every second;
 - never autoreloads: a reload would cut the run in progress, and killing the reloader
   would leave its child running;
-- imports what runs import lazily before its first run (``LAZY_IMPORTS``);
+- imports what runs import lazily before its first run (``LAZY_IMPORTS``), then
+  freezes its start-up heap (``studio.heap``);
 - on SIGINT or SIGTERM ends the run in progress ``interrupted`` at once, as a stopping
   server does, rather than waiting for it to finish (which may take many minutes);
 - waits for an unreachable database to come back rather than exiting;
@@ -27,7 +28,7 @@ from typing import Any
 from django.core.management.base import CommandError
 from django_tasks_db.management.commands import db_worker
 
-from studio import runs
+from studio import heap, runs
 from studio.runs import execute, records, tasks
 from studio.traces import otel
 
@@ -91,6 +92,7 @@ class Command(db_worker.Command):
         )
         for module in LAZY_IMPORTS:
             importlib.import_module(module)
+        heap.freeze_startup_heap()
         worker.configure_signals()
         self.stderr.write(f"worker {records.PROCESS_ID} started")
         try:

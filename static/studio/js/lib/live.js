@@ -71,7 +71,7 @@ export class SessionSocket {
       this._setState("live");
     });
     ws.addEventListener("message", (message) => {
-      if (this.ws === ws) this._frame(message.data);
+      if (this.ws === ws) this._message(ws, message.data);
     });
     ws.addEventListener("close", (event) => {
       if (this.ws !== ws) return;
@@ -85,18 +85,27 @@ export class SessionSocket {
     });
   }
 
-  /** Where to connect (a subclass for another kind of live page gives its own). */
+  /** Where to connect (a subclass for another kind of live page gives its own). The
+   * session socket sends its frames in batches: a message is an array of them. */
   _url() {
-    return wsUrl(`/ws/sessions/${encodeURIComponent(this.sessionId)}/?after=${this.lastSeq}`);
+    const id = encodeURIComponent(this.sessionId);
+    return wsUrl(`/ws/sessions/${id}/?after=${this.lastSeq}&batch=1`);
   }
 
-  _frame(raw) {
-    let frame;
+  _message(ws, raw) {
+    let parsed;
     try {
-      frame = JSON.parse(raw);
+      parsed = JSON.parse(raw);
     } catch {
       return;
     }
+    for (const frame of Array.isArray(parsed) ? parsed : [parsed]) {
+      if (this.ws !== ws) return; // a frame made it reconnect: the rest comes again
+      if (frame && typeof frame === "object") this._frame(frame);
+    }
+  }
+
+  _frame(frame) {
     if (frame.type === "event" && frame.event) this._event(frame.event, frame.after_seq);
     else if (frame.type === "status") this.handlers.onStatus?.(frame);
     else if (frame.type === "error") this.handlers.onError?.(frame);
