@@ -8,7 +8,7 @@ registered and never sends code.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
@@ -300,6 +300,29 @@ class AgentSpec(Contract):
             )
         return schema
 
+    def agents(self) -> Iterator[AgentSpec]:
+        """This agent and every agent spec in its tree (agent tools, sub-agents), each
+        before its children; a reference (``AgentRef``) is not followed."""
+        pending: list[AgentSpec] = [self]
+        while pending:
+            node = pending.pop()
+            yield node
+            children = [*node.agent_tools, *node.sub_agents]
+            pending.extend(c for c in reversed(children) if isinstance(c, AgentSpec))
+
+    def with_each_agent(self, update: Callable[[AgentSpec], dict[str, Any]]) -> AgentSpec:
+        """This spec with ``update(agent)``'s field values set on every agent of its
+        tree; what nothing changes in is not copied."""
+        changes = update(self)
+        for field in ("agent_tools", "sub_agents"):
+            children: list[AgentSpec | AgentRef] = getattr(self, field)
+            changed = [
+                c.with_each_agent(update) if isinstance(c, AgentSpec) else c for c in children
+            ]
+            if any(new is not old for new, old in zip(changed, children, strict=True)):
+                changes[field] = changed
+        return self.model_copy(update=changes) if changes else self
+
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
         """``base`` (or the defaults) with this spec's limits applied."""
         config = base or RunConfig()
@@ -309,6 +332,19 @@ class AgentSpec(Contract):
     def json_schema(cls) -> dict[str, Any]:
         """The JSON Schema a builder page validates against."""
         return cls.model_json_schema()
+
+
+def stored_agents(spec: object) -> Iterator[Mapping[str, Any]]:
+    """Every agent of a spec as stored (JSON, of any version, unvalidated): the root and
+    those under its ``agent_tools`` and ``sub_agents``; what is not an object is skipped."""
+    pending = [spec]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Mapping):
+            yield node
+            for key in ("agent_tools", "sub_agents"):
+                children = node.get(key)
+                pending.extend(children if isinstance(children, list) else ())
 
 
 def _depth(value: object) -> int:

@@ -236,21 +236,17 @@ def agents_referencing(owner: AbstractBaseUser, agent_name: str) -> list[str]:
 
 
 def _refs(spec: core_specs.AgentSpec) -> set[str]:
-    found: set[str] = set()
-    for child in [*spec.agent_tools, *spec.sub_agents]:
-        if isinstance(child, core_specs.AgentRef):
-            found.add(child.ref)
-        else:
-            found |= _refs(child)
-    return found
+    return {
+        child.ref
+        for agent in spec.agents()
+        for child in agent.sub_agents
+        if isinstance(child, core_specs.AgentRef)
+    }
 
 
 def _model_names(spec: core_specs.AgentSpec) -> set[str]:
-    names = {spec.model, *spec.fallback_models} if spec.model else set(spec.fallback_models)
-    for child in [*spec.agent_tools, *spec.sub_agents]:
-        if isinstance(child, core_specs.AgentSpec):
-            names |= _model_names(child)
-    return names
+    agents = spec.agents()
+    return {name for agent in agents for name in (agent.model, *agent.fallback_models) if name}
 
 
 class _LazyModels(Mapping[str, BaseLlm]):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -104,6 +105,19 @@ class AgentVersion(models.Model):
             raise ImmutableError("an agent version is never edited; save a new one")
         self.content_hash = spec_hash(self.spec)
         super().save(*args, **kwargs)
+
+
+def agents_whose_tree(owner: Any, has: Callable[[Mapping[str, Any]], bool]) -> list[str]:
+    """The names of ``owner``'s agents with a stored version (any, as stored) in whose
+    tree some agent ``has`` what is looked for: a template, a skill it uses."""
+    versions = AgentVersion.objects.filter(agent__owner_id=owner.pk).select_related("agent")
+    return sorted(
+        {
+            version.agent.name
+            for version in versions.only("spec", "agent__name")
+            if any(has(agent) for agent in core_specs.stored_agents(version.spec))
+        }
+    )
 
 
 class RunStatus(models.TextChoices):

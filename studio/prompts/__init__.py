@@ -17,7 +17,7 @@ from django.db.models import Max
 
 from agents_core import prompts as core_prompts
 from agents_core import specs as core_specs
-from studio.models import AgentVersion, PromptTemplate
+from studio.models import PromptTemplate, agents_whose_tree
 
 __all__ = [
     "OwnerTemplates",
@@ -84,38 +84,22 @@ def preview(source: str, state: Mapping[str, Any]) -> str:
 def pin(spec: core_specs.AgentSpec, store: core_prompts.TemplateStore) -> core_specs.AgentSpec:
     """``spec`` with every template reference that names no version pinned to the
     latest one (a reference to an unknown template is left for ``check_spec``)."""
-    update: dict[str, Any] = {}
-    ref = spec.instruction_template
-    if ref is not None and ref.version is None and (found := store.get(ref.name)):
-        update["instruction_template"] = ref.model_copy(update={"version": found.version})
-    if spec.agent_tools:
-        update["agent_tools"] = [pin(child, store) for child in spec.agent_tools]
-    if spec.sub_agents:
-        update["sub_agents"] = [
-            pin(child, store) if isinstance(child, core_specs.AgentSpec) else child
-            for child in spec.sub_agents
-        ]
-    return spec.model_copy(update=update) if update else spec
+
+    def pinned(agent: core_specs.AgentSpec) -> dict[str, Any]:
+        ref = agent.instruction_template
+        if ref is None or ref.version is not None or (found := store.get(ref.name)) is None:
+            return {}
+        return {"instruction_template": ref.model_copy(update={"version": found.version})}
+
+    return spec.with_each_agent(pinned)
 
 
 def users_of(owner: AbstractBaseUser, name: str) -> list[str]:
     """The names of ``owner``'s agents with a stored version that names template
     ``name``, anywhere in its tree."""
-    versions = AgentVersion.objects.filter(agent__owner_id=owner.pk).select_related("agent")
-    return sorted(
-        {v.agent.name for v in versions.only("spec", "agent__name") if _names(v.spec, name)}
-    )
+    return agents_whose_tree(owner, lambda agent: _names(agent, name))
 
 
-def _names(spec: Any, name: str) -> bool:
-    pending = [spec]
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, dict):
-            continue
-        ref = node.get("instruction_template")
-        if isinstance(ref, dict) and ref.get("name") == name:
-            return True
-        pending.extend(node.get("agent_tools") or [])
-        pending.extend(node.get("sub_agents") or [])
-    return False
+def _names(agent: Mapping[str, Any], name: str) -> bool:
+    ref = agent.get("instruction_template")
+    return isinstance(ref, Mapping) and ref.get("name") == name

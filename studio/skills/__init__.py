@@ -21,7 +21,7 @@ from django.db.models import Max
 
 from agents_core import skills as core_skills
 from agents_core import specs as core_specs
-from studio.models import AgentVersion, Skill, SkillFile
+from studio.models import Skill, SkillFile, agents_whose_tree
 
 __all__ = ["OwnerSkills", "latest_versions", "pin", "save", "users_of", "versions"]
 
@@ -93,17 +93,13 @@ def _write(owner: AbstractBaseUser, folder: core_skills.SkillFolder) -> Skill:
 def pin(spec: core_specs.AgentSpec, store: core_skills.SkillStore) -> core_specs.AgentSpec:
     """``spec`` with every skill it attaches without a version pinned to the latest one
     (an unknown skill is left for ``check_spec``)."""
-    update: dict[str, Any] = {}
-    if any(ref.version is None for ref in spec.skills):
-        update["skills"] = [_pinned(ref, store) for ref in spec.skills]
-    if spec.agent_tools:
-        update["agent_tools"] = [pin(child, store) for child in spec.agent_tools]
-    if spec.sub_agents:
-        update["sub_agents"] = [
-            pin(child, store) if isinstance(child, core_specs.AgentSpec) else child
-            for child in spec.sub_agents
-        ]
-    return spec.model_copy(update=update) if update else spec
+
+    def pinned(agent: core_specs.AgentSpec) -> dict[str, Any]:
+        if all(ref.version is not None for ref in agent.skills):
+            return {}
+        return {"skills": [_pinned(ref, store) for ref in agent.skills]}
+
+    return spec.with_each_agent(pinned)
 
 
 def _pinned(ref: core_specs.SkillRef, store: core_skills.SkillStore) -> core_specs.SkillRef:
@@ -115,21 +111,11 @@ def _pinned(ref: core_specs.SkillRef, store: core_skills.SkillStore) -> core_spe
 def users_of(owner: AbstractBaseUser, name: str) -> list[str]:
     """The names of ``owner``'s agents with a stored version that attaches skill
     ``name``, anywhere in its tree."""
-    stored = AgentVersion.objects.filter(agent__owner_id=owner.pk).select_related("agent")
-    return sorted(
-        {v.agent.name for v in stored.only("spec", "agent__name") if _attaches(v.spec, name)}
+    return agents_whose_tree(owner, lambda agent: _attaches(agent, name))
+
+
+def _attaches(agent: Mapping[str, Any], name: str) -> bool:
+    refs = agent.get("skills")
+    return isinstance(refs, list) and any(
+        isinstance(ref, Mapping) and ref.get("name") == name for ref in refs
     )
-
-
-def _attaches(spec: Any, name: str) -> bool:
-    pending = [spec]
-    while pending:
-        node = pending.pop()
-        if not isinstance(node, dict):
-            continue
-        refs = node.get("skills") or []
-        if any(isinstance(ref, dict) and ref.get("name") == name for ref in refs):
-            return True
-        pending.extend(node.get("agent_tools") or [])
-        pending.extend(node.get("sub_agents") or [])
-    return False
