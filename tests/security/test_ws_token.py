@@ -19,7 +19,7 @@ from studio.asgi import application
 from studio.models import Session
 from tests.studio.conftest import make_session
 from tests.support.daphne_server import DaphneServer, daphne_server
-from tests.support.live import HOST, ORIGIN, TIMEOUT_S, run_manager
+from tests.support.live import ENDED, HOST, ORIGIN, TIMEOUT_S, run_manager
 
 __all__ = ["run_manager"]
 
@@ -55,6 +55,8 @@ async def test_a_token_in_the_authorization_header_signs_the_socket_in(ada: User
     await communicator.send_to(text_data=json.dumps({"type": "user_message", "text": "hi"}))
     frames = [await first_frame_or_close(communicator) for _ in range(3)]
     assert any(f.get("type") == "event" for f in frames)
+    while not (frames[-1].get("type") == "status" and frames[-1]["run"]["status"] in ENDED):
+        frames.append(await first_frame_or_close(communicator))  # the run's end, not cut
     await communicator.disconnect()
 
 
