@@ -321,7 +321,8 @@ STUDIO_WS_BURST = env_int("STUDIO_WS_BURST", 20, minimum=1)
 # STUDIO_OTLP_MAX_BYTES, or one that inflates (gzip) past STUDIO_OTLP_MAX_INFLATED_BYTES,
 # or with more than STUDIO_OTLP_MAX_SPANS spans, is refused with 413; each ingest token
 # may send STUDIO_OTLP_BURST requests at once and STUDIO_OTLP_RATE_PER_S sustained
-# (counted in each server process), then 429 with Retry-After.
+# (counted in the database in windows of BURST / RATE_PER_S seconds, so across every
+# server: studio.gates.rate_limits), then 429 with Retry-After.
 STUDIO_OTLP_MAX_BYTES = env_int("STUDIO_OTLP_MAX_BYTES", 4 * 1024 * 1024, minimum=1024)
 STUDIO_OTLP_MAX_INFLATED_BYTES = env_int(
     "STUDIO_OTLP_MAX_INFLATED_BYTES", 16 * 1024 * 1024, minimum=1024

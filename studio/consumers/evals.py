@@ -14,17 +14,14 @@ Signed out: closed with 4401; an eval that is not the user's, or no eval: 4404.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import uuid
 from typing import Any, Literal
 
-from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from studio.api.eval_serializers import eval_payload, result_payloads
+from studio.consumers.base import FeedConsumer
 from studio.db import db_sync_to_async
 from studio.evals.live import eval_group
 from studio.live import protocol
@@ -62,15 +59,12 @@ def _read(eval_pk: uuid.UUID, result_ids: list[str] | None) -> dict[str, Any]:
     }
 
 
-class EvalConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
+class EvalConsumer(FeedConsumer):
+    RESYNC_S = RESYNC_S
     eval_pk: uuid.UUID | None = None
-    group: str | None = None
-    _resync: asyncio.Task[None] | None = None
     _moved: tuple[Any, ...] | None = None
 
-    async def connect(self) -> None:
-        await self.accept()  # close codes only reach a client after the handshake
-        self.bucket = protocol.TokenBucket(settings.STUDIO_WS_RATE_PER_S, settings.STUDIO_WS_BURST)
+    async def open(self) -> None:
         user = self.scope["user"]
         if not user.is_authenticated:
             await self.close(code=protocol.CLOSE_UNAUTHENTICATED)
@@ -81,27 +75,9 @@ class EvalConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             await self.close(code=protocol.CLOSE_NOT_FOUND)
             return
         self.eval_pk = eval_run.pk
-        self.group = eval_group(eval_run.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)  # before reading
-        await self._send("snapshot", None)
-        self._resync = asyncio.create_task(self._resync_forever())
+        await self.join(eval_group(eval_run.pk))
 
-    async def disconnect(self, code: int) -> None:
-        if self._resync is not None:
-            self._resync.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._resync
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
-        if size > settings.STUDIO_WS_MAX_MESSAGE_BYTES:
-            await self.close(code=protocol.CLOSE_TOO_BIG)
-            return
-        if not self.bucket.take():
-            await self.close(code=protocol.CLOSE_FLOOD)
-            return
+    async def frame(self, text_data: str | None) -> None:
         if self.eval_pk is None:
             return
         try:
@@ -110,16 +86,14 @@ class EvalConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is
             detail = 'the only frame a client sends is {"type": "snapshot"}'
             await self.send(text_data=protocol.error_frame("invalid", detail))
             return
-        await self._send("snapshot", None)
+        await self.snapshot()
 
     async def eval_changed(self, message: dict[str, Any]) -> None:
         results = [str(rid) for rid in message.get("results", [])]
         await self._send("update", results)
 
-    async def _resync_forever(self) -> None:
-        while True:
-            await asyncio.sleep(RESYNC_S)
-            await self._send("snapshot", None, only_if_moved=True)
+    async def snapshot(self, *, only_if_moved: bool = False) -> None:
+        await self._send("snapshot", None, only_if_moved=only_if_moved)
 
     async def _send(
         self, kind: str, result_ids: list[str] | None, *, only_if_moved: bool = False

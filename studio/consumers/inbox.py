@@ -5,17 +5,14 @@ On connect, and whenever the user's inbox changes (``studio.live.inbox``), it se
 /api/approvals/``; every ``RESYNC_S`` it reads again, so a dropped message only delays
 a change. Only the user's own approvals: a socket joins only its user's group.
 Anonymous: closed with 4401. It takes no frames (decisions go through the API or the
-page); a client frame closes it with 4400."""
+page); a client frame closes it with 4400 (an oversized or flooding one 4009, 4429)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 from typing import Any
 
-from channels.generic.websocket import AsyncWebsocketConsumer
-
+from studio.consumers.base import FeedConsumer
 from studio.db import db_sync_to_async
 from studio.live import protocol
 from studio.live.inbox import inbox_group
@@ -24,42 +21,24 @@ from studio.services.inbox import pending_payload
 RESYNC_S = 15.0
 
 
-class InboxConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
-    group: str | None = None
-    _resync: asyncio.Task[None] | None = None
+class InboxConsumer(FeedConsumer):
+    RESYNC_S = RESYNC_S
     _last: str | None = None
 
-    async def connect(self) -> None:
-        await self.accept()
+    async def open(self) -> None:
         user = self.scope["user"]
         if not user.is_authenticated:
             await self.close(code=protocol.CLOSE_UNAUTHENTICATED)
             return
-        self.group = inbox_group(user.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self._send_inbox()
-        self._resync = asyncio.create_task(self._resync_forever())
+        await self.join(inbox_group(user.pk))
 
-    async def disconnect(self, code: int) -> None:
-        if self._resync is not None:
-            self._resync.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._resync
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+    async def frame(self, text_data: str | None) -> None:
         await self.close(code=protocol.CLOSE_BAD_REQUEST)
 
     async def inbox_changed(self, message: dict[str, Any]) -> None:
-        await self._send_inbox()
+        await self.snapshot()
 
-    async def _resync_forever(self) -> None:
-        while True:
-            await asyncio.sleep(RESYNC_S)
-            await self._send_inbox()
-
-    async def _send_inbox(self) -> None:
+    async def snapshot(self, *, only_if_moved: bool = False) -> None:
         payload = await db_sync_to_async(pending_payload)(self.scope["user"])
         text = json.dumps({"type": "inbox", **payload})
         if text != self._last:  # unchanged: nothing to say

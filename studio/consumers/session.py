@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from channels.generic.websocket import AsyncWebsocketConsumer
-from django.conf import settings
-
 from studio import metrics, services
+from studio.consumers.base import GuardedConsumer
 from studio.consumers.cursor import ViewerCursor
 from studio.consumers.watch import SessionWatch
 from studio.db import db_sync_to_async
@@ -22,15 +20,12 @@ from studio.live import protocol, reads
 from studio.models import Session
 
 
-class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels is untyped
+class SessionConsumer(GuardedConsumer):
     session: Session | None = None
     watch: SessionWatch | None = None
     cursor: ViewerCursor | None = None
 
-    async def connect(self) -> None:
-        # Close codes only reach a client after the handshake, so accept first.
-        await self.accept()
-        self.bucket = protocol.TokenBucket(settings.STUDIO_WS_RATE_PER_S, settings.STUDIO_WS_BURST)
+    async def open(self) -> None:
         try:
             self.session, after = await db_sync_to_async(reads.authorise)(
                 self.scope["user"],
@@ -69,14 +64,7 @@ class SessionConsumer(AsyncWebsocketConsumer):  # type: ignore[misc]  # channels
 
     # From the client
 
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
-        if size > settings.STUDIO_WS_MAX_MESSAGE_BYTES:
-            await self.close(code=protocol.CLOSE_TOO_BIG)
-            return
-        if not self.bucket.take():
-            await self.close(code=protocol.CLOSE_FLOOD)
-            return
+    async def frame(self, text_data: str | None) -> None:
         if self.session is None:
             return
         if text_data is None:

@@ -5,7 +5,8 @@ a real session of the eval's owner, judged by the evaluators of
 started, resumed and cancelled through them), so it sits above them in the layers.
 
 - ``creating.create_eval``: check and start one; ``engine.advance``: move it on (on a
-  case run's end and from every server's sweep, see ``connect``); ``engine.cancel``;
+  case run's end and from every server's sweep, see ``connect``; ``sweep``: which evals
+  a sweep advances); ``engine.cancel``;
 - ``summary``: pure figures over results; ``compare``: two runs, and history;
 - ``live``: the channel its sockets listen on.
 """
@@ -20,8 +21,9 @@ from studio.evals.compare import compare, history
 from studio.evals.creating import create_eval, default_evaluators
 from studio.evals.engine import advance, cancel, step
 from studio.evals.rows import summary_of
+from studio.evals.sweep import due_evals
 from studio.models import Run
-from studio.models.evals import ACTIVE_EVAL_STATUSES, CaseStatus, EvalCaseResult, EvalRun
+from studio.models.evals import CaseStatus, EvalCaseResult
 
 __all__ = [
     "advance",
@@ -60,12 +62,7 @@ def _eval_of_session(session_id: uuid.UUID) -> uuid.UUID | None:
 
 
 async def sweep() -> None:
-    """Advance every active eval run (what a missed call or a restart left behind)."""
-    for eval_run_id in await db_sync_to_async(_active_evals)():
+    """Advance the active eval runs that may have work: what a missed call or a restart
+    left behind (``studio.evals.sweep`` says which)."""
+    for eval_run_id in await db_sync_to_async(due_evals)():
         await advance(eval_run_id)
-
-
-def _active_evals() -> list[uuid.UUID]:
-    return list(
-        EvalRun.objects.filter(status__in=ACTIVE_EVAL_STATUSES).values_list("pk", flat=True)
-    )

@@ -1,10 +1,13 @@
-"""Model configs' requests and tokens per minute, shared by every run in every process.
+"""Rate limits shared by every process: model configs' requests and tokens per minute,
+and ingest tokens' requests to ``POST /v1/traces``.
 
-Each config's use is counted in windows of ``STUDIO_RATE_WINDOW_S`` (a minute) in
-``RateWindow`` rows. A call takes its room with one conditional UPDATE that matches
-only while the window has room, so two processes can never both take the last of it
-(SQLite and PostgreSQL alike); a call that finds no room is told how long until the
-next window, and the core waits (``agents_core._rate_limit_wait``).
+Use is counted in windows (``CountedWindow`` rows: ``RateWindow`` for model configs,
+windows of ``STUDIO_RATE_WINDOW_S``, a minute; ``IngestWindow`` for ingest tokens). A
+call takes its room with one conditional UPDATE that matches only while the window has
+room (``take_room``), so two processes, on one server or several sharing the database,
+can never both take the last of it (SQLite and PostgreSQL alike); a call that finds no
+room is told how long until the next window: the core waits
+(``agents_core._rate_limit_wait``), the OTLP endpoint answers 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 
 from studio.db import db_sync_to_async
-from studio.models import ModelConfig, RateWindow
+from studio.models import IngestWindow, ModelConfig, RateWindow
+from studio.models.gates import CountedWindow
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,17 +40,43 @@ def take(limits: Limits, tokens: int, now: float, window_s: float) -> float | No
     """Count one call of ``tokens`` tokens in the window ``now`` falls in and return
     ``None``, or count nothing and return the seconds until the next window. A call
     larger than the whole token limit is let through alone, in an empty window."""
+    room = Q()
+    if limits.requests is not None:
+        room &= Q(requests__lt=limits.requests)
+    if limits.tokens is not None:
+        room &= Q(tokens__lte=limits.tokens - min(tokens, limits.tokens))
+    used = {"requests": F("requests") + 1, "tokens": F("tokens") + tokens}
+    return take_room(RateWindow, {"config_id": limits.config_id}, room, used, now, window_s)
+
+
+def take_ingest(token_id: uuid.UUID, now: float) -> float | None:
+    """Count one request of ingest token ``token_id`` (``None``), or the seconds until it
+    may send again: ``STUDIO_OTLP_BURST`` requests a window of ``STUDIO_OTLP_BURST /
+    STUDIO_OTLP_RATE_PER_S`` seconds, so as many at once and that rate sustained."""
+    burst: int = settings.STUDIO_OTLP_BURST
+    window_s = burst / settings.STUDIO_OTLP_RATE_PER_S
+    room = Q(requests__lt=burst)
+    used = {"requests": F("requests") + 1}
+    return take_room(IngestWindow, {"token_id": token_id}, room, used, now, window_s)
+
+
+def take_room(
+    model: type[CountedWindow],
+    owner: Mapping[str, Any],
+    room: Q,
+    used: Mapping[str, Any],
+    now: float,
+    window_s: float,
+) -> float | None:
+    """Add ``used`` to ``owner``'s window of ``model`` that ``now`` falls in while it
+    matches ``room`` (``None``), else the seconds until the next window."""
     start = int(now // window_s)
+    rows = model._default_manager
     with transaction.atomic():
-        _, created = RateWindow.objects.get_or_create(config_id=limits.config_id, start=start)
+        _, created = rows.get_or_create(start=start, **owner)
         if created:  # windows before the last one count for nothing any more
-            RateWindow.objects.filter(config_id=limits.config_id, start__lt=start - 1).delete()
-        rows = RateWindow.objects.filter(config_id=limits.config_id, start=start)
-        if limits.requests is not None:
-            rows = rows.filter(requests__lt=limits.requests)
-        if limits.tokens is not None:
-            rows = rows.filter(tokens__lte=limits.tokens - min(tokens, limits.tokens))
-        if rows.update(requests=F("requests") + 1, tokens=F("tokens") + tokens):
+            rows.filter(start__lt=start - 1, **owner).delete()
+        if rows.filter(room, start=start, **owner).update(**used):
             return None
     return (start + 1) * window_s - now
 

@@ -1,19 +1,28 @@
-"""Rows shared by every process around model calls (``studio.gates``): per-minute
-windows of each model config's rate limits, and kept answers of the response cache."""
+"""Rows shared by every process (``studio.gates``): the counted windows of model
+configs' rate limits and of ingest tokens' request rates, and kept answers of the
+response cache."""
 
 from __future__ import annotations
 
 from django.db import models
 
 
-class RateWindow(models.Model):
-    """What one model config's calls used in one window (``start`` counts windows since
-    the epoch); updated only by one conditional UPDATE at a time, so two processes
-    never both take the last room."""
+class CountedWindow(models.Model):
+    """What one limited thing used in one window (``start`` counts windows since the
+    epoch); updated only by one conditional UPDATE at a time, so two processes never
+    both take the last room (``studio.gates.rate_limits.take_room``)."""
 
-    config = models.ForeignKey("studio.ModelConfig", on_delete=models.CASCADE, related_name="+")
     start = models.BigIntegerField()
     requests = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class RateWindow(CountedWindow):
+    """What one model config's calls used in one window."""
+
+    config = models.ForeignKey("studio.ModelConfig", on_delete=models.CASCADE, related_name="+")
     tokens = models.PositiveBigIntegerField(default=0)
 
     class Meta:
@@ -23,6 +32,20 @@ class RateWindow(models.Model):
 
     def __str__(self) -> str:
         return f"{self.config_id} window {self.start}"
+
+
+class IngestWindow(CountedWindow):
+    """The requests one OTLP ingest token sent in one window (``POST /v1/traces``)."""
+
+    token = models.ForeignKey("studio.IngestToken", on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["token", "start"], name="ingest_window_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.token_id} window {self.start}"
 
 
 class CachedResponse(models.Model):

@@ -27,7 +27,12 @@ from agents_core import events as core_events
 from studio.errors import ConflictError, InvalidInputError, Problem
 from studio.models import AgentVersion, Run, RunStatus, Session
 from studio.services import fork_copies
-from studio.services.sessions import refuse_read_only, resume_interrupted_run, start_run
+from studio.services.sessions import (
+    refuse_ingested,
+    refuse_read_only,
+    resume_interrupted_run,
+    start_run,
+)
 
 E = core_events.EventType
 RESUMABLE_POINTS = frozenset({E.USER_MESSAGE, E.TOOL_RESPONSE})
@@ -62,8 +67,10 @@ def fork_session(
     point inside a pending approval or an open tool call (``ConflictError``
     ``pending_approval``, ``open_tool_call``); an edit of an event that has nothing to
     edit or names no call it answers (``InvalidInputError`` ``edit``); another agent's
-    version (``InvalidInputError`` ``agent_version``)."""
+    version (``InvalidInputError`` ``agent_version``); an imported or ingested session
+    (``ConflictError`` ``session_read_only``, ``run_ingested``)."""
     refuse_read_only(session)
+    refuse_ingested(session.pk)
     rows = list(session.events.filter(seq__lte=seq).order_by("seq"))
     if seq < 1 or not rows or rows[-1].seq != seq:
         problem = Problem((), "no_such_event", f"this session has no event #{seq}")
@@ -136,6 +143,7 @@ def continue_fork(fork: Session, message: str = "") -> Run:
     next, as edited). ``ConflictError`` ``message_required`` when the fork point needs
     a new message to go on from (the model's reply, or a finished turn), or once the
     fork has gone on already; the run services' own checks apply too."""
+    refuse_ingested(fork.pk)
     if message:
         return start_run(fork, message)
     cut = _cut_run(fork)

@@ -11,7 +11,7 @@ from django.db import transaction
 from agents_core import replay as core_replay
 from studio.errors import ConflictError, InvalidInputError, Problem
 from studio.models import AgentVersion, Event, Run, Session
-from studio.services.sessions import _lock_for_a_new_run, _submit
+from studio.services.sessions import _lock_for_a_new_run, _submit, refuse_ingested
 from studio.session_service import append_event_sync
 
 TITLE_MAX = 200
@@ -33,7 +33,9 @@ def replay_run(run: Run, *, version: AgentVersion | None = None) -> Run:
     recorded it; otherwise one of the same agent: ``InvalidInputError``) in a new
     session, handed to the executor once committed. 409 ``run_in_progress`` while the run
     is active, ``run_not_replayable`` for a run resumed from another (it has no turn of
-    its own to replay); the owner's run cap applies (``too_many_runs``)."""
+    its own to replay), ``run_ingested`` for a run of an agent that runs elsewhere (no
+    version of it is here to replay with); the owner's run cap applies (``too_many_runs``)."""
+    refuse_ingested(run.session_id)
     original = Session.objects.select_related("agent_version").get(pk=run.session_id)
     if run.is_active:
         raise ConflictError("a run can be replayed once it has ended", code="run_in_progress")

@@ -25,6 +25,7 @@ from studio.models import (
     ACTIVE_RUN_STATUSES,
     Agent,
     AgentVersion,
+    IngestedTrace,
     Run,
     RunStatus,
     Session,
@@ -120,6 +121,7 @@ def _lock_for_a_new_run(session: Session) -> Session:
     list(users.filter(pk=session.owner_id).values_list("pk", flat=True))
     locked = Session.objects.select_for_update().get(pk=session.pk)
     refuse_read_only(locked)
+    refuse_ingested(locked.pk)
     if locked.agent_version_id is None:
         raise ConflictError("this session has no agent to run", code="session_has_no_agent")
     if locked.runs.filter(status__in=ACTIVE_RUN_STATUSES).exists():
@@ -138,6 +140,19 @@ def refuse_read_only(session: Session) -> None:
         raise ConflictError(
             "this session was imported from a run bundle and is read-only; replay its runs instead",
             code="session_read_only",
+        )
+
+
+def refuse_ingested(session_pk: uuid.UUID) -> None:
+    """A session ingested over OTLP (``services.ingest``) is the record of an agent that
+    runs elsewhere, which Studio cannot reach: its runs take no new message, pause,
+    resume, cancel, fork or replay. Reading it (timeline, waterfall, diff, bundle
+    export) is all there is."""
+    if IngestedTrace.objects.filter(session_id=session_pk).exists():
+        raise ConflictError(
+            "this run was sent over OTLP by an agent that runs elsewhere: Studio shows it, "
+            "but cannot pause, resume, cancel, fork, replay or continue it",
+            code="run_ingested",
         )
 
 
@@ -189,7 +204,8 @@ def _title_from(text: str) -> str:
 def cancel_run(run: Run) -> Run:
     """Cancel a queued or running run; a finished run is a conflict. A run that never
     started ends here, with its cancelled event; a running one's executor hears of it
-    once committed and ends it."""
+    once committed and ends it. An ingested run is refused (``run_ingested``)."""
+    refuse_ingested(run.session_id)
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if not locked.is_active:
@@ -222,6 +238,7 @@ def resume_run(run: Run) -> Run:
 
 def _hold(run: Run, *, paused: bool) -> Run:
     """Record a pause (or a resume) of ``run`` and, once committed, tell its executor."""
+    refuse_ingested(run.session_id)
     needed, verb, code = (
         (RunStatus.RUNNING, "paused", "run_not_running")
         if paused
@@ -268,10 +285,12 @@ async def session_status(session_pk: uuid.UUID) -> Status:
 
 
 def delete_session(session: Session) -> None:
-    """Cancel its active runs (so their executors stop), then delete it with its events."""
+    """Cancel its active runs (so their executors stop), then delete it with its events.
+    An ingested session's runs execute nowhere here: there is nothing to stop."""
     with transaction.atomic():
-        for run in session.runs.filter(status__in=ACTIVE_RUN_STATUSES):
-            cancel_run(run)
+        if not IngestedTrace.objects.filter(session_id=session.pk).exists():
+            for run in session.runs.filter(status__in=ACTIVE_RUN_STATUSES):
+                cancel_run(run)
         session.delete()
 
 

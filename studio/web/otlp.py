@@ -7,8 +7,9 @@ ingest token (``Authorization: Bearer <token>``, or ``x-studio-token: <token>``)
 for a body over ``STUDIO_OTLP_MAX_BYTES`` (or inflating past
 ``STUDIO_OTLP_MAX_INFLATED_BYTES``, or with over ``STUDIO_OTLP_MAX_SPANS`` spans), 415
 for a content type other than protobuf or JSON (or an encoding other than gzip), 429
-with ``Retry-After`` past the token's rate (``STUDIO_OTLP_RATE_PER_S``, bursts of
-``STUDIO_OTLP_BURST``, counted in this process).
+with ``Retry-After`` (whole seconds, as OTLP/HTTP asks of a throttled client) past the
+token's rate (``STUDIO_OTLP_RATE_PER_S``, bursts of ``STUDIO_OTLP_BURST``), counted in
+the database (``studio.gates.rate_limits``), so it holds across every server.
 
 Not a DRF route (it speaks protobuf, and signs in with its own tokens): it is not in the
 OpenAPI schema, and its tests call it directly.
@@ -17,8 +18,7 @@ OpenAPI schema, and its tests call it directly.
 from __future__ import annotations
 
 import math
-import uuid
-from collections import OrderedDict
+import time
 from typing import Any
 
 from django.conf import settings
@@ -26,14 +26,11 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from studio.db import db_sync_to_async
+from studio.gates import rate_limits
 from studio.ingest import wire
 from studio.ingest.wire import OtlpError
-from studio.live import TokenBucket
 from studio.models import IngestToken
 from studio.services import ingest, tokens
-
-_MAX_BUCKETS = 10_000
-_buckets: OrderedDict[uuid.UUID, TokenBucket] = OrderedDict()
 
 
 @csrf_exempt
@@ -57,10 +54,10 @@ async def _export(request: HttpRequest) -> HttpResponse:
             401, "a valid ingest token is required: Authorization: Bearer <token>", encoding
         )
     media = wire.check_media(media)
-    wait = _take(token.pk)
+    wait = await db_sync_to_async(rate_limits.take_ingest)(token.pk, time.time())
     if wait is not None:
         answer = _refuse(OtlpError(429, "too many requests for this token: retry later", media))
-        answer["Retry-After"] = str(wait)
+        answer["Retry-After"] = str(max(1, math.ceil(wait)))
         return answer
     parsed = wire.read_request(
         _body(request, media),
@@ -84,20 +81,6 @@ def _token_of(request: HttpRequest) -> str:
 
 def _token_row(token: str) -> IngestToken | None:
     return tokens.token_row(IngestToken, token) if token else None
-
-
-def _take(token_pk: uuid.UUID) -> int | None:
-    """``None`` when the token may send now, else how many seconds to wait."""
-    bucket = _buckets.get(token_pk)
-    if bucket is None:
-        bucket = TokenBucket(settings.STUDIO_OTLP_RATE_PER_S, settings.STUDIO_OTLP_BURST)
-        _buckets[token_pk] = bucket
-        while len(_buckets) > _MAX_BUCKETS:
-            _buckets.popitem(last=False)
-    _buckets.move_to_end(token_pk)
-    if bucket.take():
-        return None
-    return max(1, math.ceil((1 - bucket.tokens) / bucket.rate))
 
 
 def _body(request: HttpRequest, media: str) -> bytes:

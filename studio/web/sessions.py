@@ -127,6 +127,7 @@ TIMELINE_DECISIONS = 50
 def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
     session = get_object_or_404(owned_sessions(request), pk=pk)
     runs = list(Run.objects.filter(session=session).order_by("-created_at")[:TIMELINE_RUNS])
+    ingested = IngestedTrace.objects.select_related("agent").filter(session=session).first()
     data = {
         "session": ss.SessionSerializer(session).data,
         "runs": s.RunSerializer(list(reversed(runs)), many=True).data,
@@ -141,6 +142,8 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
         },
         "versions": _versions(session),
         "fork": {"resumable": forks.can_go_on_without_message(session)},
+        # an agent that runs elsewhere: no pause, cancel, resume, fork or replay here
+        "ingested": ingested is not None,
     }
     # Indented by depth, at most MAX_TREE_INDENT steps (studio.css: .fork-tree .depth-N).
     rows = forks.tree_rows(forks.fork_tree(session))
@@ -158,9 +161,7 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "origin_run": _origin_run(runs[0]) if runs else None,
             "fork_tree": tree if len(tree) > 1 else [],
             "fork_children": [row for row, depth in tree if row.parent_id == session.pk],
-            "ingested": IngestedTrace.objects.select_related("agent")
-            .filter(session=session)
-            .first(),
+            "ingested": ingested,
             **replay_context(session),
             **datasets.turn_panel(request, session),
         },

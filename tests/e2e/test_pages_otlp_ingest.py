@@ -79,6 +79,11 @@ def test_an_external_agent_s_spans_appear_live_in_the_timeline_and_the_waterfall
     assert rows == stored
     page.reload()  # the header was drawn before the root span named the agent
     expect(page.get_by_test_id("ingested-from")).to_contain_text("weather_bot")
+    # It ran elsewhere: nothing here forks, replays or resumes it (the API refuses too).
+    expect(page.locator("#timeline [data-seq]").first).to_be_visible()
+    expect(page.locator("#timeline button.fork-here")).to_have_count(0)
+    expect(page.locator("#replay-run")).to_have_count(0)
+    expect(page.locator("#resume-bar")).to_be_hidden()
     screenshot(page, "otlp-ingest-timeline-done", full_page=True)
 
     # The waterfall: the agent's span over six model calls and six tool calls.

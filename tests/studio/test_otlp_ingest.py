@@ -21,7 +21,6 @@ from studio.models import (
     Session,
 )
 from studio.services import tokens
-from studio.web import otlp
 from tests.support.otlp_spans import (
     agent_trace,
     json_body,
@@ -31,11 +30,6 @@ from tests.support.otlp_spans import (
 
 PROTOBUF = "application/x-protobuf"
 URL = "/v1/traces"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_buckets() -> None:
-    otlp._buckets.clear()
 
 
 def token_for(user: User, name: str = "exporter") -> str:

@@ -14,16 +14,19 @@ from django.contrib.auth.models import User
 from django.test import Client
 from google.rpc import status_pb2
 
-from studio.models import Event, ExternalAgent, IngestedTrace, IngestToken, McpToken, Session
+from studio.gates import rate_limits
+from studio.models import (
+    Event,
+    ExternalAgent,
+    IngestedTrace,
+    IngestToken,
+    IngestWindow,
+    McpToken,
+    Session,
+)
 from studio.services import tokens
-from studio.web import otlp
 from tests.studio.test_otlp_ingest import PROTOBUF, URL, post, token_for
 from tests.support.otlp_spans import agent_trace, json_body, new_trace_id, request_of
-
-
-@pytest.fixture(autouse=True)
-def _fresh_buckets() -> None:
-    otlp._buckets.clear()
 
 
 @pytest.mark.django_db
@@ -122,7 +125,7 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(
     ada: User, bob: User, settings: Any
 ) -> None:
     settings.STUDIO_OTLP_BURST = 2
-    settings.STUDIO_OTLP_RATE_PER_S = 0.1
+    settings.STUDIO_OTLP_RATE_PER_S = 1e-6  # a window of 2e6 s: the test never ends one
     token = token_for(ada)
     bodies = [request_of(*agent_trace(new_trace_id())).SerializeToString() for _ in range(3)]
     assert [post(b, token).status_code for b in bodies] == [200, 200, 429]
@@ -130,6 +133,24 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(
     assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
     assert post(bodies[2], token_for(bob)).status_code == 200  # each token its own bucket
     assert IngestedTrace.objects.filter(owner=ada).count() == 2
+    # counted in the database, not in this process: every server sees the same windows
+    assert IngestWindow.objects.get(token__owner=ada).requests == 2
+
+
+@pytest.mark.django_db
+def test_a_token_sends_its_burst_per_window_then_waits_for_the_next(
+    ada: User, settings: Any
+) -> None:
+    settings.STUDIO_OTLP_BURST = 3
+    settings.STUDIO_OTLP_RATE_PER_S = 0.5  # windows of 6 s
+    row = tokens.token_row(IngestToken, token_for(ada))
+    assert row is not None
+    start = 1_000_000 * 6.0  # a window's first second
+    taken = [rate_limits.take_ingest(row.pk, start + i) for i in range(4)]
+    assert taken[:3] == [None, None, None]
+    assert taken[3] == 6.0 - 3  # the next window starts in 3 s
+    assert rate_limits.take_ingest(row.pk, start + 6.0) is None  # the next window
+    assert IngestWindow.objects.filter(token=row).count() == 2
 
 
 @pytest.mark.django_db

@@ -19,8 +19,11 @@ const session = data.session;
 const $ = (id) => document.getElementById(id);
 const timelineEl = $("timeline");
 const loadEarlier = $("load-earlier");
-// An imported session (a run bundle's) is read-only: no fork, no resume; replay it.
-const readOnly = !!data.session.imported_from;
+// An imported session (a run bundle's) is read-only: no fork, no resume; replay it. An
+// ingested one (sent over OTLP by an agent that runs elsewhere) cannot be controlled at
+// all: no pause, cancel, resume, fork or replay, only read.
+const ingested = !!data.ingested;
+const readOnly = !!data.session.imported_from || ingested;
 const view = new TimelineView(timelineEl, { sessionsUrl: data.urls.sessions, waterfallUrl: data.urls.waterfall, forkable: !readOnly });
 
 // The newest stored events, up to session.last_seq as the server read it with the session.
@@ -227,7 +230,8 @@ function showRun() {
   badge.textContent = status === "waiting" ? "waiting for approval" : status;
   if (!active) return;
   cancelButton.disabled = false;
-  pauseButton.hidden = !isExecuting(currentRun);
+  cancelButton.hidden = ingested;
+  pauseButton.hidden = ingested || !isExecuting(currentRun);
   pauseButton.disabled = false;
   pauseButton.textContent = currentRun.status === "paused" ? "Resume" : "Pause";
   $("run-state").textContent = currentRun.status;
