@@ -151,10 +151,11 @@ def test_export_then_import_as_another_user_draws_the_same_run(
     mine.goto("/agents/")
     expect(mine.locator("body")).to_contain_text(f"Imported from a run bundle: {ODD_NAME} v1.")
     not_pwned(mine)
-    document["version"] = 2
-    import_from_the_list(mine, "v2.json", json.dumps(document).encode(), "application/json")
+    document["version"] = 3
+    import_from_the_list(mine, "v3.json", json.dumps(document).encode(), "application/json")
     expect(mine.locator(".messages .alert.error")).to_contain_text(
-        "Import refused: bundle version 2 is not supported here (this Studio reads 1) (at version)"
+        "Import refused: bundle version 3 is not supported here (this Studio reads 1, 2) "
+        "(at version)"
     )
     mine.get_by_test_id("bundle-import").locator("summary").click()
     screenshot(mine, "bundle-import-refused-1280")
