@@ -24,7 +24,7 @@ from playwright.sync_api import Browser, Page, expect
 from agents_core import events as core_events
 from agents_core.replay import by_branch, comparable, is_divergence
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
-from tests.e2e.browser import Api, PageProblems, screenshot, until, watch
+from tests.e2e.browser import Api, PageProblems, screenshot, signed_in_as, until, watch
 from tests.support.daphne_server import DaphneServer, daphne_server
 from tests.support.images import png
 from tests.support.openai_server import OpenAIServer, ToolCallReply
@@ -191,15 +191,10 @@ def test_a_run_exported_from_one_studio_replays_in_a_fresh_one(
 def looked_at(browser: Browser, server: DaphneServer, session_id: str, replay: str) -> None:
     """Carol's browser draws the imported session: its image loads (her upload now),
     its name is text; the replay's timeline shows the image too."""
-    context = browser.new_context(base_url=server.url)
+    context = signed_in_as(browser, server, CAROL)
     problems = PageProblems([])
     context.on("page", lambda p: watch(p, problems))
     page = context.new_page()
-    page.goto("/accounts/login/")
-    page.fill("#id_username", CAROL[0])
-    page.fill("#id_password", CAROL[1])
-    page.click("button[type=submit] >> text=Sign in")
-    page.wait_for_url(f"{server.url}/")
     blob = hashlib.sha256(IMAGE).hexdigest()
     served = page.request.get(f"/files/{blob}/")
     assert served.status == 200 and served.body() == IMAGE

@@ -12,10 +12,18 @@ import time
 import zipfile
 from typing import Any
 
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
-from tests.e2e.browser import VIEWPORT, Api, PageProblems, screenshot, timeline_rows, watch
+from tests.e2e.browser import (
+    VIEWPORT,
+    Api,
+    PageProblems,
+    screenshot,
+    signed_in_as,
+    timeline_rows,
+    watch,
+)
 from tests.support.daphne_server import DaphneServer
 
 ENDED = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
@@ -47,18 +55,6 @@ def demo_run(api: Api) -> dict[str, Any]:
         time.sleep(0.1)
     assert run["status"] == "succeeded", run
     return run
-
-
-def signed_in_as(browser: Browser, server: DaphneServer, user: tuple[str, str]) -> BrowserContext:
-    context = browser.new_context(base_url=server.url, viewport=VIEWPORT)  # type: ignore[arg-type]
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.fill("#id_username", user[0])
-    page.fill("#id_password", user[1])
-    page.click("button[type=submit] >> text=Sign in")
-    page.wait_for_url(f"{server.url}/")
-    page.close()
-    return context
 
 
 def not_pwned(page: Page) -> None:
