@@ -35,10 +35,12 @@ IMAGE = png(48, 32, (30, 90, 210))
 IMAGE_NAME = f"{XSS}.png"
 ANSWER = "A blue rectangle; and 2 + 3 = 5."
 CAROL = ("carol_imports", "carol-imports-password-1")
-MAKE_CAROL = (
-    "from django.contrib.auth.models import User; "
-    f"User.objects.create_user({CAROL[0]!r}, password={CAROL[1]!r})"
+DAVE = ("dave_imports", "dave-imports-password-1")
+MAKE_USER = (
+    "from django.contrib.auth.models import User; User.objects.create_user({!r}, password={!r})"
 )
+MAKE_CAROL = MAKE_USER.format(*CAROL)
+MAKE_DAVE = MAKE_USER.format(*DAVE)
 
 
 @pytest.fixture(scope="module")
@@ -186,11 +188,24 @@ def test_a_run_exported_from_one_studio_replays_in_a_fresh_one(
     refused = fresh_server.manage("import_bundle", str(shell_file), "--user", "nobody", check=False)
     assert refused.returncode != 0 and "no user 'nobody'" in refused.stderr
     looked_at(browser, fresh_server, imported["id"], replay_session)
+    older = tmp_path / "v1.json"  # the same run as a version 1 bundle: no bytes
+    older.write_text(json.dumps({k: v for k, v in by_api.items() if k != "files"} | {"version": 1}))
+    fresh_server.manage("shell", "-c", MAKE_DAVE)
+    dave_copy = fresh_server.manage("import_bundle", str(older), "--user", DAVE[0])
+    with signed_in_as(browser, fresh_server, DAVE) as context:
+        page = context.new_page()
+        page.goto(f"/sessions/{dave_copy.stdout.strip().splitlines()[-1]}/")
+        missing = page.locator(".ev.user_message figure.attachment .attachment-missing")
+        expect(missing).to_have_text("Not stored in this Studio")
+        expect(page.locator(".ev.user_message figcaption")).to_contain_text(IMAGE_NAME)
+        page.evaluate("() => window.scrollTo(0, 0)")
+        screenshot(page, "bundles/bundle-v1-attachment-missing-1280")
 
 
 def looked_at(browser: Browser, server: DaphneServer, session_id: str, replay: str) -> None:
     """Carol's browser draws the imported session: its image loads (her upload now),
-    its name is text; the replay's timeline shows the image too."""
+    its name is text; the replay's timeline shows the image too. A version 1 bundle of
+    the same run (no bytes) says the file is not here instead of a broken picture."""
     context = signed_in_as(browser, server, CAROL)
     problems = PageProblems([])
     context.on("page", lambda p: watch(p, problems))
