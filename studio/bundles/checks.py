@@ -290,7 +290,8 @@ def _check_files(bundle: f.Bundle, events: list[core_events.Event]) -> list[stor
         where = ("files", index)
         parts = named.pop(entry.sha256, None)
         if parts is None:
-            raise refuse("bundle_bad_file", "no message of the bundle attaches it", where)
+            message = "no message of the bundle attaches it (or it is listed twice)"
+            raise refuse("bundle_bad_file", message, where)
         total += entry.size
         if total > MAX_FILE_BYTES:
             message = f"a bundle's files may be at most {MAX_FILE_BYTES} bytes together"
