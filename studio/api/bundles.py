@@ -65,7 +65,8 @@ class SessionBundles:
     @action(detail=True, methods=["get"], filter_backends=[], pagination_class=None)
     def bundle(self, request: Request, pk: str | None = None) -> HttpResponse:
         """The session as a portable run bundle: its runs, events, agent spec, model
-        configurations (no secrets), tool schemas, approval decisions and fork lineage."""
+        configurations (no secrets), tool schemas, approval decisions, fork lineage and
+        the bytes of the files its messages attached."""
         session: Session = self.get_object()
         zipped = request.query_params.get("zip") == "1"
         body, content_type, name = services.export_bundle(session, zipped=zipped)

@@ -2,11 +2,15 @@
 members, their names and their uncompressed size, read with a cap), its JSON, its
 ``format`` and ``version`` first, then the schema (``studio.bundles.format``), secrets
 in its model configurations, its events (each a valid ``agents_core`` event, seqs
-1..n with none missing) and the runs' links. Every refusal is an
-``InvalidInputError`` on ``bundle`` with the path of the first problem."""
+1..n with none missing), the runs' links and the attached files (each named by a
+message, as large and of the type an upload may be, its bytes what its SHA-256 says).
+Every refusal is an ``InvalidInputError`` on ``bundle`` with the path of the first
+problem."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import json
 import re
@@ -15,11 +19,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from pydantic import ValidationError
 
 from agents_core import events as core_events
+from agents_core.blobs import blob_id_of
+from studio import files as stored_files
 from studio.bundles import format as f
-from studio.bundles.export import BUNDLE_MEMBER
+from studio.bundles.export import BUNDLE_MEMBER, MAX_FILE_BYTES
 from studio.errors import InvalidInputError, Path, Problem
 
 MAX_BYTES = 20 * 1024 * 1024
@@ -50,6 +57,8 @@ class Checked:
 
     bundle: f.Bundle
     events: list[core_events.Event]
+    files: list[stored_files.Checked]
+    """The attached files' bytes, checked as uploads are."""
 
 
 def refuse(code: str, message: str, path: Path = ()) -> InvalidInputError:
@@ -143,7 +152,7 @@ def check(document: Any) -> Checked:
         raise InvalidInputError("bundle", problems) from None
     events = _check_events(bundle)
     _check_runs(bundle, len(events))
-    return Checked(bundle, events)
+    return Checked(bundle, events, _check_files(bundle, events))
 
 
 def _check_header(document: Any) -> None:
@@ -262,3 +271,58 @@ def _check_runs(bundle: f.Bundle, last_seq: int) -> None:
                 ("approvals", index, "call_id"),
             )
         decided.add((approval.run, approval.call_id))
+
+
+def _check_files(bundle: f.Bundle, events: list[core_events.Event]) -> list[stored_files.Checked]:
+    """Each file once, named by a message of the bundle, whose ``file`` parts say the
+    same type and size; as large and of a type an upload may be; its bytes what its
+    digest says; ``MAX_FILE_BYTES`` together."""
+    if bundle.version == 1 and bundle.files:
+        raise refuse("bundle_schema", "files are carried from version 2 on", ("files",))
+    named: dict[str, list[core_events.FilePart]] = {}
+    for event in events:
+        for part in event.parts:
+            if isinstance(part, core_events.FilePart):
+                named.setdefault(part.blob_id, []).append(part)
+    checked: list[stored_files.Checked] = []
+    total = 0
+    for index, entry in enumerate(bundle.files):
+        where = ("files", index)
+        parts = named.pop(entry.sha256, None)
+        if parts is None:
+            message = "no message of the bundle attaches it (or it is listed twice)"
+            raise refuse("bundle_bad_file", message, where)
+        total += entry.size
+        if total > MAX_FILE_BYTES:
+            message = f"a bundle's files may be at most {MAX_FILE_BYTES} bytes together"
+            raise refuse("bundle_files_too_large", message, where)
+        data = _file_bytes(entry, where)
+        if any((p.content_type, p.size) != (entry.content_type, entry.size) for p in parts):
+            message = "its message's file part says another type or size"
+            raise refuse("bundle_bad_file", message, where)
+        checked.append(stored_files.Checked(parts[0].name, data, entry.content_type))
+    return checked
+
+
+def _file_bytes(entry: f.BundleFile, where: Path) -> bytes:
+    """The bytes of ``entry``: as large as an upload may be, its digest and its type
+    what it says (the type is what the bytes are, as for an upload)."""
+    limit: int = settings.STUDIO_UPLOAD_MAX_BYTES
+    if entry.size > limit or len(entry.data) > 4 * (limit // 3 + 1):
+        raise refuse("bundle_file_too_large", f"a file may be at most {limit} bytes", where)
+    try:
+        data = base64.b64decode(entry.data, validate=True)
+    except binascii.Error:
+        raise refuse("bundle_bad_file", "data is not base64", (*where, "data")) from None
+    if len(data) != entry.size:
+        raise refuse("bundle_bad_file", f"data is {len(data)} bytes, not {entry.size}", where)
+    if blob_id_of(data) != entry.sha256:
+        message = "the bytes' SHA-256 is not the one recorded: the file was changed"
+        raise refuse("bundle_file_digest", message, (*where, "sha256"))
+    sniffed = stored_files.sniff(data)
+    if sniffed != entry.content_type:
+        allowed = "PNG, JPEG, GIF, WebP, PDF or UTF-8 plain text"
+        said = f"{sniffed}" if sniffed else f"none of {allowed}"
+        message = f"the bytes are {said}, not {entry.content_type}"
+        raise refuse("bundle_file_type", message, (*where, "content_type"))
+    return data

@@ -1,32 +1,42 @@
 """A session as a portable run bundle (``studio.bundles.format``): what ``GET
 /api/sessions/{id}/bundle/`` answers. Contains no secret: model configurations are
 written field by field (never the key, its ciphertext or its hint; the base URL
-without credentials, query or fragment)."""
+without credentials, query or fragment). Carries the bytes of the files its messages
+attached, each at most ``STUDIO_UPLOAD_MAX_BYTES`` and ``MAX_FILE_BYTES`` together (a
+file past that, or whose bytes were swept, is named by its message but not carried)."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from django.conf import settings
 from django.utils import timezone
 
 from agents_core import exceptions as core_exceptions
+from studio import files as stored_files
 from studio.agents import specs
 from studio.agents.tools import tool_registry
 from studio.bundles import format as f
+from studio.bundles.spec_tree import inline_refs, model_names, nodes
 from studio.models import AgentVersion, ApprovalDecision, ModelConfig, Run, Session
 
 BUNDLE_MEMBER = "bundle.json"
 ZIP_SUFFIX = ".studio-run.zip"
+MAX_FILE_BYTES = 12 * 1024 * 1024
+"""The most the attached files of one bundle may be together (their bytes; base64 adds
+a third): with the events they fit in the 20 MB a bundle may be."""
 
 
 def export_bundle(session: Session) -> f.Bundle:
     """``session`` as a bundle, read now."""
     runs = list(session.runs.order_by("created_at"))
+    events = list(session.events.order_by("seq").values_list("payload", flat=True))
     return f.Bundle(
         format=f.FORMAT,
         version=f.VERSION,
@@ -42,9 +52,30 @@ def export_bundle(session: Session) -> f.Bundle:
         fork=_lineage(session),
         agent=None if session.agent_version is None else _agent(session.agent_version),
         runs=[_run(run) for run in runs],
-        events=list(session.events.order_by("seq").values_list("payload", flat=True)),
+        events=events,
         approvals=[_approval(row) for row in session.approval_decisions.order_by("decided_at")],
+        files=list(carried_files(session.owner, events)),
     )
+
+
+def carried_files(owner: Any, events: Sequence[dict[str, Any]]) -> Iterator[f.BundleFile]:
+    """The files ``events`` attach, as far as ``owner``'s are stored and within the
+    limits (``MAX_FILE_BYTES`` together, ``STUDIO_UPLOAD_MAX_BYTES`` each)."""
+    budget = MAX_FILE_BYTES
+    for upload in stored_files.attached(owner, events):
+        if upload.size > min(budget, settings.STUDIO_UPLOAD_MAX_BYTES):
+            continue
+        try:
+            data = stored_files.read(upload.blob_id)
+        except FileNotFoundError:
+            continue
+        budget -= len(data)
+        yield f.BundleFile(
+            sha256=upload.blob_id,
+            content_type=upload.content_type,
+            size=len(data),
+            data=base64.b64encode(data).decode("ascii"),
+        )
 
 
 def bundle_json(bundle: f.Bundle) -> bytes:
@@ -128,49 +159,6 @@ def _agent(version: AgentVersion) -> f.BundleAgent:
 
 def _stored(owner: Any) -> dict[str, Any]:
     return specs.owner_agent_specs(owner)
-
-
-def inline_refs(spec: dict[str, Any], agents: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """``spec`` with each ``{"ref": name}`` replaced by that agent's spec (a reference
-    already being written out is left as it is: ``check_spec`` refuses cycles)."""
-
-    def walk(node: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
-        out = dict(node)
-        for key in ("sub_agents", "agent_tools"):
-            children = []
-            for child in node.get(key) or []:
-                ref = child.get("ref") if isinstance(child, dict) else None
-                if isinstance(ref, str) and ref in agents and ref not in seen:
-                    children.append(walk(agents[ref], (*seen, ref)))
-                elif isinstance(child, dict):
-                    children.append(walk(child, seen))
-            if key in node:
-                out[key] = children
-        return out
-
-    return walk(spec, ())
-
-
-def nodes(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every agent of a spec tree (references are not followed)."""
-    pending = [spec]
-    while pending:
-        node = pending.pop()
-        yield node
-        for key in ("sub_agents", "agent_tools"):
-            pending.extend(c for c in node.get(key) or [] if isinstance(c, dict) and "ref" not in c)
-
-
-def model_names(spec: dict[str, Any]) -> set[str]:
-    """Every model configuration a spec tree names (models, fallbacks, compaction)."""
-    found: set[str] = set()
-    for node in nodes(spec):
-        named = [node.get("model"), *(node.get("fallback_models") or [])]
-        compaction = node.get("compaction")
-        if isinstance(compaction, dict):
-            named.append(compaction.get("model"))
-        found.update(n for n in named if isinstance(n, str))
-    return found
 
 
 def model_info(config: ModelConfig) -> f.ModelConfigInfo:

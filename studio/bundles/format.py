@@ -1,5 +1,7 @@
-"""The portable run bundle, version 1: one session with its runs, events, agent spec,
-model configurations (no secrets), tool schemas, approval decisions and fork lineage.
+"""The portable run bundle, version 2: one session with its runs, events, agent spec,
+model configurations (no secrets), tool schemas, approval decisions, fork lineage and
+the bytes of the files its messages attached (``files``, new in version 2; a version 1
+bundle, which has no ``files``, is still read).
 
 These pydantic models are the format: ``docs/bundle.schema.json`` is generated from
 ``Bundle`` (``json_schema()``) and checked in; a test keeps the two equal. Every model
@@ -18,10 +20,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 FORMAT = "studio-run-bundle"
-VERSION = 1
-SUPPORTED_VERSIONS = frozenset({VERSION})
+VERSION = 2
+SUPPORTED_VERSIONS = frozenset({1, VERSION})
 MAX_EVENTS = 50_000
 MAX_RUNS = 5_000
+MAX_FILES = 200
 TEXT = 10_000
 """The longest short text (a title, a message is longer: ``MESSAGE``)."""
 MESSAGE = 1_000_000
@@ -160,11 +163,22 @@ class ApprovalInfo(Part):
     decided_at: datetime
 
 
+class BundleFile(Part):
+    """The bytes of a file a user message attached: the ``file`` parts of ``events``
+    name it by its SHA-256 (``blob_id``), type and size, which must be these."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    content_type: str = Field(min_length=1, max_length=100)
+    size: int = Field(ge=1)
+    data: str = Field(json_schema_extra={"contentEncoding": "base64"})
+    """The bytes in standard base64 (RFC 4648, padded)."""
+
+
 class Bundle(Part):
     """A portable run bundle (``format`` and ``version`` say which)."""
 
     format: Literal["studio-run-bundle"]
-    version: Literal[1]
+    version: Literal[1, 2]
     exported_at: datetime
     session: BundleSession
     fork: ForkLineage | None = None
@@ -173,12 +187,14 @@ class Bundle(Part):
     events: list[dict[str, Any]] = Field(default_factory=list, max_length=MAX_EVENTS)
     """Each the full wire JSON of an ``agents_core`` event, in seq order from 1."""
     approvals: list[ApprovalInfo] = Field(default_factory=list, max_length=MAX_EVENTS)
+    files: list[BundleFile] = Field(default_factory=list, max_length=MAX_FILES)
+    """Version 2: each attached file once, in the order first attached."""
 
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the format (what ``docs/bundle.schema.json`` holds)."""
     schema = Bundle.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://studio.invalid/schemas/studio-run-bundle/v1.json"
-    schema["title"] = "Studio run bundle, version 1"
+    schema["$id"] = f"https://studio.invalid/schemas/studio-run-bundle/v{VERSION}.json"
+    schema["title"] = f"Studio run bundle, version {VERSION} (version 1 is read too)"
     return schema

@@ -16,11 +16,13 @@ importing user, in one transaction: nothing of a bundle is stored unless all of 
   someone else's and no roll-up or budget of the importer counts it.
 - Runs keep their figures and timing; ``resumed_from`` links within the bundle; a run
   that was still active when exported is stored ``interrupted``.
+- Attached files (version 2) are stored as the importer's uploads, so the timeline
+  shows them and a replay reads them. Bytes this import wrote are removed again if it
+  fails: a refused bundle leaves no file behind.
 """
 
 from __future__ import annotations
 
-import copy
 import re
 from datetime import datetime
 from typing import Any
@@ -32,10 +34,11 @@ from pydantic import ValidationError
 
 from agents_core import events as core_events
 from agents_core import specs as core_specs
+from studio import files as stored_files
 from studio.agents import specs
 from studio.bundles import format as f
 from studio.bundles.checks import Checked, refuse
-from studio.bundles.export import model_names, nodes
+from studio.bundles.spec_tree import is_ref, model_names, nodes, renamed_models
 from studio.event_rows import insert_recorded
 from studio.models import (
     ACTIVE_RUN_STATUSES,
@@ -61,12 +64,18 @@ _ACTIVE_SESSION = {"queued", "running", "waiting", "paused"}
 def import_checked(owner: AbstractBaseUser, checked: Checked) -> Session:
     """Store ``checked`` for ``owner``; all of it or, on any refusal, nothing."""
     bundle = checked.bundle
+    written: list[str] = []
     with transaction.atomic():
-        version = None if bundle.agent is None else _agent(owner, bundle.agent)
-        session = _session(owner, bundle, version, len(checked.events))
-        _events(session, checked.events)
-        runs = _runs(session, bundle.runs)
-        _approvals(session, runs, bundle.approvals)
+        try:
+            version = None if bundle.agent is None else _agent(owner, bundle.agent)
+            session = _session(owner, bundle, version, len(checked.events))
+            stored_files.store(owner, checked.files, written=written)
+            _events(session, checked.events)
+            runs = _runs(session, bundle.runs)
+            _approvals(session, runs, bundle.approvals)
+        except BaseException:
+            stored_files.discard(written)
+            raise
     return session
 
 
@@ -78,7 +87,7 @@ def _agent(owner: AbstractBaseUser, info: f.BundleAgent) -> AgentVersion:
         where = ("agent", "spec", *first["loc"])
         raise refuse("bundle_bad_spec", f"not an agent spec: {first['msg']}", where) from None
     spec = specs.normalize(parsed)
-    if any("ref" in c for n in nodes(spec) for c in n.get("sub_agents") or []):
+    if any(is_ref(c) for n in nodes(spec) for c in n.get("sub_agents") or []):
         raise refuse(
             "bundle_bad_spec",
             "a bundle's spec names no other agent (references are written out)",
@@ -86,7 +95,7 @@ def _agent(owner: AbstractBaseUser, info: f.BundleAgent) -> AgentVersion:
         )
     priced = {config.name: config for config in info.model_configs}
     stand_ins = {name: _stand_in(owner, name, priced.get(name)) for name in model_names(spec)}
-    spec = _renamed_models(spec, stand_ins)
+    spec = renamed_models(spec, stand_ins)
     agent = Agent.objects.create(
         owner_id=owner.pk,
         name=_free_name(owner, info.name),
@@ -134,19 +143,6 @@ def _stand_in(owner: AbstractBaseUser, name: str, info: f.ModelConfigInfo | None
         config.price_currency = info.price_currency
     config.save()
     return config.name
-
-
-def _renamed_models(spec: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    renamed = copy.deepcopy(spec)
-    for node in nodes(renamed):
-        if isinstance(node.get("model"), str):
-            node["model"] = names[node["model"]]
-        if node.get("fallback_models"):
-            node["fallback_models"] = [names[m] for m in node["fallback_models"]]
-        compaction = node.get("compaction")
-        if isinstance(compaction, dict) and isinstance(compaction.get("model"), str):
-            compaction["model"] = names[compaction["model"]]
-    return renamed
 
 
 def _session(

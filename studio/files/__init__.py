@@ -117,15 +117,18 @@ def _check(upload: UploadedFile[bytes]) -> Checked | Problem:
     return Checked(name, data, content_type)
 
 
-def store(owner: AbstractBaseUser, files: Sequence[Checked]) -> list[FilePart]:
+def store(
+    owner: AbstractBaseUser, files: Sequence[Checked], *, written: list[str] | None = None
+) -> list[FilePart]:
     """Store checked ``files`` for ``owner`` (bytes once per content, a row once per
     owner and content) and return their references. Call inside the transaction that
     stores the message: a failure leaves no row (at worst bytes nobody references,
-    which the sweeper removes)."""
+    which the sweeper removes, unless the caller removes the paths noted in ``written``,
+    the files this call wrote, with ``discard``)."""
     parts = []
     for file in files:
         blob_id = blob_id_of(file.data)
-        _keep(owner, blob_id, file)
+        _keep(owner, blob_id, file, written)
         parts.append(
             FilePart(
                 blob_id=blob_id,
@@ -137,7 +140,7 @@ def store(owner: AbstractBaseUser, files: Sequence[Checked]) -> list[FilePart]:
     return parts
 
 
-def _keep(owner: AbstractBaseUser, blob_id: str, file: Checked) -> None:
+def _keep(owner: AbstractBaseUser, blob_id: str, file: Checked, written: list[str] | None) -> None:
     """The blob's row locked (or made) first, as the sweeper locks it: while this
     transaction lasts the sweeper cannot remove the bytes. Then the owner's row, its
     use noted; then the bytes, if they are not there (a sweep may just have taken
@@ -150,7 +153,16 @@ def _keep(owner: AbstractBaseUser, blob_id: str, file: Checked) -> None:
         )
     path = blob_path(blob_id)
     if not default_storage.exists(path):
-        default_storage.save(path, ContentFile(file.data))
+        saved = default_storage.save(path, ContentFile(file.data))
+        if written is not None:
+            written.append(saved)
+
+
+def discard(written: Iterable[str]) -> None:
+    """Remove files ``store`` wrote, before the transaction that stored them rolls back
+    (while it still holds their blobs' rows, so no one else has stored them since)."""
+    for path in written:
+        default_storage.delete(path)
 
 
 def owned(owner: AbstractBaseUser, blob_id: str) -> Upload:
@@ -161,10 +173,9 @@ def owned(owner: AbstractBaseUser, blob_id: str) -> Upload:
     return upload
 
 
-def exported(owner: AbstractBaseUser, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The files ``events`` (wire JSON) attach that ``owner`` may read, each once, in
-    the order first attached: SHA-256, type, size and the bytes in base64. A file
-    whose bytes are gone (swept) is listed without ``data``."""
+def attached(owner: AbstractBaseUser, events: Iterable[Mapping[str, Any]]) -> list[Upload]:
+    """``owner``'s uploads of the files ``events`` (wire JSON) attach, each once, in the
+    order first attached (a file ``owner`` has no row for is left out)."""
     named = dict.fromkeys(
         part["blob_id"]
         for event in events
@@ -172,16 +183,22 @@ def exported(owner: AbstractBaseUser, events: Iterable[Mapping[str, Any]]) -> li
         if part.get("kind") == "file"
     )
     uploads = {u.blob_id: u for u in Upload.objects.filter(owner_id=owner.pk, blob_id__in=named)}
+    return [uploads[blob_id] for blob_id in named if blob_id in uploads]
+
+
+def exported(owner: AbstractBaseUser, events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The files ``events`` (wire JSON) attach that ``owner`` may read, each once, in
+    the order first attached: SHA-256, type, size and the bytes in base64. A file
+    whose bytes are gone (swept) is listed without ``data``."""
     out: list[dict[str, Any]] = []
-    for blob_id in (b for b in named if b in uploads):
-        upload = uploads[blob_id]
+    for upload in attached(owner, events):
         entry: dict[str, Any] = {
-            "sha256": blob_id,
+            "sha256": upload.blob_id,
             "content_type": upload.content_type,
             "size": upload.size,
         }
         with contextlib.suppress(FileNotFoundError):
-            entry["data"] = base64.b64encode(read(blob_id)).decode("ascii")
+            entry["data"] = base64.b64encode(read(upload.blob_id)).decode("ascii")
         out.append(entry)
     return out
 

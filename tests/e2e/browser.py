@@ -114,6 +114,19 @@ def context(
     assert problems.errors == []
 
 
+def signed_in_as(browser: Browser, server: DaphneServer, user: tuple[str, str]) -> BrowserContext:
+    """A new browser context on ``server``, signed in as ``user`` through the form."""
+    context = browser.new_context(base_url=server.url, viewport=VIEWPORT)  # type: ignore[arg-type]
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.fill("#id_username", user[0])
+    page.fill("#id_password", user[1])
+    page.click("button[type=submit] >> text=Sign in")
+    page.wait_for_url(f"{server.url}/")
+    page.close()
+    return context
+
+
 def watch(page: Page, problems: PageProblems) -> None:
     page.on("console", problems.on_console)
     page.on("pageerror", problems.on_page_error)

@@ -12,10 +12,18 @@ import time
 import zipfile
 from typing import Any
 
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
-from tests.e2e.browser import VIEWPORT, Api, PageProblems, screenshot, timeline_rows, watch
+from tests.e2e.browser import (
+    VIEWPORT,
+    Api,
+    PageProblems,
+    screenshot,
+    signed_in_as,
+    timeline_rows,
+    watch,
+)
 from tests.support.daphne_server import DaphneServer
 
 ENDED = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
@@ -47,18 +55,6 @@ def demo_run(api: Api) -> dict[str, Any]:
         time.sleep(0.1)
     assert run["status"] == "succeeded", run
     return run
-
-
-def signed_in_as(browser: Browser, server: DaphneServer, user: tuple[str, str]) -> BrowserContext:
-    context = browser.new_context(base_url=server.url, viewport=VIEWPORT)  # type: ignore[arg-type]
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.fill("#id_username", user[0])
-    page.fill("#id_password", user[1])
-    page.click("button[type=submit] >> text=Sign in")
-    page.wait_for_url(f"{server.url}/")
-    page.close()
-    return context
 
 
 def not_pwned(page: Page) -> None:
@@ -151,10 +147,11 @@ def test_export_then_import_as_another_user_draws_the_same_run(
     mine.goto("/agents/")
     expect(mine.locator("body")).to_contain_text(f"Imported from a run bundle: {ODD_NAME} v1.")
     not_pwned(mine)
-    document["version"] = 2
-    import_from_the_list(mine, "v2.json", json.dumps(document).encode(), "application/json")
+    document["version"] = 3
+    import_from_the_list(mine, "v3.json", json.dumps(document).encode(), "application/json")
     expect(mine.locator(".messages .alert.error")).to_contain_text(
-        "Import refused: bundle version 2 is not supported here (this Studio reads 1) (at version)"
+        "Import refused: bundle version 3 is not supported here (this Studio reads 1, 2) "
+        "(at version)"
     )
     mine.get_by_test_id("bundle-import").locator("summary").click()
     screenshot(mine, "bundle-import-refused-1280")

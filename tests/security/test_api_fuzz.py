@@ -83,7 +83,8 @@ STATEFUL_CODES = {
     # A skill's archive or folder: its paths, sizes, text and SKILL.md (agents_core.skills).
     "skill_format",
     # A run bundle's content (studio.bundles.checks): its JSON, zip, version, schema,
-    # secrets and events, all inside one file the schema can only call binary.
+    # secrets, events and attached files, all inside one file the schema can only call
+    # binary.
     "bundle_too_large",
     "bundle_bad_zip",
     "bundle_not_json",
@@ -97,6 +98,11 @@ STATEFUL_CODES = {
     "bundle_bad_run",
     "bundle_bad_approval",
     "bundle_bad_spec",
+    "bundle_bad_file",
+    "bundle_file_too_large",
+    "bundle_files_too_large",
+    "bundle_file_type",
+    "bundle_file_digest",
     # A fork point: a stored event of the session, and what that event has to edit.
     "no_such_event",
     "not_editable",

@@ -128,7 +128,7 @@ async def test_round_trip_export_import_replay(ada: User, bob: User) -> None:
     zipped = await get(ada, f"/api/sessions/{session.pk}/bundle/?zip=1")
     assert zipped["Content-Type"] == "application/zip"
     bundle = json.loads(exported.content)
-    assert (bundle["format"], bundle["version"]) == ("studio-run-bundle", 1)
+    assert (bundle["format"], bundle["version"]) == ("studio-run-bundle", 2)
     assert [a["decision"] for a in bundle["approvals"]] == ["approve"]
     assert bundle["agent"]["tool_schemas"][0]["tools"][0]["name"] == "calculator"
     [config] = bundle["agent"]["model_configs"]

@@ -118,7 +118,7 @@ def test_a_good_bundle_is_imported_and_its_markup_stays_text(
 
 
 CHANGES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
-    ("version 2", lambda b: b.update(version=2), "bundle_version", "bundle.version"),
+    ("version 3", lambda b: b.update(version=3), "bundle_version", "bundle.version"),
     ("another format", lambda b: b.update(format="x"), "bundle_format", "bundle"),
     (
         "a bad run status",
@@ -209,8 +209,8 @@ def test_a_broken_bundle_is_refused_at_its_path(
 
 
 def test_the_version_error_says_which_versions_are_read(bundle: dict[str, Any], bob: User) -> None:
-    body = refused(bob, "b.json", as_json({**bundle, "version": 2}), "bundle_version")
-    assert "version 2 is not supported here (this Studio reads 1)" in body["detail"]
+    body = refused(bob, "b.json", as_json({**bundle, "version": 3}), "bundle_version")
+    assert "version 3 is not supported here (this Studio reads 1, 2)" in body["detail"]
 
 
 def test_not_json_too_deep_or_not_utf8(bob: User) -> None:

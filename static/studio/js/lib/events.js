@@ -132,7 +132,9 @@ const BLOB_ID = /^[0-9a-f]{64}$/;
 const FILES_URL = "/files/";
 
 /** The files attached to a (user) message: images shown from Studio's owner-only file
- * view, other files as download links. Names are text; ids are checked to be SHA-256s. */
+ * view, other files as download links. Names are text; ids are checked to be SHA-256s.
+ * An image whose bytes this Studio does not have (a run bundle that did not carry them,
+ * a file swept) says so in place of a broken picture. */
 export function attachments(event) {
   const files = partsOf(event, "file").filter((part) => BLOB_ID.test(part.blob_id || ""));
   if (!files.length) return null;
@@ -141,11 +143,15 @@ export function attachments(event) {
     const label = `${file.name || "file"} · ${formatBytes(file.size)}`;
     if (String(file.content_type).startsWith("image/")) {
       return h("figure", { class: "attachment", dataset: { blob: file.blob_id } },
-        h("img", { src: url, alt: file.name || "attached image", loading: "lazy" }),
+        h("img", { src: url, alt: file.name || "attached image", loading: "lazy", onerror: notHere }),
         h("figcaption", {}, label));
     }
     return h("a", { class: "attachment", href: url, download: file.name || "", dataset: { blob: file.blob_id } }, label);
   }));
+}
+
+function notHere(event) {
+  event.target.replaceWith(h("span", { class: "attachment-missing" }, "Not stored in this Studio"));
 }
 
 function formatBytes(size) {
