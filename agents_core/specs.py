@@ -334,17 +334,18 @@ class AgentSpec(Contract):
         return cls.model_json_schema()
 
 
-def stored_agents(spec: object) -> Iterator[Mapping[str, Any]]:
+def stored_agents(spec: object) -> Iterator[dict[str, Any]]:
     """Every agent of a spec as stored (JSON, of any version, unvalidated): the root and
-    those under its ``agent_tools`` and ``sub_agents``; what is not an object is skipped."""
+    those under its ``agent_tools`` and ``sub_agents``, each before its children; what
+    is not an object is skipped, and a reference (``{"ref": name}``) is not followed."""
     pending = [spec]
     while pending:
         node = pending.pop()
-        if isinstance(node, Mapping):
+        if isinstance(node, dict) and "ref" not in node:
             yield node
-            for key in ("agent_tools", "sub_agents"):
+            for key in ("sub_agents", "agent_tools"):
                 children = node.get(key)
-                pending.extend(children if isinstance(children, list) else ())
+                pending.extend(reversed(children) if isinstance(children, list) else ())
 
 
 def _depth(value: object) -> int:

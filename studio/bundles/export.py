@@ -19,11 +19,12 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents_core import exceptions as core_exceptions
+from agents_core.specs import stored_agents
 from studio import files as stored_files
 from studio.agents import specs
 from studio.agents.tools import tool_registry
 from studio.bundles import format as f
-from studio.bundles.spec_tree import inline_refs, model_names, nodes
+from studio.bundles.spec_tree import inline_refs, model_names
 from studio.models import AgentVersion, ApprovalDecision, ModelConfig, Run, Session
 
 BUNDLE_MEMBER = "bundle.json"
@@ -190,7 +191,7 @@ def _tool_sets(spec: dict[str, Any], owner_id: object) -> Iterator[f.ToolSet]:
     is shown them (a reference that no longer builds is listed without tools)."""
     registry = tool_registry(owner_id)
     seen: set[str] = set()
-    for node in nodes(spec):
+    for node in stored_agents(spec):
         for ref in node.get("tools") or []:
             name = ref.get("name") if isinstance(ref, dict) else None
             entry = registry.get(name) if isinstance(name, str) else None

@@ -34,11 +34,12 @@ from pydantic import ValidationError
 
 from agents_core import events as core_events
 from agents_core import specs as core_specs
+from agents_core.specs import stored_agents
 from studio import files as stored_files
 from studio.agents import specs
 from studio.bundles import format as f
 from studio.bundles.checks import Checked, refuse
-from studio.bundles.spec_tree import is_ref, model_names, nodes, renamed_models
+from studio.bundles.spec_tree import is_ref, model_names, renamed_models
 from studio.event_rows import insert_recorded
 from studio.models import (
     ACTIVE_RUN_STATUSES,
@@ -87,7 +88,7 @@ def _agent(owner: AbstractBaseUser, info: f.BundleAgent) -> AgentVersion:
         where = ("agent", "spec", *first["loc"])
         raise refuse("bundle_bad_spec", f"not an agent spec: {first['msg']}", where) from None
     spec = specs.normalize(parsed)
-    if any(is_ref(c) for n in nodes(spec) for c in n.get("sub_agents") or []):
+    if any(is_ref(c) for n in stored_agents(spec) for c in n.get("sub_agents") or []):
         raise refuse(
             "bundle_bad_spec",
             "a bundle's spec names no other agent (references are written out)",

@@ -13,6 +13,8 @@ import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agents_core.specs import stored_agents
+
 CHILD_KEYS = ("sub_agents", "agent_tools")
 
 
@@ -25,16 +27,6 @@ def children(node: dict[str, Any]) -> Iterator[tuple[str, list[Any]]]:
 
 def is_ref(child: Any) -> bool:
     return isinstance(child, dict) and "ref" in child
-
-
-def nodes(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """Every agent of a spec tree (references are not followed)."""
-    pending = [spec]
-    while pending:
-        node = pending.pop()
-        yield node
-        for _, found in children(node):
-            pending.extend(c for c in found if isinstance(c, dict) and not is_ref(c))
 
 
 def inline_refs(spec: dict[str, Any], agents: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -77,7 +69,7 @@ def renamed_models(spec: dict[str, Any], names: dict[str, str]) -> dict[str, Any
 
 def _each_model(spec: dict[str, Any], change: Callable[[str], str]) -> None:
     """Set every model name of ``spec`` (in place) to ``change(name)``."""
-    for node in nodes(spec):
+    for node in stored_agents(spec):
         if isinstance(node.get("model"), str):
             node["model"] = change(node["model"])
         fallbacks = node.get("fallback_models")

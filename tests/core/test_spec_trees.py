@@ -40,7 +40,7 @@ def test_with_each_agent_changes_every_agent_and_copies_only_what_changed() -> N
 def test_stored_agents_walks_json_as_stored_and_skips_what_is_not_an_agent() -> None:
     stored = {**TREE, "agent_tools": "not a list", "sub_agents": [*TREE["sub_agents"], 7, None]}
 
-    names = [agent.get("name", agent.get("ref")) for agent in stored_agents(stored)]
+    names = [agent["name"] for agent in stored_agents(stored)]
 
-    assert sorted(names) == ["elsewhere", "first", "helper", "root", "second"]
+    assert names == ["root", "first", "helper", "second"]  # as AgentSpec.agents() does
     assert list(stored_agents("not a spec")) == []

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio.bundles.spec_tree import inline_refs, model_names, nodes, renamed_models
+from agents_core.specs import stored_agents
+from studio.bundles.spec_tree import inline_refs, model_names, renamed_models
 
 HELPER = {"name": "helper", "model": "small", "sub_agents": [{"ref": "root"}]}
 ROOT: dict[str, Any] = {
@@ -30,7 +31,7 @@ def test_references_are_written_out_and_a_cycle_stays_a_reference() -> None:
 
 
 def test_nodes_do_not_follow_references() -> None:
-    assert sorted(n["name"] for n in nodes(ROOT)) == ["root", "tool_agent"]
+    assert sorted(n["name"] for n in stored_agents(ROOT)) == ["root", "tool_agent"]
 
 
 def test_every_model_slot_is_read_and_renamed() -> None:
