@@ -7,8 +7,9 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from agents_core.events import Event, EventType
-from agents_core.exceptions import ToolArgumentsError, ToolExecutionError
+from agents_core.exceptions import ToolExecutionError
 from agents_core.policies import PolicyTarget
+from agents_core.tools import nested
 from agents_core.tools.base import BaseTool, ToolContext
 
 if TYPE_CHECKING:
@@ -36,23 +37,11 @@ class AgentTool(BaseTool):
         return "agent", self.agent.name
 
     def parameters_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                "request": {"type": "string", "description": "What the agent should do."}
-            },
-            "required": ["request"],
-            "additionalProperties": False,
-        }
+        return dict(nested.REQUEST_SCHEMA)
 
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> str:
-        request = args.get("request")
-        if set(args) != {"request"} or not isinstance(request, str) or not request.strip():
-            raise ToolArgumentsError("expected one non-empty string argument: request")
-        segment = f"{self.agent.name}@{tool_context.call.id}"
-        ctx = tool_context.context.for_branch(segment, user_input=request)
-        if tool_context.span_id is not None:
-            ctx = ctx.within(tool_context.span_id)
+        request = nested.request_of(args)
+        ctx = nested.sub_run_context(tool_context, self.agent.name, request)
         final: str | None = None
         failed: str | None = None
         async with aclosing(self.agent.astream(ctx)) as events:
