@@ -7,12 +7,12 @@ a person: ``input-required``), at most ``STUDIO_MCP_SERVE_RUN_TIMEOUT_S``, after
 it answers the task as it stands (``tasks/get`` follows it); ``returnImmediately``
 answers at once. ``message/stream`` and ``tasks/resubscribe`` send the task, then a
 status update for each message the run's own agents say and for each change of state,
-until it settles. Push notifications and task listing are not offered.
+until it settles. Both follow the run the same way (``follow.snapshots``: its live
+events, read from the database). Push notifications and task listing are not offered.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
@@ -46,19 +46,16 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
-from django.conf import settings
 
-from studio.a2a_endpoint import tasks
+from studio.a2a_endpoint import follow, tasks
 from studio.db import db_sync_to_async
 from studio.errors import StudioError
 from studio.models import Run
 from studio.services import a2a_serving
-from studio.services.a2a_serving import Snapshot
 
 CALLER_KEY = "studio.a2a_caller"
 """Where the endpoint puts the ``Caller`` in the request's ASGI scope (and the context
 builder in the call's state)."""
-POLL_S = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,32 +91,30 @@ class StudioRequestHandler(RequestHandler):
     ) -> Task | Message:
         run = await _start(caller_of(context), params.message)
         if params.configuration.return_immediately:
-            snap = await _snapshot(run)
-        else:
-            snap = await _settled(run)
+            return tasks.task_of(await follow.snapshot(run), params.message)
+        snap = None
+        async for snap in follow.snapshots(run):  # noqa: B007 (the last one answers)
+            pass
+        assert snap is not None  # noqa: S101 (snapshots yields at least once)
         return tasks.task_of(snap, params.message)
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         run = await _start(caller_of(context), params.message)
-        snap = await _snapshot(run)
-        yield tasks.task_of(snap, params.message)
-        async for event in _follow(run, snap):
+        async for event in _events(run, params.message):
             yield event
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         run = await _run_of(caller_of(context), params.id)
-        snap = await _snapshot(run)
-        yield tasks.task_of(snap)
-        async for event in _follow(run, snap):
+        async for event in _events(run):
             yield event
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         run = await _run_of(caller_of(context), params.id)
-        return tasks.task_of(await _snapshot(run))
+        return tasks.task_of(await follow.snapshot(run))
 
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
@@ -129,7 +124,7 @@ class StudioRequestHandler(RequestHandler):
             await db_sync_to_async(a2a_serving.cancel)(run)
         except StudioError as exc:
             raise TaskNotCancelableError(str(exc)) from None
-        return tasks.task_of(await _snapshot(run))
+        return tasks.task_of(await follow.snapshot(run))
 
     async def on_list_tasks(
         self, params: ListTasksRequest, context: ServerCallContext
@@ -181,35 +176,17 @@ async def _run_of(caller: Caller, task_id: str) -> Run:
     return run
 
 
-async def _snapshot(run: Run, after_seq: int = 0) -> Snapshot:
-    return await db_sync_to_async(a2a_serving.snapshot)(run, after_seq=after_seq)
-
-
-async def _settled(run: Run) -> Snapshot:
-    """The run once it settles, or as it stands when the wait runs out."""
-    snap = await _snapshot(run)
-    try:
-        async with asyncio.timeout(settings.STUDIO_MCP_SERVE_RUN_TIMEOUT_S):
-            while tasks.state_of(snap) not in tasks.SETTLED:
-                await asyncio.sleep(POLL_S)
-                snap = await _snapshot(run)
-    except TimeoutError:
-        pass
-    return snap
-
-
-async def _follow(run: Run, snap: Snapshot) -> AsyncGenerator[Event]:
-    """Status updates until the run settles (or the wait runs out: the stream ends and
-    the caller resubscribes or polls)."""
-    state, seen = tasks.state_of(snap), 0
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + settings.STUDIO_MCP_SERVE_RUN_TIMEOUT_S
-    while state not in tasks.SETTLED and loop.time() < deadline:
-        await asyncio.sleep(POLL_S)
-        snap = await _snapshot(run, after_seq=seen)
+async def _events(run: Run, request: Message | None = None) -> AsyncGenerator[Event]:
+    """The task, then a status update for each thing the run's agents say and for each
+    change of state, until it settles (or the wait runs out: the stream ends and the
+    caller resubscribes or polls)."""
+    state: TaskState | None = None
+    async for snap in follow.snapshots(run):
+        if state is None:
+            yield tasks.task_of(snap, request)
+            state = tasks.state_of(snap)
         for said in snap.messages:
             yield tasks.update_of(snap, said)
-            seen = said[0]
         if tasks.state_of(snap) != state:
             state = tasks.state_of(snap)
             if state == TaskState.TASK_STATE_COMPLETED:
