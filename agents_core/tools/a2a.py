@@ -8,7 +8,7 @@ Each call fetches the remote's agent card, sends the model's request as a messag
 (streamed when the card says the agent streams, else sent and then followed with
 ``tasks/get``) and answers the task's final text. The remote's progress shows in the
 run as the events of a nested agent named like the tool, on a branch of the call
-(``<branch>.<name>@<call id>``) inside the call's span, as an agent tool's do: what
+inside the call's span (``agents_core.tools.nested``, as an agent tool's): what
 the remote says as it works, its answer, and its end. A task that fails, is
 cancelled or rejected, or asks for input the tool cannot give, is an error result
 that says so.
@@ -39,7 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agents_core.context import Context
 from agents_core.events import EventType, TextPart
-from agents_core.exceptions import ToolArgumentsError, ToolExecutionError
+from agents_core.exceptions import ToolExecutionError
+from agents_core.tools import nested
 from agents_core.tools.base import BaseTool, ToolContext
 
 _POLL_S = 0.5
@@ -111,25 +112,12 @@ class A2aAgentTool(BaseTool):
         self.redact = redact or _same
 
     def parameters_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                "request": {"type": "string", "description": "What the agent should do."}
-            },
-            "required": ["request"],
-            "additionalProperties": False,
-        }
+        return dict(nested.REQUEST_SCHEMA)
 
     async def arun(self, args: dict[str, Any], tool_context: ToolContext) -> str:
-        request = args.get("request")
-        if set(args) != {"request"} or not isinstance(request, str) or not request.strip():
-            raise ToolArgumentsError("expected one non-empty string argument: request")
+        request = nested.request_of(args)
         await self._check(self.remote.url)
-        ctx = tool_context.context.for_branch(
-            f"{self.name}@{tool_context.call.id}", user_input=request
-        )
-        if tool_context.span_id is not None:
-            ctx = ctx.within(tool_context.span_id)
+        ctx = nested.sub_run_context(tool_context, self.name, request)
         ctx = ctx.for_agent(self.name, user_input=request)
         start = ctx.event(
             EventType.AGENT_START, span_id=ctx.span_id, parent_span_id=ctx.parent_span_id
