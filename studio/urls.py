@@ -28,6 +28,7 @@ from studio.web import (
     views,
 )
 from studio.web import mcp as views_mcp
+from studio.web import remote_agents as views_remote
 
 login_view = RateLimitedLoginView.as_view(
     # The documented local demo account gets a one-click sign-in in development.
@@ -55,6 +56,15 @@ urlpatterns = [
     path("mcp-servers/<uuid:pk>/", views_mcp.mcp_edit, name="mcp-server-edit"),
     path("mcp-servers/<uuid:pk>/delete/", views_mcp.mcp_delete, name="mcp-server-delete"),
     path("mcp-servers/<uuid:pk>/test/", views_mcp.mcp_test, name="mcp-server-test"),
+    path("remote-agents/", views_remote.remote_agent_list, name="remote-agents"),
+    path("remote-agents/new/", views_remote.remote_agent_edit, name="remote-agent-new"),
+    path("remote-agents/<uuid:pk>/", views_remote.remote_agent_edit, name="remote-agent-edit"),
+    path(
+        "remote-agents/<uuid:pk>/delete/",
+        views_remote.remote_agent_delete,
+        name="remote-agent-delete",
+    ),
+    path("remote-agents/<uuid:pk>/test/", views_remote.remote_agent_test, name="remote-agent-test"),
     path("mcp-tokens/", mcp_tokens.mcp_token_list, name="mcp-tokens"),
     path("mcp-tokens/<uuid:pk>/revoke/", mcp_tokens.mcp_token_revoke, name="mcp-token-revoke"),
     path("settings/trace-ingest/", ingest_tokens.ingest_token_list, name="ingest-tokens"),

@@ -1,14 +1,14 @@
 """The ``a2a`` tool entry: remote A2A agents a Studio agent may call like tools.
 
-A remote agent is registered like an HTTP MCP server, on the MCP servers page or the
-API: its name, its A2A base URL (where its card is, under ``/.well-known/``) and the
-headers it needs (``Authorization: Bearer ...``), kept encrypted and never shown, as
-an MCP server's are. A spec then names it in the ``a2a`` tool's settings::
+A remote agent is registered as a ``RemoteAgent`` of its owner, on the remote agents
+page or the API: its name, its A2A base URL (where its card is, under
+``/.well-known/``) and the token it takes, kept encrypted and never shown. A spec then
+names it in the ``a2a`` tool's settings::
 
     {"name": "a2a", "settings": {"servers": ["billing"]}}
 
 which gives the agent a tool ``a2a_billing``, described by the registration's
-description, that asks the remote agent (``agents_core.tools.a2a``).
+description (else its card's), that asks the remote agent (``agents_core.tools.a2a``).
 
 Every request goes where the model and MCP clients' go: the URL (and the one the card
 names for messages) must pass ``studio.security.check_outbound_url`` before each call,
@@ -30,13 +30,13 @@ from agents_core import specs as core_specs
 from agents_core.exceptions import ConfigurationError, ToolExecutionError
 from agents_core.tools.base import BaseTool
 from studio import checked_http, security
-from studio.models import McpServer
+from studio.models import RemoteAgent
 
 if TYPE_CHECKING:
     import httpx
 
 MAX_AGENTS = 8
-DESCRIPTION = "Call remote agents over A2A: each one a tool (register them as HTTP MCP servers)."
+DESCRIPTION = "Call remote agents over A2A: each one a tool (register them on Remote agents)."
 TOOL_PREFIX = "a2a_"
 
 
@@ -51,7 +51,7 @@ class A2aToolSettings(BaseModel):
 
     servers: Annotated[list[ServerName], Field(min_length=1, max_length=MAX_AGENTS)] = Field(
         title="Remote agents",
-        description="Names of your HTTP server registrations that are A2A agents, one a line: "
+        description="Names of your remote A2A agents (the Remote agents page), one a line: "
         "each becomes a tool a2a_<name>.",
     )
 
@@ -67,11 +67,9 @@ class A2aToolSettings(BaseModel):
 
 
 def known_servers(owner_id: Any) -> set[str]:
-    """The names ``server`` may take: the owner's HTTP server registrations."""
+    """The names ``servers`` may list: the owner's remote agents."""
     return set(
-        McpServer.objects.filter(owner_id=owner_id, transport=McpServer.Transport.HTTP)
-        .values_list("name", flat=True)
-        .order_by()
+        RemoteAgent.objects.filter(owner_id=owner_id).values_list("name", flat=True).order_by()
     )
 
 
@@ -80,13 +78,22 @@ def settings_model(owner_id: object | None) -> type[A2aToolSettings]:
     if owner_id is None:
         return A2aToolSettings
 
+    def yours(schema: dict[str, Any]) -> None:
+        """The builder's form says which names the owner may list (read when drawn)."""
+        known = sorted(known_servers(owner_id))
+        mine = f"Yours: {', '.join(known)}." if known else "You have none registered yet."
+        field = schema.get("properties", {}).get("servers", {})
+        field["description"] = f"{field.get('description', '')} {mine}".strip()
+
     class OwnerA2aToolSettings(A2aToolSettings):
+        model_config = ConfigDict(extra="forbid", json_schema_extra=yours)
+
         @model_validator(mode="after")
         def _known(self) -> OwnerA2aToolSettings:
             known = known_servers(owner_id)
             if missing := sorted(set(self.servers) - known):
                 listed = ", ".join(sorted(known)) or "none registered"
-                raise ValueError(f"no HTTP server named {', '.join(missing)} ({listed})")
+                raise ValueError(f"no remote agent named {', '.join(missing)} ({listed})")
             return self
 
     return OwnerA2aToolSettings
@@ -98,17 +105,13 @@ def a2a_tools(owner_id: Any, chosen: A2aToolSettings) -> list[BaseTool]:
 
     rows = {
         row.name: row
-        for row in McpServer.objects.filter(
-            owner_id=owner_id,
-            transport=McpServer.Transport.HTTP,
-            name__in=chosen.servers,
-        )
+        for row in RemoteAgent.objects.filter(owner_id=owner_id, name__in=chosen.servers)
     }
     tools: list[BaseTool] = []
     for name in chosen.servers:
         row = rows.get(name)
         if row is None:
-            raise ConfigurationError(f"a2a: no HTTP server named {name!r}")
+            raise ConfigurationError(f"a2a: no remote agent named {name!r}")
         headers = row.headers()
         secrets = list(headers.values())
         remote = A2aRemote(
@@ -118,7 +121,7 @@ def a2a_tools(owner_id: Any, chosen: A2aToolSettings) -> list[BaseTool]:
             A2aAgentTool(
                 remote,
                 name=TOOL_PREFIX + name,
-                description=row.description,
+                description=row.shown_description,
                 http_transport=_transport,
                 url_check=check_url,
                 redact=_redactor(secrets),

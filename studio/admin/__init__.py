@@ -4,9 +4,9 @@ Versions and events are read-only, secrets write-only, and actions go through
 
 from django.contrib import admin
 
-from studio.admin import approvals, budgets, datasets, evals, sessions, site
+from studio.admin import approvals, budgets, datasets, evals, remote_agents, sessions, site
 
 admin.site.site_header = "Studio administration"
 admin.site.site_title = "Studio admin"
 
-__all__ = ["approvals", "budgets", "datasets", "evals", "sessions", "site"]
+__all__ = ["approvals", "budgets", "datasets", "evals", "remote_agents", "sessions", "site"]

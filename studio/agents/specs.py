@@ -211,6 +211,31 @@ def agents_using_mcp_server(owner: AbstractBaseUser, server_name: str) -> list[s
     )
 
 
+def agents_using_remote_agent(owner: AbstractBaseUser, remote_name: str) -> list[str]:
+    """Names of ``owner``'s agents whose current spec lists the remote A2A agent in an
+    ``a2a`` tool's settings anywhere in its tree."""
+    return sorted(
+        name
+        for name, spec in owner_agent_specs(owner).items()
+        if remote_name in remote_agent_names(spec)
+    )
+
+
+def remote_agent_names(spec: core_specs.AgentSpec) -> set[str]:
+    """The remote agents the ``a2a`` tools of the spec's tree list."""
+    found: set[str] = set()
+    pending = [spec]
+    while pending:
+        node = pending.pop()
+        for tool in node.tools:
+            servers = tool.settings.get("servers") if tool.name == "a2a" else None
+            if isinstance(servers, list):
+                found.update(name for name in servers if isinstance(name, str))
+        pending.extend(node.agent_tools)
+        pending.extend(c for c in node.sub_agents if isinstance(c, core_specs.AgentSpec))
+    return found
+
+
 def owner_agent_specs(owner: AbstractBaseUser) -> dict[str, core_specs.AgentSpec]:
     """``owner``'s agents by name, each with its current spec: what ``{"ref": name}`` means."""
     rows = Agent.objects.filter(owner_id=owner.pk, current_version__isnull=False).values_list(

@@ -18,6 +18,7 @@ from studio.api import (
     mcp,
     memories,
     prompts,
+    remote_agents,
     skills,
     views,
 )
@@ -28,6 +29,7 @@ router.register("models", views.ModelConfigViewSet, basename="modelconfig")
 router.register("sessions", views.SessionViewSet, basename="session")
 router.register("runs", views.RunViewSet, basename="run")
 router.register("mcp-servers", mcp.McpServerViewSet, basename="mcpserver")
+router.register("remote-agents", remote_agents.RemoteAgentViewSet, basename="remoteagent")
 
 urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),

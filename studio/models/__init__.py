@@ -338,6 +338,7 @@ from studio.models.memory import Memory as Memory  # noqa: E402
 from studio.models.model_configs import MAX_PER_MINUTE as MAX_PER_MINUTE  # noqa: E402
 from studio.models.model_configs import ModelConfig as ModelConfig  # noqa: E402
 from studio.models.prompts import PromptTemplate as PromptTemplate  # noqa: E402
+from studio.models.remote_agents import RemoteAgent as RemoteAgent  # noqa: E402
 from studio.models.runs import Run as Run  # noqa: E402
 from studio.models.skills import Skill as Skill  # noqa: E402
 from studio.models.skills import SkillFile as SkillFile  # noqa: E402

@@ -80,28 +80,28 @@ class McpServer(models.Model):
         return shlex.join([self.command, *self.args]) if self.command else ""
 
     def set_headers(self, headers: dict[str, str]) -> None:
-        self.headers_ciphertext, self.header_names = _seal(headers)
+        self.headers_ciphertext, self.header_names = seal(headers)
 
     def headers(self) -> dict[str, str]:
         """The decrypted headers, for the connection that sends them."""
-        return _unseal(self.headers_ciphertext)
+        return unseal(self.headers_ciphertext)
 
     def set_env(self, env: dict[str, str]) -> None:
-        self.env_ciphertext, self.env_names = _seal(env)
+        self.env_ciphertext, self.env_names = seal(env)
 
     def env(self) -> dict[str, str]:
         """The decrypted environment values staff stored, for the process that gets them."""
-        return _unseal(self.env_ciphertext)
+        return unseal(self.env_ciphertext)
 
 
-def _seal(values: dict[str, str]) -> tuple[str, list[str]]:
+def seal(values: dict[str, str]) -> tuple[str, list[str]]:
     """A mapping of secrets as one encrypted token, and its (non-secret) names."""
     if not values:
         return "", []
     return crypto.encrypt(json.dumps(values, sort_keys=True)), sorted(values)
 
 
-def _unseal(token: str) -> dict[str, str]:
+def unseal(token: str) -> dict[str, str]:
     if not token:
         return {}
     values: dict[str, str] = json.loads(crypto.decrypt(token))

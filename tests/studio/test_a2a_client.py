@@ -12,6 +12,7 @@ each session is its owner's only.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +25,7 @@ from django.contrib.auth.models import User
 
 from studio import services
 from studio.errors import InvalidInputError
-from studio.models import Agent, Event, McpServer, ModelConfig, Run, RunStatus
+from studio.models import Agent, Event, ModelConfig, RemoteAgent, Run, RunStatus
 from studio.runs.execute import execute_run
 from tests.e2e.browser import Api
 from tests.support import a2a_server
@@ -43,13 +44,11 @@ def blocking_url() -> Iterator[str]:
         yield url
 
 
-def remote(owner: User, url: str, name: str = "echo", token: str = a2a_server.TOKEN) -> McpServer:
-    server = McpServer(
-        owner=owner, name=name, transport="http", url=url, description="Echoes things."
-    )
-    server.set_headers({"Authorization": f"Bearer {token}"})
-    server.save()
-    return server
+def remote(owner: User, url: str, name: str = "echo", token: str = a2a_server.TOKEN) -> RemoteAgent:
+    agent = RemoteAgent(owner=owner, name=name, url=url, description="Echoes things.")
+    agent.set_token(token)
+    agent.save()
+    return agent
 
 
 def call(tool: str, request: str) -> dict[str, Any]:
@@ -159,7 +158,7 @@ def test_a_spec_may_name_only_its_owners_servers(ada: User, bob: User) -> None:
     ModelConfig.objects.create(owner=ada, name="m", provider="scripted", options={})
     with pytest.raises(InvalidInputError) as refused:
         services.create_agent(ada, name="x", spec=spec)
-    assert "no HTTP server named bobs" in str(refused.value.problems)
+    assert "no remote agent named bobs" in str(refused.value.problems)
     tool["settings"] = {"servers": ["not a name"]}
     with pytest.raises(InvalidInputError) as refused:
         services.create_agent(ada, name="x", spec=spec)
@@ -172,7 +171,7 @@ ACCEPTANCE = """
 import json
 from django.contrib.auth import get_user_model
 from studio import services
-from studio.models import McpServer, ModelConfig
+from studio.models import ModelConfig, RemoteAgent
 from studio.services import a2a_serving
 User = get_user_model()
 ada = User.objects.create_user("ada", password="ada-password-1")
@@ -183,10 +182,9 @@ helper = services.create_agent(bob, name="helper", description="Answers question
     spec={{"name": "helper", "model": "m", "instruction": "."}})
 a2a_serving.set_a2a_published(helper, True)
 token = services.create_token(bob, "for ada")[1]
-server = McpServer(owner=ada, name="bobs-helper", transport="http",
-    url="{base}/a2a/" + str(helper.pk) + "/")
-server.set_headers({{"Authorization": "Bearer " + token}})
-server.save()
+remote = RemoteAgent(owner=ada, name="bobs-helper", url="{base}/a2a/" + str(helper.pk) + "/")
+remote.set_token(token)
+remote.save()
 call = {{"tool_calls": [{{"name": "a2a_bobs-helper", "id": "c1", "args": {{"request": "help"}}}}]}}
 ModelConfig.objects.create(owner=ada, name="m", provider="scripted",
     options={{"script": [call, {{"text": "ada is done"}}], "loop": False}})
@@ -228,7 +226,11 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaphneServer]:
 
 
 def shell(server: DaphneServer, code: str) -> Any:
-    return json.loads(server.manage("shell", "-c", code).stdout.strip().splitlines()[-1])
+    try:
+        done = server.manage("shell", "-c", code)
+    except subprocess.CalledProcessError as failed:
+        pytest.fail(f"the shell failed: {failed.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_a_studio_agent_calls_another_users_studio_agent_over_a2a(studio: DaphneServer) -> None:
