@@ -40,7 +40,8 @@ class RemoteAgentSerializer(f.ClosedSchema, serializers.ModelSerializer[RemoteAg
         "Loopback, private, link-local and metadata addresses are refused unless "
         "STUDIO_OUTBOUND_ALLOWLIST admits them.",
     )
-    token = serializers.CharField(
+    token = serializers.RegexField(
+        rules.TOKEN_PATTERN,
         write_only=True,
         required=False,
         allow_blank=True,

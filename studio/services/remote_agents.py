@@ -3,7 +3,7 @@ page's form, the API's serializer and the admin, and removing one.
 
 A name is the spec name pattern (checked by the fields), one per owner, and not
 renamed while agents list it; the URL is an http(s) URL Studio may send requests to
-(``studio.mcp.checks``, the MCP servers' check); a token has no control characters.
+(``studio.mcp.checks``, the MCP servers' check); a token is visible ASCII.
 Reading the card is ``studio.a2a.cards.refresh``.
 """
 
@@ -20,6 +20,9 @@ from studio.mcp import checks as mcp_checks
 from studio.models import RemoteAgent
 
 MAX_TOKEN_CHARS = 4_000
+TOKEN_PATTERN = r"^[!-~]*$"  # noqa: S105 (a pattern, not a password)
+"""Visible ASCII, no spaces: what an HTTP header carries as is (RFC 6750's b64token and
+more); also the API schema's pattern."""
 refresh_card = cards.refresh
 
 
@@ -47,8 +50,8 @@ def url_problem(url: str) -> mcp_checks.InvalidValue | None:
 def token_problem(token: str) -> str | None:
     if len(token) > MAX_TOKEN_CHARS:
         return f"at most {MAX_TOKEN_CHARS} characters"
-    if not re.fullmatch(mcp_checks.VALUE_PATTERN, token):
-        return "no control characters (line breaks, tabs...)"
+    if not re.fullmatch(TOKEN_PATTERN, token):
+        return "visible ASCII characters only: no spaces, line breaks or other letters"
     return None
 
 

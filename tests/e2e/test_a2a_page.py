@@ -1,17 +1,22 @@
 """Publishing an agent over A2A from the MCP tokens page, in Chromium against a real
 Daphne: the agent's card is served once it is published (to a token of its owner's)
-and refused again once it is withdrawn; the page at 1280 and 390 px wide."""
+and refused again once it is withdrawn; the page at 1280 and 390 px wide. A remote
+agent registered on its page (demo's own published agent, over loopback), its card
+shown with the markup of its text as text; the pages in light and dark at a phone's, a
+tablet's and a laptop's width."""
 
 from __future__ import annotations
 
 import json
 import urllib.error
 import urllib.request
+from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot
+from tests.e2e.page_checks import Visit, look_at
 from tests.support.daphne_server import DaphneServer
 
 WIDE = {"width": 1280, "height": 900}
@@ -63,8 +68,8 @@ def test_the_builder_draws_the_a2a_tools_settings(
     page: Page, pages_server: DaphneServer, api: Api
 ) -> None:
     api.model("a2a-builder-model", script=[{"text": "hi"}], loop=True)
-    registration = {"name": "remote-echo", "transport": "http", "url": "http://127.0.0.1:9/"}
-    api.post("/api/mcp-servers/", {**registration, "description": "Echoes (A2A)."})
+    registration = {"name": "remote-echo", "url": "http://127.0.0.1:9/"}
+    api.post("/api/remote-agents/", {**registration, "description": "Echoes (A2A)."})
     tool = {"name": "a2a", "settings": {"servers": ["remote-echo"]}}
     spec = {"name": "a2a-caller", "model": "a2a-builder-model", "instruction": ".", "tools": [tool]}
     agent = api.agent(spec)
@@ -72,6 +77,7 @@ def test_the_builder_draws_the_a2a_tools_settings(
     page.goto(f"/agents/{agent['id']}/")
     field = page.locator("[data-field='tools.0.settings.servers']")
     expect(field.locator("textarea")).to_have_value("remote-echo")
+    expect(field).to_contain_text("Yours: remote-echo.")  # the help names the owner's
     field.scroll_into_view_if_needed()
     screenshot(page, "a2a-builder-1280")
 
@@ -90,12 +96,11 @@ def test_a_call_over_a2a_is_drawn_nested_in_the_callers_timeline(
     pages_server.manage("shell", "-c", PUBLISH)
     token = pages_server.manage("shell", "-c", TOKEN).stdout.strip().splitlines()[-1]
     api.post(
-        "/api/mcp-servers/",
+        "/api/remote-agents/",
         {
             "name": "helper-over-a2a",
-            "transport": "http",
             "url": f"{pages_server.url}/a2a/{helper['id']}/",
-            "headers": {"Authorization": f"Bearer {token}"},
+            "token": token,
             "description": "Demo's own helper, over A2A.",
         },
     )
@@ -113,3 +118,52 @@ def test_a_call_over_a2a_is_drawn_nested_in_the_callers_timeline(
     expect(page.locator(".inv .badge").first).to_have_text("succeeded", timeout=30_000)
     expect(page.locator("body")).to_contain_text("The <i>remote</i> answer.")
     screenshot(page, "a2a-nested-timeline-1280", full_page=True)
+
+
+MARKED = (
+    "from studio.models import Agent; from studio.services import a2a_serving; "
+    "a2a_serving.set_a2a_published(Agent.objects.get(name='marked-helper'), True)"
+)
+
+
+def test_a_remote_agent_is_registered_and_its_card_shown_as_text(
+    page: Page, browser: Browser, pages_server: DaphneServer, api: Api, signed_in: Any
+) -> None:
+    api.model("marked-model", script=[{"text": "hi"}], loop=True)
+    spec = {"name": "marked-helper", "model": "marked-model", "instruction": "."}
+    helper = api.agent(spec, "<script>alert(1)</script> <b>Helps</b>.")
+    pages_server.manage("shell", "-c", MARKED)
+    token = pages_server.manage("shell", "-c", TOKEN).stdout.strip().splitlines()[-1]
+    page.set_viewport_size(WIDE)  # type: ignore[arg-type]
+    page.goto("/remote-agents/")
+    page.get_by_role("link", name="+ New remote agent").first.click()
+    page.get_by_label("Name").fill("marked")
+    page.get_by_label("A2A base URL").fill("http://169.254.169.254/")
+    page.get_by_role("button", name="Register").click()
+    refused = page.locator("[data-field='url'] .field-error")
+    expect(refused).to_contain_text("STUDIO_OUTBOUND_ALLOWLIST")
+    page.get_by_label("A2A base URL").fill(f"{pages_server.url}/a2a/{helper['id']}/")
+    page.get_by_label("Token").fill(token)
+    page.get_by_role("button", name="Register").click()
+    expect(page.locator(".alert.success")).to_contain_text("Registered remote agent marked")
+    row = page.locator("[data-remote-agent='marked']")
+    expect(row.get_by_test_id("card-name")).to_have_text("marked-helper")
+    expect(row.get_by_test_id("card-description")).to_contain_text(
+        "<script>alert(1)</script> <b>Helps</b>."
+    )
+    assert token not in page.content()
+    row.get_by_role("button", name="Read card again").click()
+    expect(page.locator(".alert.success")).to_contain_text("its card was read")
+    remote = api.get("/api/remote-agents/")["results"][0]
+    pages = {"list": "/remote-agents/", "edit": f"/remote-agents/{remote['id']}/"}
+    problems = []
+    for scheme in ("light", "dark"):
+        context = browser.new_context(
+            base_url=pages_server.url,
+            storage_state=signed_in,
+            color_scheme=scheme,  # type: ignore[arg-type]
+        )
+        for name, path in pages.items():
+            problems += look_at(context, pages_server.url, Visit(path, name), f"remote-{scheme}")
+        context.close()
+    assert problems == [], "\n".join(problems)

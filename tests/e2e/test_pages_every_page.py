@@ -67,6 +67,7 @@ FOLDERS = {
     "models": "model",
     "mcp-servers": "mcp_server",
     "mcp-tokens": "mcp_token",
+    "remote-agents": "remote_agent",
     "settings": "ingest_token",  # settings/trace-ingest/<pk>/revoke/
     "memories": "memory",
     "sessions": "session",
@@ -88,6 +89,7 @@ ADMIN_OBJECTS = {
     "datasetversion": "dataset_version",
     "evalrun": "eval_run",
     "evalcaseresult": "eval_result",
+    "remoteagent": "remote_agent",
 }
 """Which of staff's objects the admin's change page of each of Studio's models shows."""
 
@@ -117,6 +119,8 @@ class Objects:
     """A dataset of the user's (with a hostile case) and its first version."""
     eval_run: str = ""
     eval_result: str = ""
+    remote_agent: str = ""
+    """A remote A2A agent whose card could not be read (a closed port): the error shows."""
     """An eval of the user's agent on that dataset, ended, and its one case result."""
     imported: str = ""
     """A read-only session imported from the session's run bundle (studio.bundles)."""
@@ -200,6 +204,8 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
     run = api.post(f"/api/sessions/{session['id']}/messages/", {"text": "What is 2 + 3?"})
     server = {"name": "docs", "transport": "http", "url": "http://127.0.0.1:9/mcp"}
     mcp_server = api.post("/api/mcp-servers/", server)
+    remote = {"name": "billing", "url": "http://127.0.0.1:9/", "token": "tok-123"}
+    remote_agent = api.post("/api/remote-agents/", remote)
     template = {
         "name": "support",
         "source": "You help {{ customer }}.\n{% if tier %}Tier: {{ tier }}{% endif %}",
@@ -239,6 +245,7 @@ def arrange(api: Api, agent: dict[str, Any], stdio_server: str) -> Objects:
         eval_run=eval_run["id"],
         eval_result=api.get(f"/api/evals/{eval_run['id']}/results/")["results"][0]["id"],
         imported=imported["id"],
+        remote_agent=remote_agent["id"],
     )
 
 
@@ -433,6 +440,9 @@ def test_every_route_is_a_visited_page_an_action_or_excluded(site: Site) -> None
     assert {"dataset-create", "dataset-import", "session-dataset-case"} <= set(site.actions)
     assert {"evals", "eval-new", "eval-run", "eval-compare", "eval-compare-runs"} <= names
     assert {"admin-evalrun-change", "admin-evalcaseresult-change"} <= names
+    assert {"remote-agents", "remote-agent-new", "remote-agent-edit"} <= names
+    assert {"remote-agent-delete", "remote-agent-test"} <= set(site.actions)
+    assert "admin-remoteagent-change" in names
     assert not names & set(site.actions)
 
 

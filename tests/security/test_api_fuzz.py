@@ -41,7 +41,16 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from agents_core import events as core_events
 from agents_core import specs as core_specs
 from studio import evals
-from studio.models import Agent, Dataset, McpServer, ModelConfig, Run, RunStatus, Session
+from studio.models import (
+    Agent,
+    Dataset,
+    McpServer,
+    ModelConfig,
+    RemoteAgent,
+    Run,
+    RunStatus,
+    Session,
+)
 from studio.models.evals import EvalRun
 from studio.services import datasets
 from studio.session_service import append_event_sync
@@ -178,12 +187,14 @@ class Fixtures:
     mcp_server: McpServer
     dataset: Dataset
     eval_run: EvalRun
+    remote_agent: RemoteAgent
 
     def path_ids(self, path: str) -> dict[str, Any]:
         """Path parameters naming the user's own object, or {} for other resources."""
         ids = {"agents": self.agent, "models": self.model, "sessions": self.session}
         ids["runs"] = self.run
         ids["mcp-servers"] = self.mcp_server
+        ids["remote-agents"] = self.remote_agent
         ids["datasets"] = self.dataset
         ids["evals"] = self.eval_run
         owned = ids.get(path.split("/")[2])
@@ -229,7 +240,9 @@ def fixtures(ada: User) -> Fixtures:
         ada, "evaluated", cases=[{"name": "greeting", "input": {"turns": ["hi"]}}]
     )
     eval_run = evals.create_eval(ada, agent=agent, dataset=evaluated)
-    return Fixtures(token, agent, model, session, run, mcp_server, dataset, eval_run)
+    # Its card is on a closed loopback port: reading it again fails at once, and says so.
+    remote_agent = RemoteAgent.objects.create(owner=ada, name="billing", url="http://127.0.0.1:9/")
+    return Fixtures(token, agent, model, session, run, mcp_server, dataset, eval_run, remote_agent)
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from studio.models import (
     IngestedTrace,
     IngestToken,
     ModelConfig,
+    RemoteAgent,
     Run,
     RunStatus,
     Session,
@@ -88,6 +89,10 @@ ACTIONS: list[tuple[str, str, dict[str, Any] | None, int]] = [
     ("/api/evals/compare/?a={eval}&b={eval}", "get", None, 200),
     ("/api/evals/history/?agent={eval_agent}&dataset={eval_dataset}", "get", None, 200),
     ("/api/evals/{eval}/cancel/", "post", None, 200),
+    ("/api/remote-agents/{remote_agent}/", "get", None, 200),
+    ("/api/remote-agents/{remote_agent}/", "patch", {"description": "mine now"}, 200),
+    ("/api/remote-agents/{remote_agent}/refresh/", "post", None, 200),
+    ("/api/remote-agents/{remote_agent}/", "delete", None, 204),
 ]
 
 LISTS = [
@@ -97,6 +102,7 @@ LISTS = [
     "/api/runs/",
     "/api/datasets/",
     "/api/evals/",
+    "/api/remote-agents/",
 ]
 
 
@@ -119,6 +125,10 @@ def owned(ada: User) -> dict[str, Any]:
         "dataset": datasets.create_dataset(ada, "smoke", cases=[case]).pk,
         **owned_eval(ada),
         **ingested(ada),
+        # Its card is on a closed loopback port: reading it fails at once, and says so.
+        "remote_agent": RemoteAgent.objects.create(
+            owner=ada, name="billing", url="http://127.0.0.1:9/"
+        ).pk,
     }
 
 
@@ -167,6 +177,7 @@ def snapshot() -> list[Any]:
         list(DatasetVersion.objects.values_list("pk")),
         list(EvalRun.objects.values_list("pk", "status")),
         list(EvalCaseResult.objects.values_list("pk", "status")),
+        list(RemoteAgent.objects.values_list("pk", "name", "description", "card_error")),
     ]
 
 

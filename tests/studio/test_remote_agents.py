@@ -93,6 +93,10 @@ def test_a_refused_address_stores_nothing(ada: User, settings: Any) -> None:
     assert not RemoteAgent.objects.exists()
     bad = client_for(ada).post(API, {"name": "x", "url": "javascript:alert(1)"}, format="json")
     assert bad.status_code == 400
+    for token in ("tok\r\nX-Evil: 1", "tökén", "two words"):
+        body = {"name": "x", "url": "http://127.0.0.1:9/", "token": token}
+        assert client_for(ada).post(API, body, format="json").status_code == 400
+        assert signed_in(ada).post(NEW, body).status_code == 400
 
 
 @pytest.mark.parametrize(
