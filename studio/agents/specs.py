@@ -224,15 +224,11 @@ def agents_using_remote_agent(owner: AbstractBaseUser, remote_name: str) -> list
 def remote_agent_names(spec: core_specs.AgentSpec) -> set[str]:
     """The remote agents the ``a2a`` tools of the spec's tree list."""
     found: set[str] = set()
-    pending = [spec]
-    while pending:
-        node = pending.pop()
+    for node in spec.agents():
         for tool in node.tools:
             servers = tool.settings.get("servers") if tool.name == "a2a" else None
             if isinstance(servers, list):
                 found.update(name for name in servers if isinstance(name, str))
-        pending.extend(node.agent_tools)
-        pending.extend(c for c in node.sub_agents if isinstance(c, core_specs.AgentSpec))
     return found
 
 
