@@ -87,12 +87,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, template: Path) -> Iterator[DaphneServer]:
-    # The server follows a run through its session's live group; its fallback read of
-    # the database comes only after STUDIO_LIVE_RESYNC_S of silence, which here is
-    # longer than a call may wait (STUDIO_MCP_SERVE_RUN_TIMEOUT_S): a task seen to
-    # settle, and every progress update, came by the live group, not by polling.
-    env = {"STUDIO_LIVE_RESYNC_S": "600", "STUDIO_MCP_SERVE_RUN_TIMEOUT_S": "60"}
-    with daphne_server(tmp_path_factory.mktemp("a2a-run") / "data", env, template=template) as s:
+    # How a call follows its run (the live group) is tests/studio/test_a2a_follow.py's.
+    with daphne_server(tmp_path_factory.mktemp("a2a-run") / "data", template=template) as s:
         yield s
 
 
