@@ -25,7 +25,7 @@ from studio.models import RemoteAgent
 from studio.services import remote_agents as rules
 from studio.web.remote_agent_forms import RemoteAgentForm
 
-SECTION = "remote-agents"
+SECTION = "mcp"  # the nav's MCP servers link leads here (a button on that page)
 
 
 def _owned(request: HttpRequest) -> QuerySet[RemoteAgent]:
