@@ -15,7 +15,16 @@ from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from agents_core.specs import NAME_PATTERN, NAME_RULE
 from studio.agents import specs as agent_specs
 from studio.mcp import checks as mcp_checks
-from studio.models import Agent, Event, McpServer, Run, RunStatus, Session, SessionStatus
+from studio.models import (
+    Agent,
+    Event,
+    McpServer,
+    RemoteAgent,
+    Run,
+    RunStatus,
+    Session,
+    SessionStatus,
+)
 
 
 class _SecretTextarea(forms.Textarea):
@@ -125,7 +134,28 @@ def _calls_to(model: str, data: dict[str, Any]) -> QuerySet[Event]:
     return calls
 
 
-class HttpMcpServerForm(forms.Form):
+class EndpointForm(forms.Form):
+    """A form that registers or changes one of the owner's remote endpoints (an MCP
+    server, a remote A2A agent): its name, description and URL come from the instance."""
+
+    def __init__(
+        self,
+        *args: Any,
+        owner: AbstractBaseUser,
+        instance: McpServer | RemoteAgent | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if instance is not None:
+            kwargs.setdefault(
+                "initial",
+                {"name": instance.name, "description": instance.description, "url": instance.url},
+            )
+        super().__init__(*args, **kwargs)
+        self.owner = owner
+        self.instance = instance
+
+
+class HttpMcpServerForm(EndpointForm):
     """Registering or changing an ``http`` MCP server from its page, with the API's rules
     (``studio.mcp``'s checks, the spec name pattern, one name per owner, no rename while
     agents use the name). Header values are write-only: the field never renders a value,
@@ -164,18 +194,7 @@ class HttpMcpServerForm(forms.Form):
         "Stored encrypted and never shown again; leave empty to keep the stored headers.",
     )
     remove_headers = forms.BooleanField(required=False, label="Remove the stored headers")
-
-    def __init__(
-        self, *args: Any, owner: AbstractBaseUser, instance: McpServer | None = None, **kwargs: Any
-    ) -> None:
-        if instance is not None:
-            kwargs.setdefault(
-                "initial",
-                {"name": instance.name, "description": instance.description, "url": instance.url},
-            )
-        super().__init__(*args, **kwargs)
-        self.owner = owner
-        self.instance = instance
+    instance: McpServer | None
 
     def clean_name(self) -> str:
         name: str = self.cleaned_data["name"]

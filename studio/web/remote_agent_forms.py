@@ -4,18 +4,16 @@ field never renders a value, not even the one just posted; empty keeps the store
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import forms
-from django.contrib.auth.models import AbstractBaseUser
 
 from agents_core.specs import NAME_PATTERN, NAME_RULE
 from studio.mcp import checks as mcp_checks
 from studio.models import RemoteAgent
 from studio.services import remote_agents as rules
+from studio.web.forms import EndpointForm
 
 
-class RemoteAgentForm(forms.Form):
+class RemoteAgentForm(EndpointForm):
     name = forms.RegexField(
         regex=NAME_PATTERN,
         max_length=64,
@@ -47,21 +45,7 @@ class RemoteAgentForm(forms.Form):
     )
     remove_token = forms.BooleanField(required=False, label="Remove the stored token")
 
-    def __init__(
-        self,
-        *args: Any,
-        owner: AbstractBaseUser,
-        instance: RemoteAgent | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if instance is not None:
-            kwargs.setdefault(
-                "initial",
-                {"name": instance.name, "description": instance.description, "url": instance.url},
-            )
-        super().__init__(*args, **kwargs)
-        self.owner = owner
-        self.instance = instance
+    instance: RemoteAgent | None
 
     def clean_name(self) -> str:
         name: str = self.cleaned_data["name"]
