@@ -234,7 +234,7 @@ def test_the_migration_moves_a2a_rows_registered_as_mcp_servers(ada: User) -> No
     tool = {"name": "a2a", "settings": {"servers": ["billing", "docs"]}}
     spec = {**agent.current_version.spec, "tools": [tool]}
     AgentVersion.objects.filter(pk=agent.current_version.pk).update(spec=spec)
-    migration = importlib.import_module("studio.migrations.0040_remote_agents")
+    migration = importlib.import_module("studio.migrations.0041_remote_agents")
     migration.move_a2a_servers(apps, None)
     remotes = {r.name: r for r in RemoteAgent.objects.filter(owner=ada)}
     assert set(remotes) == {"billing", "docs"}

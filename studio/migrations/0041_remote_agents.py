@@ -58,7 +58,7 @@ def move_a2a_servers(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('studio', '0039_eval_case_progress'),
+        ('studio', '0040_ingest_rate_windows'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
