@@ -67,7 +67,7 @@ class Migration(migrations.Migration):
             name='RemoteAgent',
             fields=[
                 ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(help_text="Letters, digits, '_' or '-': the agent's tool is a2a_<name>.", max_length=64, validators=[django.core.validators.RegexValidator('^[A-Za-z_][A-Za-z0-9_-]{0,63}$')])),
+                ('name', models.CharField(help_text="Letters, digits, '_' or '-': the agent's tool is a2a_ and this name.", max_length=64, validators=[django.core.validators.RegexValidator('^[A-Za-z_][A-Za-z0-9_-]{0,63}$')])),
                 ('description', models.CharField(blank=True, help_text="What the model reads (else the card's).", max_length=500)),
                 ('url', models.URLField(help_text="The agent's A2A base URL.", max_length=2000)),
                 ('headers_ciphertext', models.TextField(blank=True, editable=False)),

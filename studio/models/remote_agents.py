@@ -30,7 +30,7 @@ class RemoteAgent(models.Model):
     name = models.CharField(
         max_length=64,
         validators=[RegexValidator(core_specs.NAME_PATTERN)],
-        help_text="Letters, digits, '_' or '-': the agent's tool is a2a_<name>.",
+        help_text="Letters, digits, '_' or '-': the agent's tool is a2a_ and this name.",
     )
     description = models.CharField(
         max_length=500, blank=True, help_text="What the model reads (else the card's)."
