@@ -82,6 +82,7 @@ async def service_rate(events: int, warmup: int, seconds: float, runs: int = 1) 
     writer = group_commit.running_writer()
     batched_before = (writer.batches, writer.events) if writer else (0, 0)
     rate = Rate()
+    cpu = time.process_time()
 
     async def run(session: Any, number: int) -> None:
         for event in planned[number]:
@@ -92,6 +93,7 @@ async def service_rate(events: int, warmup: int, seconds: float, runs: int = 1) 
             rate.tick(seconds)
 
     await asyncio.gather(*(run(session, n) for n, session in enumerate(sessions)))
+    rate.cpu = time.process_time() - cpu
     writer = group_commit.running_writer()
     if writer is not None:
         rate.batches = writer.batches - batched_before[0]
@@ -127,6 +129,8 @@ class Rate:
     batches: int = 0
     """Group commits of two events or more, and the events in them."""
     batched: int = 0
+    cpu: float = 0.0
+    """CPU seconds the process spent (every thread: the event loop's and the ORM's)."""
 
     def tick(self, budget_s: float) -> bool:
         self.count += 1
@@ -142,6 +146,11 @@ class Rate:
         self.elapsed += other.elapsed
         self.batches += other.batches
         self.batched += other.batched
+        self.cpu += other.cpu
+
+    @property
+    def cpu_us_per_event(self) -> float:
+        return self.cpu / max(1, self.count) * 1e6
 
     @property
     def mean_batch(self) -> float:
@@ -187,7 +196,8 @@ def measure(backend: str, ns: argparse.Namespace) -> None:
     log(
         f"persistence: {backend}: {rate.per_second:.0f} events/s through the service"
         f" ({ns.runs} runs), the bare driver {floor.per_second:.0f}/s in batches of"
-        f" {rate.mean_batch:.1f}: {closeness:.2f}x"
+        f" {rate.mean_batch:.1f}: {closeness:.2f}x; CPU {rate.cpu_us_per_event:.0f} us an event,"
+        f" the floor's {floor.cpu_us_per_event:.0f} us"
     )
     one_run = asyncio.run(service_rate(*budget[:1], ns.warmup, budget[1] / 3))
     details = {
@@ -198,6 +208,8 @@ def measure(backend: str, ns: argparse.Namespace) -> None:
         "mean_batch": rounded(rate.mean_batch),
         "floor_per_s": rounded(floor.per_second),
         "service_over_floor": rounded(closeness, 2),
+        "cpu_us_per_event": rounded(rate.cpu_us_per_event),
+        "floor_cpu_us_per_event": rounded(floor.cpu_us_per_event),
         "one_run_per_s": rounded(one_run.per_second),
         "database": database_version(connection),
         "conn_max_age": connection.settings_dict["CONN_MAX_AGE"],
@@ -294,6 +306,7 @@ def floor_rate(events: int, batch: int, runs: int) -> Rate:
     raw = connection.connection
     begin = "BEGIN IMMEDIATE" if connection.vendor == "sqlite" else "BEGIN"
     rate = Rate()
+    cpu = time.process_time()
     cursor = raw.cursor()
     for allocate, allocate_params, insert, rows in work:
         cursor.execute(begin)
@@ -303,6 +316,7 @@ def floor_rate(events: int, batch: int, runs: int) -> Rate:
         cursor.execute("COMMIT")
     rate.count = len(planned)
     rate.elapsed = time.perf_counter() - rate.started
+    rate.cpu = time.process_time() - cpu
     return rate
 
 

@@ -195,6 +195,11 @@ def _persistence_notes(d: dict[str, Any]) -> str:
             f" one commit an event (before) {_per_s(d['one_commit_an_event_per_s'])},"
             f" one run alone {_per_s(d['one_run_per_s'])}; load {d['load_average'][0]}; "
         )
+    if "cpu_us_per_event" in d:
+        text += (
+            f"CPU {d['cpu_us_per_event']:,} us an event (every thread),"
+            f" the bare driver's {d['floor_cpu_us_per_event']:,} us; "
+        )
     text += (
         f"{d['database']}, CONN_MAX_AGE={d['conn_max_age']}; direct `append_event_sync` "
         f"{_per_s(d['append_event_sync_direct_per_s'])}"

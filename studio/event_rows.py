@@ -9,11 +9,14 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 
 from agents_core import events as core_events
@@ -141,30 +144,73 @@ def _append_in_transaction(cursor: Any, session_key: str, event: core_events.Eve
 
 
 def _event_params(session_key: str, event: core_events.Event, seq: int | None = None) -> list[Any]:
-    """The values of ``_INSERT_COLUMNS`` after session and seq, ready for the database.
+    """The values of ``_INSERT_COLUMNS`` after session and seq, ready for the database."""
+    stored = event.model_copy(update={"seq": seq, "session_id": session_key})
+    return _row_values(_Adapt.of(connection), stored)
 
-    Adapted as the ORM's fields would (``get_db_prep_save``) but straight through the
-    backend's ``ops``: the hot path of a batch, where the fields' own machinery cost
-    ~40 us a value (``studio/models``' event fields carry no custom encoder)."""
-    ops, native_uuid = connection.ops, connection.features.has_native_uuid_field
-    payload = event.to_wire()
-    payload.update(session_id=session_key, seq=seq)  # as the stored copy's to_wire()
-    row_id = event_row_id(session_key, event.id)
-    usage = event.usage.model_dump(mode="json") if event.usage else None
+
+def _row_values(adapt: _Adapt, stored: core_events.Event) -> list[Any]:
+    """``_event_params`` of ``stored``, the event as stored (its ``session_id`` and
+    ``seq`` set: its payload is its ``to_wire()``).
+
+    Adapted as the ORM's fields would (``get_db_prep_save``) but straight through
+    ``_Adapt``: the hot path of a batch, where the fields' own machinery cost ~40 us a
+    value. The payload is encoded once, by pydantic (``model_dump_json``: the JSON of
+    ``to_wire()``, without the dict in between; ``studio/models``' event fields carry
+    no custom encoder)."""
+    row_id = event_row_id(str(stored.session_id), stored.id)
+    usage, cost = stored.usage, stored.cost
     return [
-        row_id if native_uuid else row_id.hex,
-        event.type.value,
-        event.author,
-        event.branch or "",
-        event.invocation_id,
-        event.text,
-        ops.adapt_json_value(payload, None),
-        event.schema_version,
-        None if usage is None else ops.adapt_json_value(usage, None),
-        _db(Event, "cost", event.cost.amount) if event.cost else None,
-        event.cost.currency if event.cost else "",
-        ops.adapt_datetimefield_value(event.created_at),
+        adapt.uuid(row_id),
+        stored.type.value,
+        stored.author,
+        stored.branch or "",
+        stored.invocation_id,
+        stored.text,
+        adapt.json(stored.model_dump_json()),
+        stored.schema_version,
+        None if usage is None else adapt.json(usage.model_dump_json()),
+        _db(Event, "cost", cost.amount) if cost else None,
+        cost.currency if cost else "",
+        adapt.datetime(stored.created_at),
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Adapt:
+    """How one connection's driver takes a UUID, a JSON text and an aware datetime:
+    what the backend's ``ops`` (``adapt_json_value``, ``adapt_datetimefield_value``)
+    make of them, without their per-value lookups of settings and connection."""
+
+    uuid: Callable[[uuid.UUID], Any]
+    json: Callable[[str], Any]
+    datetime: Callable[[datetime], Any]
+
+    @classmethod
+    def of(cls, conn: BaseDatabaseWrapper) -> _Adapt:
+        native_uuid = conn.features.has_native_uuid_field
+        as_uuid: Callable[[uuid.UUID], Any] = _same if native_uuid else _uuid_hex
+        if conn.vendor == "postgresql":
+            from psycopg.types.json import Jsonb
+
+            return cls(as_uuid, lambda text: Jsonb(text, dumps=_same), _same)
+        if conn.vendor == "sqlite" and settings.USE_TZ:
+            zone = conn.timezone  # naive in the connection's zone, as make_naive does
+            return cls(as_uuid, _same, lambda when: str(when.astimezone(zone).replace(tzinfo=None)))
+        ops = conn.ops
+        return cls(
+            as_uuid,
+            lambda text: ops.adapt_json_value(json.loads(text), None),
+            ops.adapt_datetimefield_value,
+        )
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _uuid_hex(value: uuid.UUID) -> str:
+    return value.hex
 
 
 @functools.cache
@@ -256,15 +302,14 @@ def insert_batch(items: Sequence[tuple[str, core_events.Event]]) -> list[Stored]
     groups: dict[str, list[int]] = {}
     for index, (key, _event) in enumerate(items):
         groups.setdefault(key, []).append(index)
-    answers: list[Stored] = [
-        core_exceptions.SessionNotFoundError(f"no session {key!r}") for key, _ in items
-    ]
-    with transaction.atomic(), connection.cursor() as cursor:
+    answers: list[core_events.Event | None] = [None] * len(items)
+    with transaction.atomic(), _unlogged_cursor() as cursor:
         if connection.vendor == "postgresql" and _async_commit():
             cursor.execute("SET LOCAL synchronous_commit = off")
         rows: list[list[Any]] = []
         states: list[list[Any]] = []
-        for key, pk, last_seq, state in _allocate(cursor, items, groups):
+        adapt = _Adapt.of(connection)
+        for key, pk, last_seq, state in _allocate(cursor, adapt, items, groups):
             indexes = groups[key]
             changed = any(items[index][1].actions.state_delta for index in indexes)
             merged = _state(state) if changed else None
@@ -272,8 +317,9 @@ def insert_batch(items: Sequence[tuple[str, core_events.Event]]) -> list[Stored]
                 event, seq = items[index][1], last_seq - len(indexes) + 1 + offset
                 if merged is not None:
                     core_sessions.apply_state_delta(merged, event.actions.state_delta)
-                rows.append([pk, seq, *_event_params(key, event, seq)])
-                answers[index] = event.model_copy(update={"seq": seq, "session_id": key})
+                stored = event.model_copy(update={"seq": seq, "session_id": key})
+                rows.append([pk, seq, *_row_values(adapt, stored)])
+                answers[index] = stored
             if merged is not None:
                 states.append([_db(Session, "state", merged), pk])
         if states:
@@ -282,21 +328,40 @@ def insert_batch(items: Sequence[tuple[str, core_events.Event]]) -> list[Stored]
         record_policy_decisions(
             (key, event) for key, event in items if decided_by_policy(event) is not None
         )
-    for answer in answers:
-        if isinstance(answer, core_events.Event):
-            metrics.stored(answer)
-    return answers
+    done = [answer for answer in answers if answer is not None]
+    metrics.stored_many(done)
+    if len(done) == len(items):
+        return [*done]
+    return [
+        core_exceptions.SessionNotFoundError(f"no session {key!r}") if answer is None else answer
+        for (key, _event), answer in zip(items, answers, strict=True)
+    ]
+
+
+def _unlogged_cursor() -> Any:
+    """``connection.cursor()`` without ``DEBUG``'s query log (a test capturing queries
+    still gets it): on SQLite, logging a statement runs a second query that quotes each
+    of its parameters, ~30 us an event of a batch on the embedded default (``DEBUG``
+    is on unless ``STUDIO_DEBUG=0``). Errors are Django's, as from any cursor."""
+    if connection.force_debug_cursor:
+        return connection.cursor()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        return connection.make_cursor(connection.create_cursor())
 
 
 def _allocate(
-    cursor: Any, items: Sequence[tuple[str, core_events.Event]], groups: dict[str, list[int]]
+    cursor: Any,
+    adapt: _Adapt,
+    items: Sequence[tuple[str, core_events.Event]],
+    groups: dict[str, list[int]],
 ) -> list[tuple[str, Any, int, Any]]:
     """Allocate ``len(indexes)`` seqs in each session of ``groups``: rows of (key,
     session pk, its new last seq, its state if an event of the batch has a delta)."""
     params: list[Any] = []
     for key, indexes in groups.items():
         newest = items[indexes[-1]][1].created_at
-        params += [key, len(indexes), _db(Session, "updated_at", newest)]
+        params += [key, len(indexes), adapt.datetime(newest)]
     with_state = any(event.actions.state_delta for _key, event in items)
     cursor.execute(_allocate_sql(len(groups), connection.vendor, with_state=with_state), params)
     return [(row[0], row[1], int(row[2]), row[3]) for row in cursor.fetchall()]
