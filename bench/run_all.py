@@ -319,9 +319,30 @@ def row(result: dict[str, Any]) -> str:
     return f"| `{result['name']}` | {value} {result['unit']} | {target} | {met} | {notes} |"
 
 
+def kept_from(
+    previous: Path, results: list[dict[str, Any]], ran: set[str]
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """``results``, with the rows of the scripts that did not run (``--only``) kept from
+    the ``previous`` run, in script order; and that run's machine line."""
+    if not previous.exists():
+        return results, None
+    lines = [json.loads(line) for line in previous.read_text().splitlines() if line.strip()]
+    before = next((line["machine"] for line in lines if "machine" in line), None)
+    kept = [line for line in lines if "name" in line and line["name"].split(".")[0] not in ran]
+    order = {script.module: index for index, script in enumerate(SCRIPTS)}
+    rows = sorted([*kept, *results], key=lambda r: order.get(r["name"].split(".")[0], len(order)))
+    return rows, before if kept else None
+
+
 def table(results: list[dict[str, Any]], failures: dict[str, str], info: dict[str, Any]) -> str:
+    only = info.get("only")
+    before = info.get("before")
     lines = [
-        f"Last run: {info['date']}, commit {info['commit']}, {info['elapsed_s']:.0f} s in all.",
+        f"Last run: {info['date']}, commit {info['commit']}, {info['elapsed_s']:.0f} s in all"
+        + (f" (only {', '.join(only)})" if only else "")
+        + (
+            f"; the other rows from {before['date']}, commit {before['commit']}." if before else "."
+        ),
         f"Machine: {info['cpu']}, {info['nproc']} CPUs (`nproc`), {info['memory_gib']} GiB,"
         f" Python {info['python']}; load average {info['load_average']} at the start,"
         f" {info['load_average_end']} at the end.",
@@ -364,6 +385,9 @@ def main() -> None:
         for name in drop_orphans():
             log(f"run_all: dropped {name}, left by a killed script")
     info["load_average_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if ns.only:  # the other scripts' rows stay as they were measured
+        info["only"] = [script.module for script in chosen]
+        results, info["before"] = kept_from(ns.jsonl, results, set(info["only"]))
     ns.jsonl.write_text("".join(json.dumps(r) + "\n" for r in [{"machine": info}, *results]))
     refresh_readme(ns.readme, table(results, failures, info))
     log(f"run_all: {len(results)} measurements in {info['elapsed_s']:.0f} s")
