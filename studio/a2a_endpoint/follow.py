@@ -6,28 +6,27 @@ nothing published between the read and the subscription is missed: every later r
 asks for what the run's agents said after the last seq already seen. It reads again
 when a stored event or a status arrives on the group (token chunks are not waited
 for), or after ``STUDIO_LIVE_RESYNC_S`` without one (a dropped message, or a channel
-layer that is away: the run is then followed from the database alone).
+layer that is away: the run is then followed from the database alone). It watches
+through the process's ``SessionWatch`` of the session, as the timeline's sockets do:
+one member of the group for all of them, joined again when the layer comes back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from channels.layers import get_channel_layer
 from django.conf import settings
 
 from studio.a2a_endpoint import tasks
+from studio.consumers.watch import SessionWatch
 from studio.db import db_sync_to_async
 from studio.live import protocol
 from studio.models import Run
 from studio.services import a2a_serving
 from studio.services.a2a_serving import Snapshot
-
-logger = logging.getLogger("studio.a2a_endpoint")
 
 
 async def snapshot(run: Run, after_seq: int = 0) -> Snapshot:
@@ -55,42 +54,37 @@ async def snapshots(run: Run) -> AsyncGenerator[Snapshot]:
 
 @contextlib.asynccontextmanager
 async def _subscribed(run: Run) -> AsyncIterator[Any]:
-    """A member of the run's session's group while the block runs; yields ``moved(t)``,
-    which returns once a stored event or a status arrived, or after ``t`` seconds."""
-    layer = get_channel_layer()
-    group = protocol.group_name(run.session_id)
-    channel: str | None = None
-    if layer is not None:
-        try:
-            channel = await layer.new_channel()
-            await layer.group_add(group, channel)
-        except Exception:  # followed from the database alone
-            logger.warning("could not join %s", group, exc_info=True)
-            channel = None
+    """A viewer of the run's session (its process's ``SessionWatch``, shared with the
+    timeline's sockets) while the block runs; yields ``moved(t)``, which returns once a
+    stored event or a status arrived, or after ``t`` seconds."""
+    viewer = _Waker()
+    watch = await SessionWatch.enter(run.session_id, viewer)
 
     async def moved(wait_s: float) -> None:
-        if channel is None:
-            await asyncio.sleep(wait_s)
-            return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(wait_s):
-                while not _news(await layer.receive(channel)):
-                    pass
+                await viewer.news.wait()
+        viewer.news.clear()
 
     try:
         yield moved
     finally:
-        if channel is not None:
-            try:
-                await layer.group_discard(group, channel)
-            except Exception:  # the layer expires the membership by itself
-                logger.warning("could not leave %s", group, exc_info=True)
+        await watch.leave(viewer)
 
 
-def _news(message: Any) -> bool:
-    """A batch with a stored event or a status (not only token chunks)."""
-    try:
-        batch = protocol.Batch.of(message)
-    except (KeyError, TypeError, ValueError):
-        return True  # not ours: read the database rather than guess
-    return batch.status is not None or any(seq is not None for seq, _, _ in batch.events)
+class _Waker:
+    """A ``SessionWatch`` viewer that only notes that the run moved: a batch with a
+    stored event or a status (not only token chunks), a resync, or the session gone."""
+
+    def __init__(self) -> None:
+        self.news = asyncio.Event()
+
+    async def live_batch(self, batch: protocol.Batch) -> None:
+        if batch.status is not None or any(seq is not None for seq, _, _ in batch.events):
+            self.news.set()
+
+    async def make_good(self, last_seq: int, session_status: str) -> None:
+        self.news.set()
+
+    async def close(self, code: int | bool | None = None, reason: str | None = None) -> None:
+        self.news.set()
