@@ -45,7 +45,9 @@ def local_url(server: OpenAIServer) -> str:
 
 
 def assert_fits(page: Page) -> None:
-    """Nothing makes the page scroll sideways."""
+    """Nothing makes the page scroll sideways, once the stylesheet applies (a click that
+    navigates can leave the new document's elements findable before it has loaded)."""
+    page.wait_for_load_state("load")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"the page is {overflow}px wider than the window"
 
