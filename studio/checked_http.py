@@ -92,9 +92,13 @@ _CONNECT_ERRORS = (httpcore2.ConnectError, httpcore.ConnectError)
 """What the inner backend raises, for ``httpx2`` pools and ``httpx`` ones."""
 
 
-class RefusedConnectError(httpcore2.ConnectError):
+class RefusedConnectError(httpcore2.ConnectError, httpcore.ConnectError):
     """No connection was tried: ``host`` did not resolve (``reason`` "unresolvable") or
-    the outbound check refused its address (the check's code). ``detail`` says which."""
+    the outbound check refused its address (the check's code). ``detail`` says which.
+
+    A connect error of both ``httpcore`` libraries, since both kinds of pool use these
+    backends: each library's client maps it to its own ``ConnectError`` (``httpx2``'s
+    or ``httpx``'s), which callers handle, instead of letting it through raw."""
 
     def __init__(self, host: str, reason: str, detail: str) -> None:
         super().__init__(f"refused to connect to {host}: {detail}")
