@@ -20,6 +20,8 @@ schemathesis's generator does not follow (it sends any JSON value): specs come f
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +42,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from agents_core import events as core_events
 from agents_core import specs as core_specs
-from studio import evals
+from studio import checked_http, evals, security
 from studio.models import (
     Agent,
     Dataset,
@@ -246,6 +248,32 @@ def fixtures(ada: User) -> Fixtures:
 
 
 @pytest.fixture
+def _offline_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated URLs name hosts and public addresses that this machine cannot reach
+    (it has no internet): a name is "not known" after ~0.2 s, a connection to a public
+    address waits for its time-out. An operation that stores a URL (a remote agent's
+    card is fetched at once) took 45 s of that. Here the edge of the world answers at
+    once, as it would offline: ``localhost`` is loopback and no other name resolves,
+    and a connection to an address off this machine fails. The outbound checks around
+    both are the real ones."""
+    admitted = checked_http.admitted_addresses
+
+    def resolver(host: str, port: int) -> list[str]:
+        if host == "localhost":
+            return ["127.0.0.1"]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    def loopback_only(host: str, port: int) -> list[str]:
+        addresses = admitted(host, port)  # the real checks, with the resolver above
+        if not all(ipaddress.ip_address(a).is_loopback for a in addresses):
+            raise checked_http.RefusedConnectError(host, "offline", "no route off this machine")
+        return addresses
+
+    monkeypatch.setattr(security, "system_resolver", resolver)
+    monkeypatch.setattr(checked_http, "admitted_addresses", loopback_only)
+
+
+@pytest.fixture
 def _one_connection() -> Iterator[None]:
     """Requests share the test's connection (and its transaction), as Django's test
     client arranges: the WSGI handler would otherwise close it after each request."""
@@ -339,7 +367,7 @@ def refused_for_a_schema_reason(response: Any) -> list[tuple[str, str]]:
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("_one_connection")
+@pytest.mark.usefixtures("_one_connection", "_offline_at_once")
 @pytest.mark.parametrize("operation", OPERATIONS, ids=[op.label for op in OPERATIONS])
 def test_operation(operation: Any, fixtures: Fixtures) -> None:
     headers = {"Authorization": f"Token {fixtures.token}"}
