@@ -286,8 +286,9 @@ def floor_rate(events: int, batch: int, runs: int) -> Rate:
     """The floor: the rows the service stores for ``events`` events of ``runs``
     sessions, written by the bare driver (``sqlite3``, ``psycopg``) with the same SQL
     in transactions of ``batch`` events (each session's seqs allocated by one
-    ``UPDATE``, the events inserted by one ``executemany``). Rows are built before the
-    clock starts: what is left is the database and its driver."""
+    ``UPDATE``, the events inserted by one ``executemany``, on PostgreSQL one
+    ``COPY``). Rows are built before the clock starts: what is left is the database
+    and its driver."""
     from django.contrib.auth import get_user_model
     from django.db import connection
 
@@ -312,7 +313,12 @@ def floor_rate(events: int, batch: int, runs: int) -> Rate:
         cursor.execute(begin)
         cursor.execute(allocate, allocate_params)
         cursor.fetchall()
-        cursor.executemany(insert, rows)
+        if connection.vendor == "postgresql":  # as event_rows._insert_rows does
+            with cursor.copy(insert) as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(insert, rows)
         cursor.execute("COMMIT")
     rate.count = len(planned)
     rate.elapsed = time.perf_counter() - rate.started
@@ -342,7 +348,7 @@ def _floor_batch(
         pk = event_rows._db(Session, "id", session.pk)
         rows += [[pk, seq, *event_rows._event_params(session.key, e, seq)] for e, seq in pairs]
     allocate = event_rows._allocate_sql(len(groups), vendor, with_state=False)
-    insert = event_rows._insert_sql()
+    insert = event_rows._copy_sql() if vendor == "postgresql" else event_rows._insert_sql()
     if vendor == "sqlite":
         allocate, insert = allocate.replace("%s", "?"), insert.replace("%s", "?")
     return allocate, params, insert, rows

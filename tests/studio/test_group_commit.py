@@ -80,6 +80,29 @@ async def test_appends_to_one_session_without_waiting_are_stored_in_order(ada: U
     assert (await Session.objects.aget(key=session.id)).state == {"last": 29}
 
 
+async def test_a_batch_stores_text_that_a_copy_format_must_escape_exactly(ada: User) -> None:
+    """On PostgreSQL a batch's rows go through ``COPY`` (tab-separated text, ``\\N`` for
+    NULL, backslash escapes): every such character comes back as written, in the text
+    column, the payload and the state."""
+    service = DjangoSessionService()
+    sessions = await _sessions(service, 3)
+    texts = ["a\tb\nc", "back\\slash \\N", "\\.", "quote ' \" ; --", "naïve ☃ \r end", "", "\\x00"]
+    appends = [
+        service.append_event(session, _event(session, text, {"last": text}))
+        for text in texts
+        for session in sessions
+    ]
+    stored = await asyncio.gather(*appends)
+    assert await _batches() > 0
+    for session in sessions:
+        assert await _stored(session) == list(enumerate(texts, start=1))
+        row = await Session.objects.aget(key=session.id)
+        assert row.state == {"last": texts[-1]}
+        mine = [event for event in stored if event.session_id == session.id]
+        payloads = [e.payload async for e in Event.objects.filter(session=row).order_by("seq")]
+        assert payloads == [event.to_wire() for event in mine]
+
+
 async def test_a_deleted_session_fails_only_its_own_appends_in_a_batch(ada: User) -> None:
     service = DjangoSessionService()
     kept, deleted, other = await _sessions(service, 3)
