@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import statistics
 import subprocess
@@ -57,6 +58,10 @@ def each_backend(module: str, backends: Sequence[str], chosen: str) -> bool:
     if chosen != "all":
         return False
     for backend in backends:
+        # What the previous backend wrote is flushed first, so that its dirty pages do
+        # not go to disk during the next one's measurement (PostgreSQL's durable commits
+        # wait for their own flush, and shared the disk with SQLite's write-back).
+        os.sync()
         child = [sys.executable, "-m", module, *sys.argv[1:], "--backend", backend]
         subprocess.run(child, check=True)  # noqa: S603 (this script, re-run)
     return True
