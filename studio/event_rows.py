@@ -66,9 +66,11 @@ def insert_recorded(session: Session, events: Sequence[core_events.Event]) -> No
     empty, as what another Studio's runs spent was not this owner's. The caller sets
     ``last_seq``."""
     session_pk = _db(Session, "id", session.pk)
+    adapt = _Adapt.of(connection)
     rows = []
     for event in events:
-        params = _event_params(session.key, event, event.seq)
+        stored = event.model_copy(update={"session_id": session.key})
+        params = _row_values(adapt, stored)
         params[8:11] = [None, None, ""]  # usage, cost, cost_currency
         rows.append([session_pk, event.seq, *params])
     with connection.cursor() as cursor:
@@ -151,14 +153,11 @@ def _event_params(session_key: str, event: core_events.Event, seq: int | None = 
 
 
 def _row_values(adapt: _Adapt, stored: core_events.Event) -> list[Any]:
-    """``_event_params`` of ``stored``, the event as stored (its ``session_id`` and
-    ``seq`` set: its payload is its ``to_wire()``).
-
-    Adapted as the ORM's fields would (``get_db_prep_save``) but straight through
-    ``_Adapt``: the hot path of a batch, where the fields' own machinery cost ~40 us a
-    value. The payload is encoded once, by pydantic (``model_dump_json``: the JSON of
-    ``to_wire()``, without the dict in between; ``studio/models``' event fields carry
-    no custom encoder)."""
+    """``_event_params`` of ``stored``, the event as stored (``session_id`` and ``seq``
+    set: its payload is its ``to_wire()``), adapted as the ORM's fields would but through
+    ``_Adapt`` (the fields' own machinery cost ~40 us a value on a batch's hot path).
+    The payload is encoded once, by pydantic (``model_dump_json``, the JSON of
+    ``to_wire()``; ``studio/models``' event fields carry no custom encoder)."""
     row_id = event_row_id(str(stored.session_id), stored.id)
     usage, cost = stored.usage, stored.cost
     return [
@@ -246,14 +245,17 @@ def _postgresql_append_sql(*, removals: bool, sets: bool, async_commit: bool) ->
 
 @functools.cache
 def _insert_sql() -> str:
-    columns = _names(Event, *_INSERT_COLUMNS)
-    placeholders = ", ".join(["%s"] * len(columns))
-    return f"INSERT INTO {_table(Event)} ({', '.join(columns)}) VALUES ({placeholders})"  # noqa: S608
+    placeholders = ", ".join(["%s"] * len(_INSERT_COLUMNS))
+    return f"INSERT INTO {_event_columns()} VALUES ({placeholders})"  # noqa: S608
 
 
 @functools.cache
 def _copy_sql() -> str:
-    return f"COPY {_table(Event)} ({', '.join(_names(Event, *_INSERT_COLUMNS))}) FROM STDIN"
+    return f"COPY {_event_columns()} FROM STDIN"
+
+
+def _event_columns() -> str:  # the table and ``_INSERT_COLUMNS``, for INSERT and COPY
+    return f"{_table(Event)} ({', '.join(_names(Event, *_INSERT_COLUMNS))})"
 
 
 def _insert_rows(cursor: Any, rows: Sequence[Sequence[Any]]) -> None:
