@@ -213,3 +213,32 @@ def parked_before(run: Run) -> bool:
         invocation_id=run.invocation_id,
         type=core_events.EventType.RUN_PARKED,
     ).exists()
+
+
+def park_if_parked(run: Run) -> bool:
+    """Park abandoned ``run`` (locked by the caller) when the last event its execution
+    stored is its ``run_parked``: the execution died between storing it and ``park``
+    recording the run waiting, and a person's decision, not recovery, settles it.
+    Its usage is its model calls' in the record. When one of its calls was decided (or
+    timed out) meanwhile, it is queued again and, once committed, handed to the
+    executor: its own execution is gone. Whether it was parked."""
+    last = (
+        Event.objects.filter(session_id=run.session_id, seq__gt=run.start_seq or 0)
+        .order_by("-seq")
+        .values_list("type", "invocation_id")
+        .first()
+    )
+    if last != (core_events.EventType.RUN_PARKED, run.invocation_id):
+        return False
+    usage = Usage()
+    rows = Event.objects.filter(
+        session_id=run.session_id,
+        seq__gt=run.start_seq or 0,
+        invocation_id=run.invocation_id,
+        usage__isnull=False,
+    )
+    for counted in rows.values_list("usage", flat=True):
+        usage = usage + Usage.model_validate(counted)
+    if park(run.pk, usage):
+        wake(Run.objects.get(pk=run.pk))
+    return True

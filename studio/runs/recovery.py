@@ -25,7 +25,7 @@ from django.utils import timezone
 from studio.db import db_sync_to_async
 from studio.live import publish, snapshot
 from studio.models import Run, RunStatus
-from studio.runs import records
+from studio.runs import parking, records
 from studio.runs.records import Ended, Ending
 
 logger = logging.getLogger("studio.runs")
@@ -87,12 +87,18 @@ def interrupt(
     run_id: uuid.UUID, executor: Executor, *, now: datetime | None = None
 ) -> Ended | None:
     """End abandoned run ``run_id`` interrupted; ``None`` if it is not abandoned (any
-    more): it ended, or its executor renewed its lease meanwhile."""
+    more): it ended, or its executor renewed its lease meanwhile. An execution that
+    died as it parked (``run_parked`` is its last event) is parked instead
+    (``parking.park_if_parked``): its ``Ended`` appends nothing, its run is waiting
+    (or queued again, when one of its calls was decided meanwhile)."""
     now = now or timezone.now()
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(pk=run_id).first()
         if run is None or not _abandoned(run, now):
             return None
+        if parking.park_if_parked(run):  # it was stopping on a person, not running
+            executor.lost(run_id)
+            return Ended(Run.objects.get(pk=run_id), [])
         ended = records.end_run(run_id, interrupted())
         executor.lost(run_id)
     return ended

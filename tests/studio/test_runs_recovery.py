@@ -14,7 +14,7 @@ from agents_core import events as core_events
 from agents_core.approvals import args_hash
 from studio import runs, services
 from studio.asgi import application
-from studio.models import Event, McpServer, Run, RunStatus, Session
+from studio.models import ApprovalDecision, Event, McpServer, Run, RunStatus, Session
 from studio.runs import records, recovery
 from studio.session_service import append_event_sync
 from tests.studio.conftest import make_session
@@ -149,6 +149,61 @@ def test_a_cancelled_run_whose_server_died_gets_its_markers_and_keeps_its_status
     *_, c2, c3, error = payloads(run.session_id)
     assert [c2["type"], c3["type"]] == ["tool_response", "tool_response"]
     assert (error["type"], error["error"]["code"]) == ("error", "cancelled")
+
+
+def died_as_it_parked(owner: User, *, timeout_s: float = 600) -> Run:
+    """A run whose server stopped after it stored ``run_parked`` (a call waits for
+    approval) and before it recorded the run waiting: its lease expired running."""
+    session = make_session(owner)
+    run = services.start_run(session, "what is 1 + 1?")
+    assert records.claim_run(run, owner="dead-host:1:abc", lease_s=30)
+    E = core_events.EventType
+    approval = core_events.ApprovalInfo(
+        call_id="c1",
+        tool="calculator",
+        args={"expression": "1 + 1"},
+        args_hash=args_hash("calculator", {"expression": "1 + 1"}),
+        timeout_s=timeout_s,
+    )
+    usage = core_events.Usage(input_tokens=12, output_tokens=5)
+    for event in [
+        _event(session, E.AGENT_START),
+        _event(session, E.AGENT_MESSAGE, parts=[_call("c1")], usage=usage),
+        _event(session, E.APPROVAL_REQUEST, approval=approval),
+        _event(session, E.RUN_PARKED),
+    ]:
+        append_event_sync(session.key, event)
+    expired = timezone.now() - timedelta(seconds=1)
+    Run.objects.filter(pk=run.pk).update(invocation_id="inv-1", lease_expires_at=expired)
+    return Run.objects.get(pk=run.pk)
+
+
+def test_a_run_that_died_as_it_parked_waits_for_its_decision(ada: User) -> None:
+    run = died_as_it_parked(ada)
+    assert recovery.abandoned_runs(runs.executor()) == [run.pk]
+    before = payloads(run.session_id)
+    result = recovery.interrupt(run.pk, runs.executor())
+    assert result is not None and result.events == []
+    run.refresh_from_db()
+    assert (run.status, run.owner_process, run.lease_expires_at) == ("waiting", "", None)
+    assert run.wakes_at is not None and run.wakes_at > timezone.now()
+    assert (run.input_tokens, run.output_tokens) == (12, 5)
+    assert run.session.status == "waiting"
+    assert payloads(run.session_id) == before  # no interrupted ending, no closed calls
+    assert recovery.abandoned_runs(runs.executor()) == []
+
+
+def test_a_run_that_died_as_it_parked_goes_on_when_its_call_timed_out_meanwhile(
+    ada: User, recording_executor: Any
+) -> None:
+    run = died_as_it_parked(ada, timeout_s=0)
+    recording_executor.submitted.clear()  # its start
+    assert recovery.interrupt(run.pk, recording_executor) is not None
+    run.refresh_from_db()
+    assert run.status == "queued"
+    assert recording_executor.submitted == [run.pk]  # handed on: its execution is gone
+    decision = ApprovalDecision.objects.get(run=run)
+    assert (decision.call_id, decision.decision, decision.channel) == ("c1", "deny", "timeout")
 
 
 async def test_the_manager_interrupts_abandoned_runs_at_start_up_and_tells_viewers(
