@@ -14,6 +14,17 @@ waits out a Redis outage instead of raising: the consumer's receive loop would o
 end with the exception and Daphne close its socket with 1011. Messages sent meanwhile
 are lost; viewers catch up from the database (``studio.live``: the layer is only a fast
 path).
+
+Sessions' live messages take their own layer, ``live`` (``studio.live.protocol.LAYER``):
+the same in-memory layer in the embedded default and, with Redis, ``channels_redis``'s
+publish/subscribe layer. There a message is one ``PUBLISH``, which Redis pushes to the
+servers subscribed to the session's group, against this layer's three round trips to
+send it (expire the group, list it, add the message to each member's sorted set) and
+four to receive it (a clean-up script, a blocking pop, a backup copy and its removal).
+Nothing is kept for a server that is away: its viewers catch up from the database, as
+after an outage. Its receive reads a queue in the process, so an outage never reaches
+it; its subscriber connection reconnects and subscribes again by itself
+(``tests/scale/test_redis_stall.py``).
 """
 
 from __future__ import annotations

@@ -145,15 +145,21 @@ if _database is not None:
 STUDIO_EVENT_COMMIT = env_choice("STUDIO_EVENT_COMMIT", "durable", {"durable", "async"})
 
 REDIS_URL = env_redis_url("REDIS_URL")
+# "live" carries sessions' live messages (studio.live.protocol.LAYER); "default" the rest.
+_IN_MEMORY: dict[str, object] = {"BACKEND": "studio.layers.InMemoryChannelLayer"}
 CHANNEL_LAYERS: dict[str, dict[str, object]]
 if REDIS_URL is None:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "studio.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": _IN_MEMORY, "live": _IN_MEMORY}
 else:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "studio.layers.RedisChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL], "capacity": 5_000, "expiry": 30},
-        }
+        },
+        "live": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        },
     }
 
 # inline: runs execute as asyncio tasks in the server that started them;

@@ -47,12 +47,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from django.conf import settings
 
-    layer = settings.CHANNEL_LAYERS.get("default", {})
-    if "RedisChannelLayer" in str(layer.get("BACKEND", "")):
-        options = {**layer.get("CONFIG", {}), "prefix": f"{worker}-asgi"}
+    layers = settings.CHANNEL_LAYERS
+    if any("channels_redis" in str(layer["BACKEND"]) for layer in layers.values()):
         settings.CHANNEL_LAYERS = {
-            **settings.CHANNEL_LAYERS,
-            "default": {**layer, "CONFIG": options},
+            alias: {**layer, "CONFIG": {**layer.get("CONFIG", {}), "prefix": f"{worker}-asgi"}}
+            for alias, layer in layers.items()
         }
 
 

@@ -58,7 +58,7 @@ class SessionWatch:
         self.session_pk = session_pk
         self.group = protocol.group_name(session_pk)
         self.viewers: set[Viewer] = set()
-        self.layer = get_channel_layer()
+        self.layer = get_channel_layer(protocol.LAYER)
         self.channel: str | None = None
         self._joined_at = 0.0
         self._joining = asyncio.Lock()

@@ -25,6 +25,12 @@ CLOSE_FLOOD = 4429
 CLOSE_TOO_BIG = 4009
 
 
+LAYER = "live"
+"""The channel layer (``CHANNEL_LAYERS`` alias) sessions' live messages go through:
+with Redis, its publish/subscribe layer, one ``PUBLISH`` a message and none to receive
+it (settings, "Channel layers")."""
+
+
 def group_name(session_id: uuid.UUID | str) -> str:
     return f"session.{session_id}"
 

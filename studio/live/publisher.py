@@ -14,7 +14,7 @@ from channels.layers import get_channel_layer
 
 from agents_core import events as core_events
 from studio import metrics, wire
-from studio.live.protocol import Status, group_name
+from studio.live.protocol import LAYER, Status, group_name
 
 logger = logging.getLogger("studio.live")
 
@@ -36,7 +36,7 @@ async def publish(
         "events": [[event.seq, after, wire.event_text(event)] for event, after in events],
         "status": None if status is None else dataclasses.asdict(status),
     }
-    layer = get_channel_layer()
+    layer = get_channel_layer(LAYER)
     if layer is None:
         return
     group = group_name(session_pk)

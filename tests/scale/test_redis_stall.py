@@ -20,7 +20,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from cryptography.fernet import Fernet
+from django.conf import settings
+from django.utils.module_loading import import_string
 
+from studio import live
 from tests.scale.cluster import Api, Viewer, prepare, redis_url, throwaway_database
 from tests.support.daphne_server import DaphneServer
 
@@ -224,3 +227,33 @@ async def test_viewers_keep_their_sockets_while_redis_is_unreachable_and_get_eve
     stage: Stage,
 ) -> None:
     await ride_out(stage, stage.proxy.cut)
+
+
+@pytest.mark.parametrize("outage", ["stall", "cut"])
+async def test_the_live_layer_delivers_again_once_redis_is_back(outage: str) -> None:
+    """Sessions' live messages go through Redis publish/subscribe (the ``live`` layer):
+    after an outage its subscription is back, so viewers are live again rather than
+    left to the resync."""
+    redis = urlsplit(redis_url())
+    proxy = RedisProxy(redis.hostname or "127.0.0.1", redis.port or 6379)
+    config = settings.CHANNEL_LAYERS[live.LAYER]
+    layer = import_string(config["BACKEND"])(
+        **{**config["CONFIG"], "hosts": [through(proxy, redis_url())], "prefix": "stall-live"}
+    )
+    try:
+        channel = await layer.new_channel()
+        await layer.group_add("session.outage", channel)
+        await layer.group_send("session.outage", {"type": "live.batch", "n": 0})
+        assert (await asyncio.wait_for(layer.receive(channel), 5))["n"] == 0
+        await asyncio.to_thread(getattr(proxy, outage), OUTAGE_S)
+        for n in range(1, 100):  # what is published while it reconnects may be lost
+            with contextlib.suppress(Exception):
+                await layer.group_send("session.outage", {"type": "live.batch", "n": n})
+            with contextlib.suppress(TimeoutError):
+                if (await asyncio.wait_for(layer.receive(channel), 0.2))["n"] >= 1:
+                    break
+        else:
+            pytest.fail("no live message came through once Redis was back")
+    finally:
+        await layer.flush()
+        proxy.close()

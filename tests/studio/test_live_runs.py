@@ -324,7 +324,7 @@ async def test_a_run_goes_on_when_publishing_fails_and_viewers_resync(
     settings.STUDIO_LIVE_RESYNC_S = 0.05
     session = await new_session(ada)
     viewer = await watch(application, session, ada)
-    layer = get_channel_layer()
+    layer = get_channel_layer(live.LAYER)
 
     async def broken(group: str, message: dict[str, Any]) -> None:
         raise ConnectionError("the layer is down")

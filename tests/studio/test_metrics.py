@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels_redis.core import RedisChannelLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.contrib.auth.models import User
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
@@ -126,8 +126,8 @@ async def test_messages_the_channel_layer_refuses_are_counted(
     before = value(await sync_to_async(scrape)(client), "studio_channel_layer_drops_total")
     # A Redis channel layer whose server is not there: the publish fails, is counted,
     # and does not raise (viewers resync from the database).
-    unreachable = RedisChannelLayer(hosts=[("127.0.0.1", 1)])
-    monkeypatch.setattr(publisher, "get_channel_layer", lambda: unreachable)
+    unreachable = RedisPubSubChannelLayer(hosts=[("127.0.0.1", 1)])
+    monkeypatch.setattr(publisher, "get_channel_layer", lambda alias: unreachable)
     await publisher.publish(uuid.uuid4())
     after = value(await sync_to_async(scrape)(client), "studio_channel_layer_drops_total")
     assert after == before + 1

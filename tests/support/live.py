@@ -15,6 +15,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -37,7 +38,8 @@ async def run_manager() -> AsyncIterator[RunExecutor]:
     executor = runs.executor()
     yield executor
     await executor.aclose()
-    await get_channel_layer().flush()
+    for alias in settings.CHANNEL_LAYERS:
+        await get_channel_layer(alias).flush()
 
 
 @sync_to_async
