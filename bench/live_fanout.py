@@ -1,5 +1,7 @@
 """Live fan-out: commit-to-client latency of stored events for 1, 10 and 100 websocket
-viewers of one session. Target: p99 < 50 ms at 100 viewers on the embedded default.
+viewers of one session. Target: p99 < 50 ms at 100 viewers, on the embedded default
+and on each server of the PostgreSQL + Redis deployment (the one running the agent and
+the other, whose viewers' events all come through Redis).
 
 Two topologies, each configured by ``studio.settings`` from the environment:
 
@@ -49,7 +51,7 @@ from bench.pgdb import throwaway_database
 from tests.support.daphne_server import ROOT, DaphneServer
 
 TARGET_P99_MS = 50.0
-TARGET = ("inmemory", 100)
+TARGETS = {("inmemory", 100), ("redis", 100)}
 ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
 SCRIPT = [
     {"tool_calls": [{"name": "calculator", "args": {"expression": "6 * 7"}}]},
@@ -259,7 +261,8 @@ def report(topology: Topology, viewers: int, measured: Phase) -> Measurement:
     by_server = measured.latencies
     latencies = [ms for found in by_server.values() for ms in found]
     p99 = percentile(latencies, 99)
-    has_target = (topology.name, viewers) == TARGET
+    has_target = (topology.name, viewers) in TARGETS
+    worst = max(percentile(found, 99) for found in by_server.values())  # of the servers'
     details: dict[str, Any] = {
         "p50_ms": rounded(percentile(latencies, 50), 2),
         "max_ms": rounded(max(latencies), 2),
@@ -279,7 +282,7 @@ def report(topology: Topology, viewers: int, measured: Phase) -> Measurement:
         value=rounded(p99, 2),
         unit="ms",
         target=f"< {TARGET_P99_MS:g} ms" if has_target else None,
-        met=p99 < TARGET_P99_MS if has_target else None,
+        met=max(p99, worst) < TARGET_P99_MS if has_target else None,
         details=details,
     )
 
