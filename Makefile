@@ -56,10 +56,13 @@ install: $(STAMP)
 
 # Scaled out on this machine (README, "Scale out"): PostgreSQL database `studio`, Redis
 # db 0, two Daphnes on 127.0.0.1:8001 and :8002 and WORKERS run workers (each executes
-# one run at a time); Ctrl-C stops them all (a run in progress ends interrupted).
+# one run at a time); Ctrl-C stops them all (a run in progress ends interrupted). Each
+# process holds at most DB_POOL PostgreSQL connections (STUDIO_DB_POOL_MAX, README).
 SCALED_DB  ?= postgres://postgres@127.0.0.1:5432/studio
 WORKERS    ?= 2
-SCALED_RUN := DATABASE_URL=$(SCALED_DB) REDIS_URL=redis://127.0.0.1:6379/0 STUDIO_RUN_EXECUTION=worker
+DB_POOL    ?= 10
+SCALED_RUN := DATABASE_URL=$(SCALED_DB) REDIS_URL=redis://127.0.0.1:6379/0 STUDIO_RUN_EXECUTION=worker \
+	STUDIO_DB_POOL_MAX=$(DB_POOL)
 
 .PHONY: run-scaled
 run-scaled: $(STAMP)

@@ -123,6 +123,9 @@ def load(scale: Scale, work: Path) -> dict[str, Any]:
         SCALE_REDIS_DB=os.environ.get("LOAD_REDIS_DB", "13"),
         STUDIO_METRICS_TOKEN=METRICS_TOKEN,
         LOAD_COMMITS=str(work / "commits.txt"),
+        # As `make run-scaled`: a bounded pool of connections per process (without one,
+        # 40 + 10 users exhausted PostgreSQL's connections; README.md, "Many users").
+        STUDIO_DB_POOL_MAX=os.environ.get("STUDIO_DB_POOL_MAX", "10"),
     ):
         return _load(scale, work)
 
