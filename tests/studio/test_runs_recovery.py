@@ -43,19 +43,29 @@ def _call(call_id: str, expression: str = "1 + 1") -> core_events.ToolCallPart:
     )
 
 
-def crashed_run(owner: User, *, expired: bool = True) -> Run:
-    """A run whose server stopped after it asked for three tool calls: one answered, one
-    running (journalled as started), one waiting for approval."""
+def claimed_by_a_dead_server(owner: User) -> tuple[Session, Run]:
+    """A new session's run, claimed by a server that is gone."""
     session = make_session(owner)
     run = services.start_run(session, "what is 1 + 1?")
     assert records.claim_run(run, owner="dead-host:1:abc", lease_s=30)
-    E = core_events.EventType
-    approval = core_events.ApprovalInfo(
-        call_id="c3",
-        tool="calculator",
-        args={"expression": "1 + 1"},
-        args_hash=args_hash("calculator", {"expression": "1 + 1"}),
+    return session, run
+
+
+def asked(call_id: str, **fields: Any) -> core_events.ApprovalInfo:
+    """The approval asked for calculator call ``call_id`` (1 + 1)."""
+    args = {"expression": "1 + 1"}
+    hashed = args_hash("calculator", args)
+    return core_events.ApprovalInfo(
+        call_id=call_id, tool="calculator", args=args, args_hash=hashed, **fields
     )
+
+
+def crashed_run(owner: User, *, expired: bool = True) -> Run:
+    """A run whose server stopped after it asked for three tool calls: one answered, one
+    running (journalled as started), one waiting for approval."""
+    session, run = claimed_by_a_dead_server(owner)
+    E = core_events.EventType
+    approval = asked("c3")
     for event in [
         _event(session, E.AGENT_START),
         _event(session, E.AGENT_MESSAGE, parts=[_call("c1"), _call("c2"), _call("c3")]),
@@ -154,17 +164,9 @@ def test_a_cancelled_run_whose_server_died_gets_its_markers_and_keeps_its_status
 def died_as_it_parked(owner: User, *, timeout_s: float = 600) -> Run:
     """A run whose server stopped after it stored ``run_parked`` (a call waits for
     approval) and before it recorded the run waiting: its lease expired running."""
-    session = make_session(owner)
-    run = services.start_run(session, "what is 1 + 1?")
-    assert records.claim_run(run, owner="dead-host:1:abc", lease_s=30)
+    session, run = claimed_by_a_dead_server(owner)
     E = core_events.EventType
-    approval = core_events.ApprovalInfo(
-        call_id="c1",
-        tool="calculator",
-        args={"expression": "1 + 1"},
-        args_hash=args_hash("calculator", {"expression": "1 + 1"}),
-        timeout_s=timeout_s,
-    )
+    approval = asked("c1", timeout_s=timeout_s)
     usage = core_events.Usage(input_tokens=12, output_tokens=5)
     for event in [
         _event(session, E.AGENT_START),
