@@ -9,8 +9,9 @@ were paid for once, in the parent, and the roll-ups read the columns.
 Runs: each of the parent's runs that began before the fork point is copied, with what it
 used (``copied_from`` marks the copy, which figures and session costs never count
 again). The run the fork point cuts short (it went on past it, or still runs) is copied
-as ``interrupted`` (``FORKED``), ending at the fork point: that is where the fork's
-record of it ends, and where the fork goes on from (``forks.continue_fork``).
+as ``interrupted`` (``FORKED``), ending at the fork point, its times split up to there:
+that is where the fork's record of it ends, and where the fork goes on from
+(``forks.continue_fork``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from agents_core.sessions import base as core_sessions
 from studio import event_rows
 from studio.errors import InvalidInputError, Problem
 from studio.models import ACTIVE_RUN_STATUSES, Event, Run, RunStatus, Session, SessionStatus
+from studio.traces.reads import run_spans
+from studio.traces.timing import wall_time
 
 E = core_events.EventType
 FORKED = "forked"
@@ -103,6 +106,10 @@ def copy_into(
         copies.append(stored)
         core_sessions.apply_state_delta(state, copy.actions.state_delta)
     Event.objects.bulk_create(copies)
+    for run in runs:
+        if run.timing is None and run.ended_at is not None:  # the copy cut at the fork point
+            run.timing = wall_time(run.created_at, run.started_at, run.ended_at, run_spans(run))
+            run.save(update_fields=["timing"])
     said = events[-1]
     if said.edited is not None and said.type is E.USER_MESSAGE and runs:
         Run.objects.filter(pk=runs[-1].pk, start_seq=len(copies) - 1).update(message=said.text)

@@ -91,6 +91,15 @@ async def test_a_fork_with_one_edited_tool_result_differs_from_there_on_only(ada
     assert steps[changed_at][1] == "tool_call"  # the edited result is its call's step
     assert all(status != "same" for status, _ in steps[changed_at:])
     assert (diff.answer_a, diff.answer_b) == ("The answer is 5.", "The answer is 7.")
+    # Its figures cover the steps shown, the copied ones too: the same two model calls,
+    # on prompts and answers of the same length as the original's.
+    figures = {figure.name: (figure.a, figure.b) for figure in diff.figures}
+    assert figures["model_calls"] == (2, 2)
+    a_in, b_in = figures["input_tokens"]
+    assert a_in > 0 and b_in == a_in
+    assert figures["output_tokens"][1] == figures["output_tokens"][0] > 0
+    went_on_alone = went_on.timing["total_ms"]
+    assert figures["wall_ms"][1] > went_on_alone  # the copy's time to the fork point too
 
 
 async def test_a_run_that_parked_on_a_person_replays_to_the_same_steps(ada: User) -> None:
