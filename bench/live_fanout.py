@@ -361,7 +361,7 @@ def main() -> None:
         if ns.topology in ("redis", "all"):
             with throwaway_database() as database:
                 env = {"DATABASE_URL": database.url, "REDIS_URL": ns.redis_url}
-                describe = "two Daphnes; PostgreSQL, RedisChannelLayer"
+                describe = "two Daphnes; PostgreSQL, Redis (live messages by publish/subscribe)"
                 run_topology("redis", ns, Path(tmp), env, 2, describe)
 
 
