@@ -26,6 +26,7 @@ from agents_core.spans import SpanTree
 from studio import costs, services
 from studio.agents import specs
 from studio.agents.demo import DEMO_AGENTS, MODELS
+from studio.management.copy_rows import copy_rows
 from studio.management.history_turns import ENDING_ERRORS, Turn, new_id, play, question
 from studio.models import (
     FINISHED_RUN_STATUSES,
@@ -250,10 +251,10 @@ def _given_creation_times(model: Any) -> Iterator[None]:
 def _flush(batch: _Batch, written: Written) -> None:
     """Insert the batch's rows, in one transaction."""
     with transaction.atomic(), _given_creation_times(Run):
-        Session.objects.bulk_create(batch.sessions, batch_size=BATCH)
-        Run.objects.bulk_create(batch.runs, batch_size=BATCH)
-        RunSpans.objects.bulk_create(batch.spans, batch_size=BATCH)
-        Event.objects.bulk_create(batch.events, batch_size=BATCH)
+        copy_rows(Session, batch.sessions)
+        copy_rows(Run, batch.runs)
+        copy_rows(RunSpans, batch.spans)
+        copy_rows(Event, batch.events)
     written.sessions += len(batch.sessions)
     written.runs += len(batch.runs)
     written.events += len(batch.events)
