@@ -32,7 +32,7 @@ def xdist_group(nodeid: str) -> str:
     return "tests/scale" if path.startswith("tests/scale/") else path
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # a hook of pytest-xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` with the groups of ``xdist_group``, handed out in the order
     the workers collected them (``end_to_end_first``), not re-sorted by size.
