@@ -5,13 +5,20 @@ A worker runs whole files, so a module-scoped server or browser is started once;
 tests/scale runs on one worker, one cluster of Daphnes and run workers at a time (they
 share the scale Redis database and would starve each other of the two cores). Each
 worker gets its own Redis channel-layer prefix, since tests flush the channel layer.
+
+The end-to-end files go out first: each starts servers and a browser, and takes from
+seconds to minutes however few tests it has. In xdist's own order (the files with the
+most tests first) they would come last, where one long file keeps a worker busy after
+the other has run out of work.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -25,13 +32,42 @@ def xdist_group(nodeid: str) -> str:
     return "tests/scale" if path.startswith("tests/scale/") else path
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's hook reads the marks
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # a hook of pytest-xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups of ``xdist_group``, handed out in the order
+    the workers collected them (``end_to_end_first``), not re-sorted by size.
+
+    xdist finds a test's group in a suffix it adds to the test's id (``@group``), which
+    pytest 9.2 no longer shows (``Node.nodeid`` is built from ``Node._id``): each test
+    became a group of its own, spread over both workers, and a module's server and
+    browser were started again on each worker and after every switch between files."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):  # type: ignore[misc]  # untyped
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+    config.option.loadscopereorder = False
+    return FileGroups(config, log)
+
+
+def end_to_end_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` in the order their groups go out to the workers: tests/e2e first, then
+    the rest, each by its number of tests, most first (xdist's own order)."""
+    sizes = Counter(xdist_group(item.nodeid) for item in items)
+
+    def order(item: pytest.Item) -> tuple[bool, int]:
+        group = xdist_group(item.nodeid)
+        return (not group.startswith("tests/e2e/"), -sizes[group])
+
+    return sorted(items, key=order)  # stable: a group's tests keep their order
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(xdist_group(item.nodeid)))
+    if getattr(config.option, "loadgroup", False):  # a worker of --dist loadgroup
+        items[:] = end_to_end_first(items)
 
 
 def pytest_configure(config: pytest.Config) -> None:

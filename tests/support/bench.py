@@ -1,13 +1,18 @@
 """Running a benchmark script (``bench/``) the way ``bench.run_all`` does, for the smoke
-tests: they prove each script still runs and reports, never how fast anything is."""
+tests: they prove each script still runs and reports, never how fast anything is. The
+servers a script starts use the tests' settings (tests/support/settings.py: fast
+password hashing, static files gzipped only), as every server under pytest does."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from tests.support import daphne_server
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {"name", "value", "unit", "target", "met", "details"}
@@ -18,6 +23,7 @@ def run_bench(module: str, *args: str, timeout_s: float = 100) -> list[dict[str,
     field of the JSON line format and renders as a README table row."""
     from bench.run_all import row
 
+    settings = {"STUDIO_SERVER_SETTINGS": daphne_server.SETTINGS_MODULE}
     done = subprocess.run(
         [sys.executable, "-m", f"bench.{module}", *args],
         cwd=ROOT,
@@ -25,6 +31,7 @@ def run_bench(module: str, *args: str, timeout_s: float = 100) -> list[dict[str,
         text=True,
         timeout=timeout_s,
         check=False,
+        env={**os.environ, **settings},
     )
     assert done.returncode == 0, done.stderr[-4000:]
     results = [json.loads(line) for line in done.stdout.splitlines()]

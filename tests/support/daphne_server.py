@@ -24,9 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 _LISTENING = re.compile(r"Listening on TCP address 127\.0\.0\.1:(\d+)")
 START_TIMEOUT_S = 30.0
-SETTINGS_MODULE = "studio.settings"
+SETTINGS_MODULE = os.environ.get("STUDIO_SERVER_SETTINGS", "studio.settings")
 """The settings of the processes a ``DaphneServer`` starts: under pytest,
-``tests.support.settings`` (tests/conftest.py)."""
+``tests.support.settings`` (tests/conftest.py), and in the benchmark scripts that the
+smoke tests run (``STUDIO_SERVER_SETTINGS``, tests/support/bench.py)."""
 
 
 @dataclass

@@ -1,13 +1,21 @@
 """``studio.settings`` for the servers and commands the tests start (Daphne, ``manage.py``,
-run workers), with one change: a fast password hasher.
+run workers), with two changes: a fast password hasher, and static files compressed
+with gzip only.
 
 Checking a password against Django's PBKDF2 hash takes most of a second of CPU, by
 design, and the end-to-end tests sign in through the form and the token API a few times
 per module on two shared cores. Nothing they check depends on how a password is hashed
-(tests/studio hash with MD5 too, in ``_fast_password_hashing``). Only servers started
-under pytest use this module (tests/conftest.py); benchmarks keep ``studio.settings``.
+(tests/studio hash with MD5 too, in ``_fast_password_hashing``). Compressing the static
+files with Brotli as well took 16 s of ``collectstatic`` (tests/support/static_files.py).
+Only servers started under pytest use this module (tests/conftest.py), and the benchmark
+scripts' smoke tests (tests/support/bench.py); benchmarks run on their own keep
+``studio.settings``.
 """
 
 from studio.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "tests.support.static_files.GzipStaticFilesStorage"},
+}
