@@ -83,12 +83,13 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from django.conf import settings
 
+    def own(layer: dict[str, Any]) -> dict[str, Any]:
+        if "Redis" not in str(layer["BACKEND"]):
+            return layer
+        return {**layer, "CONFIG": {**layer.get("CONFIG", {}), "prefix": f"{worker}-asgi"}}
+
     layers = settings.CHANNEL_LAYERS
-    if any("channels_redis" in str(layer["BACKEND"]) for layer in layers.values()):
-        settings.CHANNEL_LAYERS = {
-            alias: {**layer, "CONFIG": {**layer.get("CONFIG", {}), "prefix": f"{worker}-asgi"}}
-            for alias, layer in layers.items()
-        }
+    settings.CHANNEL_LAYERS = {alias: own(layer) for alias, layer in layers.items()}
 
 
 @pytest.fixture(scope="session", autouse=True)
