@@ -8,7 +8,7 @@ no duplicate). What a client asks (start, pause, resume, cancel, decide) goes to
 
 from __future__ import annotations
 
-from typing import assert_never
+from typing import Any, assert_never
 
 from studio import metrics, services
 from studio.consumers.base import GuardedConsumer
@@ -36,8 +36,9 @@ class SessionConsumer(GuardedConsumer):
         except reads.Refused as refused:
             await self.close(code=refused.close_code)
             return
-        self.watch = await SessionWatch.enter(self.session.pk, self)
+        self.watch = watch = SessionWatch.add(self.session.pk, self)  # before any wait
         metrics.LIVE_VIEWERS.inc()
+        await watch.join()
         self.cursor = cursor = ViewerCursor(
             self.watch, self._send_text, after=after, batched=batched
         )
@@ -45,9 +46,22 @@ class SessionConsumer(GuardedConsumer):
             await cursor.start()
 
     async def disconnect(self, code: int) -> None:
-        if self.watch is not None:
+        if (watch := self._let_go()) is not None:
+            await watch.leave(self)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:  # cancelled before ``disconnect`` ran: the server gave up waiting for it
+            if (watch := self._let_go()) is not None:
+                watch.drop(self)
+
+    def _let_go(self) -> SessionWatch | None:
+        """The watch this viewer is still in, now counted out (once)."""
+        watch, self.watch = self.watch, None
+        if watch is not None:
             metrics.LIVE_VIEWERS.dec()
-            await self.watch.leave(self)
+        return watch
 
     # From the session's watch
 

@@ -53,6 +53,8 @@ class SessionWatch:
     """
 
     _watches: ClassVar[dict[uuid.UUID, SessionWatch]] = {}
+    _leaving: ClassVar[set[asyncio.Task[None]]] = set()
+    """Group discards started by ``drop``, held until done."""
 
     def __init__(self, session_pk: uuid.UUID) -> None:
         self.session_pk = session_pk
@@ -75,21 +77,43 @@ class SessionWatch:
     async def enter(cls, session_pk: uuid.UUID, viewer: Viewer) -> SessionWatch:
         """The session's watch, with ``viewer`` among its viewers, joined to the group
         unless the channel layer is down (the next resync tries again)."""
+        watch = cls.add(session_pk, viewer)
+        await watch.join()
+        return watch
+
+    @classmethod
+    def add(cls, session_pk: uuid.UUID, viewer: Viewer) -> SessionWatch:
+        """The session's watch, with ``viewer`` among its viewers (not joined yet)."""
         watch = cls._watches.get(session_pk)
         if watch is None or watch._loop is not asyncio.get_running_loop():
             watch = cls._watches[session_pk] = cls(session_pk)
         watch.viewers.add(viewer)
-        await watch.join()
         return watch
 
     async def leave(self, viewer: Viewer) -> None:
+        if self._drop(viewer):
+            await self._discard_group()
+
+    def drop(self, viewer: Viewer) -> None:
+        """``leave`` without waiting: for a viewer whose task is being cancelled (its
+        last viewer's group membership is discarded in a task of its own)."""
+        if self._drop(viewer):
+            task = self._loop.create_task(self._discard_group(), name=f"leave-{self.group}")
+            self._leaving.add(task)
+            task.add_done_callback(self._leaving.discard)
+
+    def _drop(self, viewer: Viewer) -> bool:
+        """Take ``viewer`` off; when it was the last, stop the watch. Whether it was."""
         self.viewers.discard(viewer)
         if self.viewers:
-            return
+            return False
         if self._watches.get(self.session_pk) is self:
             del self._watches[self.session_pk]
         for task in self._tasks:
             task.cancel()
+        return True
+
+    async def _discard_group(self) -> None:
         if self.channel is not None and self.layer is not None:
             try:
                 await self.layer.group_discard(self.group, self.channel)

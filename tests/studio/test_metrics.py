@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from typing import Any
 
@@ -15,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.authtoken.models import Token
 
 from studio.asgi import application
+from studio.consumers.watch import SessionWatch
 from studio.live import publisher
 from studio.models import Run, RunStatus
 from studio.runs import records
@@ -107,6 +110,23 @@ async def test_the_figures_follow_runs_events_and_calls(ada: User, staff: User) 
     paused = await sync_to_async(scrape)(client)
     assert value(paused, "studio_parked_runs", why="paused") == 1
     assert value(paused, "studio_run_queue_depth") == 0
+
+
+async def test_a_viewer_whose_socket_is_killed_is_let_go(ada: User, staff: User) -> None:
+    """Daphne cancels a socket's consumer that did not stop in time after its client
+    left (``application_close_timeout``; an overloaded server): its ``disconnect`` never
+    runs, and the viewer must still leave its session's watch and the gauge."""
+    client = await sync_to_async(staff_client)(staff)
+    session = await sync_to_async(make_session)(ada, await sync_to_async(make_agent)(ada))
+    before = value(await sync_to_async(scrape)(client), "studio_live_viewers")
+    viewer = await watch(application, session, ada)
+    assert value(await sync_to_async(scrape)(client), "studio_live_viewers") == before + 1
+    killed = viewer.communicator.future
+    killed.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await killed
+    assert value(await sync_to_async(scrape)(client), "studio_live_viewers") == before
+    assert session.pk not in SessionWatch._watches  # its only viewer: the watch is gone
 
 
 async def test_live_viewers_count_the_sockets_of_this_server(ada: User, staff: User) -> None:
