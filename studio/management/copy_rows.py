@@ -2,7 +2,7 @@
 model stream into its table as ``COPY ... FROM STDIN``, which skips building, sending
 and parsing one multi-row ``INSERT`` of hundreds of thousands of parameters (most of
 the generator's time before: Django compiling the statement, psycopg splitting it, the
-server parsing it). Elsewhere it is ``bulk_create``.
+server parsing it). Elsewhere it is ``bulk_create`` (in the batches the backend allows).
 
 Each row takes what ``bulk_create`` would insert: every concrete field's ``pre_save``
 value (defaults and ``auto_now_add`` applied as an insert applies them; a constant
@@ -19,16 +19,13 @@ from django.db import connection
 from django.db.models import AutoField, BigAutoField, Model, SmallAutoField, Value
 from django.db.models.expressions import DatabaseDefault
 
-BATCH = 5_000
-"""Rows a ``bulk_create`` inserts at a time, off PostgreSQL."""
-
 
 def copy_rows(model: type[Model], objs: Sequence[Model]) -> None:
     """Insert ``objs`` (new instances of ``model``) in the caller's transaction."""
     if not objs:
         return
     if connection.vendor != "postgresql":
-        model._default_manager.bulk_create(objs, batch_size=BATCH)
+        model._default_manager.bulk_create(objs)
         return
     meta = model._meta
     if isinstance(meta.pk, AutoField | BigAutoField | SmallAutoField):

@@ -97,9 +97,9 @@ def interrupt(
         if run is None or not _abandoned(run, now):
             return None
         if parking.park_if_parked(run):  # it was stopping on a person, not running
-            executor.lost(run_id)
-            return Ended(Run.objects.get(pk=run_id), [])
-        ended = records.end_run(run_id, interrupted())
+            ended: Ended | None = Ended(Run.objects.get(pk=run_id), [])
+        else:
+            ended = records.end_run(run_id, interrupted())
         executor.lost(run_id)
     return ended
 
