@@ -95,6 +95,8 @@ def test_compare_with_from_a_session_page_picks_the_other_run(page: Page, api: A
     first, second = two_runs(api, "multiplier")
     page.set_viewport_size(WIDE)  # type: ignore[arg-type]
     page.goto(f"/sessions/{second['session']}/")
+    # Settled first (as the other timeline tests do): the backlog drawn, the socket live.
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
     page.get_by_test_id("compare-with").click()
     page.wait_for_url(f"**/compare/?a={second['run']}")
     expect(page.get_by_test_id("compare-empty")).to_contain_text("Compare with…")
