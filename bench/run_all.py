@@ -159,6 +159,16 @@ def _runner_notes(d: dict[str, Any]) -> str:
             f"; on the SDK's ScriptedModel (no LangChain) {d['runner_on_scripted_model_us']:,.0f}"
             f" us, {d['runner_on_scripted_model_ratio']}x"
         )
+    if "breakdown" in d:
+        b = d["breakdown"]
+        text += (
+            f"; a turn: runner's fixed cost {b['runner_fixed_us']:,.0f} us, the agent's steps"
+            f" {b['agent_steps_us']:,.0f}, LangChain and the adapter"
+            f" {b['langchain_and_adapter_us']:,.0f}; garbage collection, across all three,"
+            f" {b['runner_gc_us']:,.0f} (the reference's {b['reference_gc_us']:,.0f})"
+        )
+    elif "gc_us_per_turn" in d["runner"]:
+        text += f"; garbage collection {d['runner']['gc_us_per_turn']:,.0f} us a turn"
     return text
 
 

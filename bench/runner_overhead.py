@@ -20,18 +20,30 @@ wall time and its ratio given in the details (``cpu_ratio``): on a shared machin
 turn's wall time includes the time the process waited for a CPU, and a long turn is
 more likely to include such a wait than a short one, so the wall ratio overstates the
 runner's cost under load; the CPU ratio does not count waiting.
+
+Where a fresh turn's time goes is in its details (``breakdown``): the runner's fixed
+cost (a turn of an agent that does nothing: session, user message, agent start and
+end, the producer task), the agent's own work (the runner on the SDK's scripted model,
+less that fixed cost), LangChain's share (the runner on the adapter, less the runner on
+the scripted model), and each variant's garbage collection per turn (collections land
+in whichever turn allocates when one is due, so this is only their sum, shared out).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents_core import BaseLlm
+from agents_core import BaseLlm, InMemorySessionService, Runner
+from agents_core.agents.base import BaseAgent
+from agents_core.context import Context
+from agents_core.events import Event
+from agents_core.llm.resilience import BreakerRegistry
 from bench.common import Measurement, emit, log, mean, parser, percentile, rounded
 from bench.floor import (
     adapter_model,
@@ -78,6 +90,47 @@ def runner_variant(*, fresh: bool, model: Callable[[], BaseLlm | None]) -> TurnF
     return make
 
 
+class IdleAgent(BaseAgent):
+    """An agent that does nothing: its turn is the runner's fixed cost alone."""
+
+    async def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
+        return
+        yield  # an async generator that yields nothing
+
+
+def idle_variant() -> TurnFactory:
+    def make() -> Turn:
+        runner = Runner(
+            IdleAgent("assistant"),
+            session_service=InMemorySessionService(),
+            breakers=BreakerRegistry(),
+        )
+
+        async def turn(index: int) -> None:
+            await run_turn(runner, f"s{index}")
+
+        return turn
+
+    return make
+
+
+class GcClock:
+    """Seconds the garbage collector has spent since it was installed."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.spent += time.perf_counter() - self._started
+
+
+GC_CLOCK = GcClock()
+
+
 @dataclass(slots=True)
 class Timing:
     """Per-turn durations (microseconds) of every round a variant ran."""
@@ -85,6 +138,8 @@ class Timing:
     rounds: list[list[float]] = field(default_factory=list)
     cpu_rounds: list[list[float]] = field(default_factory=list)
     """The same turns' CPU time (microseconds)."""
+    gc_us: list[float] = field(default_factory=list)
+    """Garbage collection in each round (microseconds a turn)."""
 
     @property
     def us_per_turn(self) -> float:
@@ -94,6 +149,10 @@ class Timing:
     def cpu_us_per_turn(self) -> float:
         return statistics.median(mean(r) for r in self.cpu_rounds)
 
+    @property
+    def gc_us_per_turn(self) -> float:
+        return statistics.median(self.gc_us)
+
     def summary(self) -> dict[str, float]:
         pooled = [d for r in self.rounds for d in r]
         return {
@@ -101,13 +160,14 @@ class Timing:
             "p50_us": rounded(percentile(pooled, 50)),
             "p99_us": rounded(percentile(pooled, 99)),
             "cpu_us_per_turn": rounded(self.cpu_us_per_turn),
+            "gc_us_per_turn": rounded(self.gc_us_per_turn),
             "rounds": len(self.rounds),
         }
 
 
 async def time_round(
     variants: dict[str, TurnFactory], turns: int, warmup: int
-) -> dict[str, tuple[list[float], list[float]]]:
+) -> dict[str, tuple[list[float], list[float], float]]:
     """One round: each variant warmed on an instance of its own, then ``turns`` turns of
     every variant on new instances (a one-session variant starts from an empty session),
     interleaved turn by turn so that a busy machine slows them all alike."""
@@ -117,14 +177,17 @@ async def time_round(
             await warm(index)
     running = {name: make() for name, make in variants.items()}
     durations: dict[str, tuple[list[float], list[float]]] = {n: ([], []) for n in variants}
+    collecting = dict.fromkeys(variants, 0.0)
     for index in range(turns):
         for name, turn in running.items():
+            gc_before = GC_CLOCK.spent
             started, cpu_started = time.perf_counter_ns(), time.thread_time_ns()
             await turn(index)
             cpu = time.thread_time_ns() - cpu_started
             durations[name][0].append((time.perf_counter_ns() - started) / 1000)
             durations[name][1].append(cpu / 1000)
-    return durations
+            collecting[name] += GC_CLOCK.spent - gc_before
+    return {n: (*d, collecting[n] * 1e6 / turns) for n, d in durations.items()}
 
 
 async def measure(
@@ -136,9 +199,10 @@ async def measure(
     for round_no in range(1, rounds + 1):
         if round_no > 1 and time.perf_counter() - started > budget_s:
             break
-        for name, (durations, cpu) in (await time_round(variants, turns, warmup)).items():
+        for name, (durations, cpu, gc_us) in (await time_round(variants, turns, warmup)).items():
             timings[name].rounds.append(durations)
             timings[name].cpu_rounds.append(cpu)
+            timings[name].gc_us.append(gc_us)
         figures = ", ".join(f"{n} {mean(t.rounds[-1]):.0f}" for n, t in timings.items())
         log(f"runner_overhead: round {round_no} (us/turn): {figures}")
     return timings
@@ -172,17 +236,23 @@ VARIANTS: dict[str, TurnFactory] = {
     "reference_stream": reference_variant(fresh=True, stream=True),
     "runner_stream": runner_variant(fresh=True, model=lambda: adapter_model(streaming=True)),
     "runner_fresh_scripted": runner_variant(fresh=True, model=lambda: None),
+    "runner_fresh_idle": idle_variant(),
 }
 
 
 async def main_async(turns: int, warmup: int, rounds: int, budget_s: float) -> None:
-    t = await measure(VARIANTS, turns=turns, warmup=warmup, rounds=rounds, budget_s=budget_s)
+    gc.callbacks.append(GC_CLOCK)
+    try:
+        t = await measure(VARIANTS, turns=turns, warmup=warmup, rounds=rounds, budget_s=budget_s)
+    finally:
+        gc.callbacks.remove(GC_CLOCK)
     scripted = t["runner_fresh_scripted"].us_per_turn
     fresh_extra = {
         "turns": turns,
         "session": "a new session per turn",
         "runner_on_scripted_model_us": rounded(scripted),
         "runner_on_scripted_model_ratio": round(scripted / t["reference_fresh"].us_per_turn, 2),
+        "breakdown": breakdown(t),
     }
     fresh = compare(
         "runner_overhead.fresh_session",
@@ -212,6 +282,20 @@ async def main_async(turns: int, warmup: int, rounds: int, budget_s: float) -> N
             stream_extra,
         )
     )
+
+
+def breakdown(t: dict[str, Timing]) -> dict[str, float]:
+    """Where a fresh turn's microseconds go (see the module docstring)."""
+    idle, scripted = t["runner_fresh_idle"], t["runner_fresh_scripted"]
+    runner = t["runner_fresh"]
+    return {
+        "runner_fixed_us": rounded(idle.us_per_turn),
+        "agent_steps_us": rounded(scripted.us_per_turn - idle.us_per_turn),
+        "langchain_and_adapter_us": rounded(runner.us_per_turn - scripted.us_per_turn),
+        "reference_us": rounded(t["reference_fresh"].us_per_turn),
+        "runner_gc_us": rounded(runner.gc_us_per_turn),
+        "reference_gc_us": rounded(t["reference_fresh"].gc_us_per_turn),
+    }
 
 
 def main() -> None:
