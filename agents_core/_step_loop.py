@@ -16,7 +16,9 @@ from typing import Any
 from agents_core._rate_limit_wait import wait_for_rate_limit
 from agents_core._tool_round import policy_event
 from agents_core.context import Context
+from agents_core.contracts import built
 from agents_core.events import (
+    NO_ITEMS,
     Event,
     EventType,
     FallbackInfo,
@@ -224,25 +226,25 @@ def message_event(
     """The stored agent_message for a complete model response (with its answer parsed
     against the agent's output schema, when it has one)."""
     response = turn.complete
-    parts: list[ThinkingPart | TextPart | ToolCallPart | StructuredPart] = []
+    parts: list[Part] = []
     if response.thinking:
         parts.append(ThinkingPart(text=response.thinking, signature=response.thinking_signature))
     if response.text:
-        parts.append(TextPart(text=response.text))
+        parts.append(built(TextPart, text=response.text))  # the response's: validated
     if structured is not None:
         parts.append(structured)
     parts.extend(
-        ToolCallPart(call_id=c.id, name=c.name, args=c.args, span_id=new_id())
+        built(ToolCallPart, call_id=c.id, name=c.name, args=c.args, span_id=new_id())
         for c in response.tool_calls
     )
     return ctx.built_event(
         EventType.AGENT_MESSAGE,
-        parts=list(parts),
+        parts=parts,
         usage=response.usage,
         latency_ms=round(turn.latency_ms, 3),
         span_id=turn.span_id,
         started_at=turn.started_at,
-        hooks=list(turn.hooks),
+        hooks=list(turn.hooks) if turn.hooks else NO_ITEMS,
         model=turn.model,
         cached=turn.cached,
         **fields,  # type: ignore[arg-type]

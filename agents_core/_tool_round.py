@@ -20,8 +20,9 @@ from typing import Any
 from agents_core._asking import PARKED, Parked, error_result, seek_approval
 from agents_core.approvals import ApprovalPolicy
 from agents_core.context import Context
-from agents_core.contracts import ToolCall, ToolResult
+from agents_core.contracts import ToolCall, ToolResult, built
 from agents_core.events import (
+    NO_ITEMS,
     ErrorInfo,
     Event,
     EventActions,
@@ -272,8 +273,12 @@ def policy_event(
 def response_event(ctx: Context, outcome: ToolOutcome) -> Event:
     """The stored tool_response for one call, carrying the effects the tool asked for."""
     result, effects = outcome.result, outcome.effects
-    part = ToolResponsePart(
-        call_id=result.call_id, name=result.name, result=result.output, is_error=result.is_error
+    part = built(  # from the call's result, a contract: nothing to validate again
+        ToolResponsePart,
+        call_id=result.call_id,
+        name=result.name,
+        result=result.output,
+        is_error=result.is_error,
     )
     actions = None  # none asked for: the shared empty actions
     if (
@@ -295,7 +300,7 @@ def response_event(ctx: Context, outcome: ToolOutcome) -> Event:
         latency_ms=round(outcome.latency_ms, 3),
         span_id=outcome.span_id,
         started_at=outcome.started_at,
-        hooks=list(outcome.hooks),
+        hooks=list(outcome.hooks) if outcome.hooks else NO_ITEMS,
         error=outcome.error,
     )
 

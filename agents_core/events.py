@@ -359,14 +359,39 @@ nothing changes their actions in place, and every stored event would otherwise k
 four objects of its own that the garbage collector walks (``built_event``)."""
 
 
+class _NoItems(list[Any]):
+    """An empty list that refuses to change: the one the SDK's own events share for the
+    parts or hooks they have none of (``NO_ITEMS``). Equal to ``[]`` and dumped as one."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("an event's lists are read-only")
+
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+
+NO_ITEMS: list[Any] = _NoItems()
+"""Shared by built events without parts or hooks: events are frozen and nothing
+changes their lists in place, and each stored event would otherwise keep two empty
+lists of its own for the garbage collector to walk and memory to hold."""
+
+
 def built_event(**fields: Any) -> Event:
     """An ``Event`` from values the SDK made itself, without validating them again
     (``agents_core.contracts.built``): for the runner's hot path only (agent start and
     end, model messages, tool responses, streamed chunks), each value already what
     validation would produce (an ``EventType``, validated parts and contracts, tz-aware
     datetimes, a non-negative ``latency_ms``). Anything built from outside input goes
-    through ``Event(...)``."""
-    return built(Event, **fields)
+    through ``Event(...)``. Without parts or hooks it shares ``NO_ITEMS``."""
+    event = built(Event, **fields)
+    values = event.__dict__  # not yet shared: the fields set stays as given
+    if not values["parts"]:
+        values["parts"] = NO_ITEMS
+    if not values["hooks"]:
+        values["hooks"] = NO_ITEMS
+    return event
 
 
 def user_message(

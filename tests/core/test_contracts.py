@@ -92,8 +92,8 @@ def test_replaced_is_model_copy_with_an_update() -> None:
 
 
 def test_built_fills_defaults_and_makes_a_fresh_value_for_each_factory() -> None:
-    first = built_event(type=EventType.AGENT_START, invocation_id="i", session_id="s", author="a")
-    second = built_event(type=EventType.AGENT_START, invocation_id="i", session_id="s", author="a")
+    values = {"type": EventType.AGENT_START, "invocation_id": "i", "session_id": "s"}
+    first, second = built(Event, **values, author="a"), built(Event, **values, author="a")
     assert first.id != second.id
     assert first.parts == [] and first.parts is not second.parts
     assert first.seq is None and first.partial is False and first.schema_version == 2
@@ -106,3 +106,28 @@ def test_built_refuses_a_model_with_private_attributes() -> None:
 
     with pytest.raises(TypeError):
         built(Held, value=1)
+
+
+def test_built_events_without_parts_or_hooks_share_one_empty_list_that_refuses_changes() -> None:
+    start = built_event(type=EventType.AGENT_START, invocation_id="i", session_id="s", author="a")
+    end = built_event(type=EventType.AGENT_END, invocation_id="i", session_id="s", author="a")
+    assert start.parts is end.parts and start.hooks is end.parts
+    assert start.parts == [] and start.to_wire()["parts"] == [] and start.to_wire()["hooks"] == []
+    assert Event.model_validate(start.to_wire()) == start
+    for change in (
+        lambda: start.parts.append(TextPart(text="x")),
+        lambda: start.hooks.extend([]),
+        lambda: start.parts.__setitem__(slice(0, 0), [TextPart(text="x")]),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert end.parts == [] and start.model_fields_set == end.model_fields_set
+    assert "parts" not in start.model_fields_set
+    spoken = built_event(
+        type=EventType.AGENT_MESSAGE,
+        invocation_id="i",
+        session_id="s",
+        author="a",
+        parts=[TextPart(text="hi")],
+    )
+    assert spoken.parts == [TextPart(text="hi")] and spoken.hooks is start.hooks
