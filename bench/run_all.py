@@ -169,6 +169,13 @@ def _runner_notes(d: dict[str, Any]) -> str:
         )
     elif "gc_us_per_turn" in d["runner"]:
         text += f"; garbage collection {d['runner']['gc_us_per_turn']:,.0f} us a turn"
+    if "plain_process" in d:
+        p = d["plain_process"]
+        text += (
+            f"; start-up heap frozen, as in Studio's worker; without that {p['ratio']}x"
+            f" ({p['us_per_turn']:,.0f} us against {p['reference_us_per_turn']:,.0f}, garbage"
+            f" collection {p['gc_us_per_turn']:,.0f} us a turn)"
+        )
     return text
 
 

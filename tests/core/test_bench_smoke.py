@@ -20,6 +20,7 @@ def test_runner_overhead_compares_every_shape_with_the_reference() -> None:
     breakdown = results[0]["details"]["breakdown"]
     assert breakdown["runner_fixed_us"] > 0
     assert {"agent_steps_us", "langchain_and_adapter_us", "runner_gc_us"} <= breakdown.keys()
+    assert all(r["details"]["plain_process"]["reference_us_per_turn"] > 0 for r in results)
 
 
 def test_concurrency_compares_turns_per_second_and_memory_with_the_reference() -> None:
