@@ -201,7 +201,7 @@ async def _guarded(
                 elif stream and (chunk.text or chunk.thinking):
                     yield ctx.built_event(
                         EventType.AGENT_MESSAGE,
-                        parts=list[Part](_delta_parts(chunk)),
+                        parts=_delta_parts(chunk),
                         partial=True,
                         span_id=turn.span_id,
                     )
@@ -210,13 +210,14 @@ async def _guarded(
             await asyncio.shield(hold.settle(turn.response.usage if turn.response else None))
 
 
-def _delta_parts(chunk: LlmResponse) -> list[ThinkingPart | TextPart]:
-    """A streamed chunk's thinking and text deltas, as the parts of a partial event."""
-    parts: list[ThinkingPart | TextPart] = []
+def _delta_parts(chunk: LlmResponse) -> list[Part]:
+    """A streamed chunk's thinking and text deltas (a response's strings: built, not
+    validated again), as the parts of a partial event."""
+    parts: list[Part] = []
     if chunk.thinking:
-        parts.append(ThinkingPart(text=chunk.thinking))
+        parts.append(built(ThinkingPart, text=chunk.thinking))
     if chunk.text:
-        parts.append(TextPart(text=chunk.text))
+        parts.append(built(TextPart, text=chunk.text))
     return parts
 
 

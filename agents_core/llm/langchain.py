@@ -20,7 +20,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
-from agents_core.contracts import ToolCall, Usage
+from agents_core.contracts import ToolCall, Usage, built
 from agents_core.exceptions import (
     ConfigurationError,
     ModelError,
@@ -98,8 +98,8 @@ class LangChainModel(BaseLlm):
                     continue
                 total = chunk if total is None else total + chunk
                 text, thinking = _text_of(chunk.content), _thinking_of(chunk)
-                if text or thinking:
-                    yield LlmResponse(text=text, thinking=thinking, partial=True)
+                if text or thinking:  # both strings this module made: built, not validated
+                    yield built(LlmResponse, text=text, thinking=thinking, partial=True)
         except ModelError:
             raise
         except Exception as exc:
