@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 
 from agents_core.contracts import Cost
 from agents_core.spans import SpanTree
@@ -123,7 +123,20 @@ def generate(plan: Plan, log: Callable[[str], Any] = print) -> Written:
             log(f"{index} sessions, {written.events + len(batch.events)} events")
     _flush(batch, written)
     days.rebuild(owner.pk for owner, _ in owners)
+    _analyze()
     return written
+
+
+def _analyze() -> None:
+    """On PostgreSQL, the planner's statistics of what was just loaded, as a bulk load
+    should end: autovacuum gets to it only later, and until then the planner takes the
+    tables for nearly empty (the overview of a 92-day range after 1,025,831 events: a
+    nested loop over 144,892 runs it counted as 240, 571 ms; 158 ms once analysed). A
+    live deployment's tables grow slowly and are analysed as they go. SQLite is left
+    as a deployment has it: nothing analyses it (no ``sqlite_stat1``)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
 
 
 def _owner(n: int, written: Written) -> tuple[Any, list[AgentVersion]]:
