@@ -246,8 +246,8 @@ class Event(models.Model):
     """What the model call cost when it was stored (``payload["cost"]``, for sums)."""
     cost_currency = models.CharField(max_length=3, blank=True)
     # A model call's attribution, filled by ``end_run`` from the run's spans (roll-ups).
-    run = models.ForeignKey(
-        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    run = models.ForeignKey(  # indexed where set: see Meta.indexes
+        "Run", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
     )
     # db_default: the session service inserts events with SQL of its own.
     tool = models.CharField(max_length=100, blank=True, db_default="")
@@ -272,6 +272,13 @@ class Event(models.Model):
                 condition=models.Q(type__in=("agent_message", "compaction", "memory_saved"))
                 & (models.Q(usage__isnull=False) | models.Q(cost__isnull=False)),
                 name="event_model_call",
+            ),
+            # A run's claimed calls (and SET_NULL when it goes). Where set only: most events
+            # have no run, and with a full index SQLite's planner, which has no statistics,
+            # read "run_id IS NULL" through it (two thirds of the events) instead of the
+            # partial index below: staff's cost per user took 563 ms at 1,025,831 events.
+            models.Index(
+                fields=["run"], condition=models.Q(run__isnull=False), name="event_run_claimed"
             ),
             # Staff's cost per user: the calls no ended run has claimed (studio.rollups.days).
             models.Index(
