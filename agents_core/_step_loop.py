@@ -18,7 +18,6 @@ from agents_core._tool_round import policy_event
 from agents_core.context import Context
 from agents_core.contracts import built
 from agents_core.events import (
-    NO_ITEMS,
     Event,
     EventType,
     FallbackInfo,
@@ -245,7 +244,7 @@ def message_event(
         latency_ms=round(turn.latency_ms, 3),
         span_id=turn.span_id,
         started_at=turn.started_at,
-        hooks=list(turn.hooks) if turn.hooks else NO_ITEMS,
+        hooks=list(turn.hooks),
         model=turn.model,
         cached=turn.cached,
         **fields,  # type: ignore[arg-type]

@@ -22,7 +22,6 @@ from agents_core.approvals import ApprovalPolicy
 from agents_core.context import Context
 from agents_core.contracts import ToolCall, ToolResult, built
 from agents_core.events import (
-    NO_ITEMS,
     ErrorInfo,
     Event,
     EventActions,
@@ -300,7 +299,7 @@ def response_event(ctx: Context, outcome: ToolOutcome) -> Event:
         latency_ms=round(outcome.latency_ms, 3),
         span_id=outcome.span_id,
         started_at=outcome.started_at,
-        hooks=list(outcome.hooks) if outcome.hooks else NO_ITEMS,
+        hooks=list(outcome.hooks),
         error=outcome.error,
     )
 
