@@ -137,7 +137,12 @@ def _load(scale: Scale, work: Path) -> dict[str, Any]:
     daphne_server.START_TIMEOUT_S = 120.0  # a busy machine takes more than the tests' 30 s
     agent = scripted_agent("load", scale.steps, scale.token_delay_s)
     began = time.monotonic()
-    with start_cluster(work / "data", [agent], servers=2, lease_s=30) as cluster:
+    # As a deployment runs: DEBUG off (the tests' servers have it on), which also serves
+    # the static files from STATIC_ROOT, collected first.
+    daphne_server.DaphneServer(work / "data").manage("collectstatic", "--noinput")
+    deployed = {"STUDIO_DEBUG": "0"}
+    data = work / "data"
+    with start_cluster(data, [agent], servers=2, lease_s=30, extra_env=deployed) as cluster:
         log(f"servers up after {time.monotonic() - began:.0f} s")
         for _ in range(scale.workers):
             worker = Worker(
