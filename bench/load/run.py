@@ -17,7 +17,9 @@ Afterwards it reads ``/metrics`` of both servers and prints the figures:
   (``bench.load.commit_worker``), both ``time.time_ns()`` on this machine, per stored
   event received; p50/p95/p99 in ms;
 - memory: each process's RSS at the end of the first quarter of the run and at its
-  end (the first quarter is warm-up: imports, caches, connection pools).
+  end (the first quarter is warm-up: imports, caches, connection pools);
+- CPU: the cores each server and worker used over the run (its CPU seconds over the
+  run's), and Locust's own: on one machine they share its cores.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -51,6 +54,9 @@ SHOWN_METRICS = (
     "studio_parked_runs",
     "studio_channel_layer_drops",
 )
+
+
+_TIMES = ("ru_utime", "ru_stime")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,28 @@ class Memory:
                 "samples": len(series),
             }
         return found
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """A process's user and system CPU time so far (``/proc/<pid>/stat``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cores_used(
+    before: dict[str, float | None], pids: dict[str, int], seconds: float
+) -> dict[str, float]:
+    """Each process's CPU seconds since ``before``, over ``seconds``: the cores it used."""
+    used = {}
+    for name, pid in pids.items():
+        start, end = before.get(name), cpu_seconds(pid)
+        if start is not None and end is not None:
+            used[name] = round((end - start) / seconds, 2)
+    return used
 
 
 def rss_kib(pid: int) -> int | None:
@@ -157,11 +185,19 @@ def _load(scale: Scale, work: Path) -> dict[str, Any]:
         memory = Memory()
         sampler = threading.Thread(target=memory.watch, args=(pids, scale.sample_s), daemon=True)
         sampler.start()
+        cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        locust_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
         try:
             locust = run_locust(scale, work, setup)
         finally:
             memory.stop.set()
             sampler.join()
+        took = time.monotonic() - started
+        cpu = cores_used(cpu_before, pids, took)
+        locust_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent = sum(getattr(locust_after, f) - getattr(locust_before, f) for f in _TIMES)
+        cpu["locust"] = round(spent / took, 2)
         metrics = [scrape(server.url) for server in cluster.servers]
     return {
         "scale": asdict(scale),
@@ -170,6 +206,7 @@ def _load(scale: Scale, work: Path) -> dict[str, Any]:
         "failures": failures(work / "locust_failures.csv"),
         "delivery": delivery(work / "commits.txt", work / "receipts.txt"),
         "memory": memory.figures(),
+        "cores": cpu,
         "metrics": metrics,
     }
 
@@ -308,6 +345,8 @@ def report(figures: dict[str, Any]) -> None:
     p99 = d.get("p99_ms", float("inf"))
     emit(Measurement("load.delivery_p99", p99, "ms", "< 200 ms", p99 < 200, d))
     emit(Measurement("load.memory_growth", growth, "%", "flat", None, figures["memory"]))
+    cores = figures["cores"]
+    emit(Measurement("load.cores_used", round(sum(cores.values()), 2), "cores", None, None, cores))
     for row in rows:
         log(
             f"{row['name']:<40} n={row['count']:<6} fail={row['failures']:<4} "
@@ -316,6 +355,7 @@ def report(figures: dict[str, Any]) -> None:
     log(f"delivery: {json.dumps(d)}")
     for name, m in figures["memory"].items():
         log(f"memory {name}: {json.dumps(m)}")
+    log(f"cores used over the run: {json.dumps(figures['cores'])}")
     for i, metrics in enumerate(figures["metrics"]):
         log(f"/metrics server {i}: {json.dumps(metrics, sort_keys=True)}")
 

@@ -29,5 +29,8 @@ def test_browsers_and_live_viewers_get_every_answer_and_their_events(tmp_path: P
     assert delivery["received"] > 0, delivery
     # Each run stores two events a tool round: its viewer saw at least those.
     assert delivery["received"] >= rows["ws live run"]["count"] * 2 * SCALE.steps
+    # Where the CPU went: every server and worker, and Locust itself, used some.
+    assert set(figures["cores"]) == {"server 0", "server 1", "worker 0", "locust"}
+    assert all(used > 0 for used in figures["cores"].values()), figures["cores"]
     ran = sum(m.get('studio_runs_ended{status="succeeded"}', 0) for m in figures["metrics"])
     assert ran >= rows["ws live run"]["count"]
