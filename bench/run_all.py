@@ -60,6 +60,7 @@ SCRIPTS = (
     Script("parked_approvals", (), ("--runs", "3"), 120),
     Script("live_fanout", (), ("--viewers", "1", "--runs", "1"), 300),
     Script("pages", (), ("--sessions", "30", "--events", "60", "--loads", "1"), 300),
+    Script("server_cost", (), ("--requests", "3", "--sockets", "2", "--runs", "1"), 300),
     Script(
         "waterfall",
         (),
@@ -314,7 +315,12 @@ def _parked_notes(d: dict[str, Any]) -> str:
     )
 
 
+def _server_cost_notes(d: dict[str, Any]) -> str:
+    return f"{d['per']}; {d['sample']}"
+
+
 NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "server_cost": _server_cost_notes,
     "parked_approvals": _parked_notes,
     "runner_overhead": _runner_notes,
     "history_growth": _history_notes,
