@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Measurement, emit, log, parser, rounded
+from bench.load.frames import run_ended, stored_event
 from bench.load.run import browsed_sessions, cpu_seconds
 
 READS = {
@@ -46,7 +47,6 @@ READS = {
     "api_costs": ("api", "/api/costs/?group_by=agent"),
 }
 WARMUP = 5
-DONE = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
 
 
 def cpu_ms_each(pid: int, count: int, action: Callable[[], object]) -> float:
@@ -208,12 +208,9 @@ def watched_run(api: Any, ws: Any, viewer: Viewer) -> int:
     events = 0
     while True:
         frame = json.loads(ws.recv())
-        if frame["type"] == "event" and frame["event"].get("seq") is not None:
+        if stored_event(frame) is not None:
             events += 1
-        status = frame.get("run") if frame["type"] == "status" else None
-        if status and status.get("id") == run and status.get("status") in DONE:
-            if status["status"] != "succeeded":
-                raise RuntimeError(f"run {run} ended {status['status']}")
+        if run_ended(frame, run):
             return events
 
 

@@ -26,9 +26,10 @@ from typing import Any
 import websocket
 from locust import HttpUser, User, between, events, task
 
+from bench.load.frames import run_ended, stored_event
+
 SETUP: dict[str, Any] = json.loads(open(os.environ["LOAD_SETUP"]).read())  # noqa: SIM115
 SERVERS: list[str] = SETUP["servers"]
-ENDED = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
 RUN_TIMEOUT_S = float(os.environ.get("LOAD_RUN_TIMEOUT_S", "180"))
 _receipts = open(os.environ["LOAD_RECEIPTS"], "a", buffering=1)  # noqa: SIM115
 
@@ -149,14 +150,11 @@ class Watcher(User):
             raw = ws.recv()
             now = time.time_ns()
             frame = json.loads(raw)
-            if frame["type"] == "event" and frame["event"].get("seq") is not None:
-                _receipts.write(f"{frame['event']['id']} {now}\n")
-                self.last_seq = max(self.last_seq, int(frame["event"]["seq"]))
+            if (event := stored_event(frame)) is not None:
+                _receipts.write(f"{event['id']} {now}\n")
+                self.last_seq = max(self.last_seq, int(event["seq"]))
                 received += 1
-            run = frame.get("run") if frame["type"] == "status" else None
-            if run and run.get("id") == run_id and run.get("status") in ENDED:
-                if run["status"] != "succeeded":
-                    raise RuntimeError(f"run {run_id} ended {run['status']}")
+            if run_ended(frame, run_id):
                 return received
         raise TimeoutError(f"run {run_id} did not end within {RUN_TIMEOUT_S} s")
 
