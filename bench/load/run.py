@@ -167,9 +167,8 @@ def _load(scale: Scale, work: Path) -> dict[str, Any]:
     began = time.monotonic()
     # As a deployment runs: DEBUG off (the tests' servers have it on), which also serves
     # the static files from STATIC_ROOT, collected first.
-    daphne_server.DaphneServer(work / "data").manage("collectstatic", "--noinput")
-    deployed = {"STUDIO_DEBUG": "0"}
-    data = work / "data"
+    data, deployed = work / "data", {"STUDIO_DEBUG": "0"}
+    daphne_server.DaphneServer(data).manage("collectstatic", "--noinput")
     with start_cluster(data, [agent], servers=2, lease_s=30, extra_env=deployed) as cluster:
         log(f"servers up after {time.monotonic() - began:.0f} s")
         for _ in range(scale.workers):
