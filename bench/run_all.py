@@ -320,7 +320,6 @@ def _server_cost_notes(d: dict[str, Any]) -> str:
 
 
 NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
-    "server_cost": _server_cost_notes,
     "parked_approvals": _parked_notes,
     "runner_overhead": _runner_notes,
     "history_growth": _history_notes,
@@ -328,6 +327,7 @@ NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
     "concurrency": _concurrency_notes,
     "live_fanout": _live_notes,
     "pages": _pages_notes,
+    "server_cost": _server_cost_notes,
     "waterfall": _waterfall_notes,
     "big_history": _big_history_notes,
     "overview": _overview_notes,

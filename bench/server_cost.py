@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Measurement, emit, log, parser, rounded
-from bench.load.frames import run_ended, stored_event
-from bench.load.run import browsed_sessions, cpu_seconds
+from bench.load.frames import run_ended, stored_event, until_status
+from bench.load.run import browsed_sessions, deployed, live_cpu_seconds
 
 READS = {
     "healthz": ("page", "/healthz"),
@@ -51,13 +51,10 @@ WARMUP = 5
 
 def cpu_ms_each(pid: int, count: int, action: Callable[[], object]) -> float:
     """ms of process ``pid``'s CPU per call of ``action``, over ``count`` calls."""
-    before = cpu_seconds(pid)
+    before = live_cpu_seconds(pid)
     for _ in range(count):
         action()
-    after = cpu_seconds(pid)
-    if before is None or after is None:
-        raise RuntimeError(f"process {pid} is gone")
-    return (after - before) * 1000 / count
+    return (live_cpu_seconds(pid) - before) * 1000 / count
 
 
 class Client:
@@ -94,14 +91,10 @@ def main() -> None:
 
 
 def measure(work: Path, requests: int, sockets: int, runs: int) -> None:
-    from tests.scale.cluster import Worker, scripted_agent, start_cluster
-    from tests.support import daphne_server
+    from tests.scale.cluster import Worker, scripted_agent
 
-    daphne_server.START_TIMEOUT_S = 120.0
-    daphne_server.DaphneServer(work / "data").manage("collectstatic", "--noinput")
     agent = scripted_agent("load", steps=5, token_delay_s=0.0)
-    deployed = {"STUDIO_DEBUG": "0"}
-    with start_cluster(work / "data", [agent], servers=1, lease_s=30, extra_env=deployed) as c:
+    with deployed(work / "data", [agent], servers=1) as c:
         worker = Worker({**c.servers[0].environment()}).start(within=120)
         c.workers.append(worker)
         setup = browsed_sessions(c, c.setup["agents"]["load"])
@@ -173,13 +166,6 @@ class Viewer:
             ws.close()
 
 
-def until_status(ws: Any) -> int:
-    frames = 1
-    while json.loads(ws.recv())["type"] != "status":
-        frames += 1
-    return frames
-
-
 def live_runs(
     api: Any, viewer: Viewer, server: int, worker: int, runs: int
 ) -> tuple[int, float, float]:
@@ -189,16 +175,14 @@ def live_runs(
     ws = viewer.open()
     try:
         until_status(ws)
-        server_before, worker_before = cpu_seconds(server), cpu_seconds(worker)
+        server_before, worker_before = live_cpu_seconds(server), live_cpu_seconds(worker)
         started = time.monotonic()
         events = sum(watched_run(api, ws, viewer) for _ in range(runs))
-        server_after, worker_after = cpu_seconds(server), cpu_seconds(worker)
+        server_ms = (live_cpu_seconds(server) - server_before) * 1000 / events
+        worker_ms = (live_cpu_seconds(worker) - worker_before) * 1000 / runs
     finally:
         ws.close()
-    assert None not in (server_before, worker_before, server_after, worker_after)
     log(f"server_cost: {runs} runs, {events} events in {time.monotonic() - started:.1f} s")
-    server_ms = (server_after - server_before) * 1000 / events  # type: ignore[operator]
-    worker_ms = (worker_after - worker_before) * 1000 / runs  # type: ignore[operator]
     return events, server_ms, worker_ms
 
 

@@ -4,6 +4,7 @@ protocol). Shared by ``make load``'s watchers and ``bench.server_cost``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 ENDED = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
@@ -26,3 +27,12 @@ def run_ended(frame: dict[str, Any], run_id: str) -> bool:
     if run["status"] != "succeeded":
         raise RuntimeError(f"run {run_id} ended {run['status']}")
     return True
+
+
+def until_status(ws: Any) -> int:
+    """Read a socket just opened up to its first status frame, which follows the stored
+    events it catches up with; the frames read."""
+    frames = 1
+    while json.loads(ws.recv())["type"] != "status":
+        frames += 1
+    return frames

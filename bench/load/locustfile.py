@@ -26,7 +26,7 @@ from typing import Any
 import websocket
 from locust import HttpUser, User, between, events, task
 
-from bench.load.frames import run_ended, stored_event
+from bench.load.frames import run_ended, stored_event, until_status
 
 SETUP: dict[str, Any] = json.loads(open(os.environ["LOAD_SETUP"]).read())  # noqa: SIM115
 SERVERS: list[str] = SETUP["servers"]
@@ -134,15 +134,11 @@ class Watcher(User):
             url, header=[f"Cookie: sessionid={SETUP['cookie']}"], origin=viewer, timeout=30
         )
         try:
-            self._until_status(ws)
+            until_status(ws)
             run = self._post(sender, f"/api/sessions/{self.session}/messages/", {"text": "go"})
             return self._receive(ws, run["id"])
         finally:
             ws.close()
-
-    def _until_status(self, ws: websocket.WebSocket) -> None:
-        while json.loads(ws.recv())["type"] != "status":
-            pass
 
     def _receive(self, ws: websocket.WebSocket, run_id: str) -> int:
         deadline, received = time.monotonic() + RUN_TIMEOUT_S, 0

@@ -99,13 +99,21 @@ class Memory:
 
 
 def cpu_seconds(pid: int) -> float | None:
-    """A process's user and system CPU time so far (``/proc/<pid>/stat``)."""
+    """A process's user and system CPU time so far (``/proc/<pid>/stat``); ``None``
+    once it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = stat.rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def live_cpu_seconds(pid: int) -> float:
+    """``cpu_seconds`` of a process that must still run."""
+    if (seconds := cpu_seconds(pid)) is None:
+        raise RuntimeError(f"process {pid} is gone")
+    return seconds
 
 
 def cores_used(
@@ -158,18 +166,27 @@ def load(scale: Scale, work: Path) -> dict[str, Any]:
         return _load(scale, work)
 
 
-def _load(scale: Scale, work: Path) -> dict[str, Any]:
-    from tests.scale.cluster import Worker, scripted_agent, start_cluster
+@contextmanager
+def deployed(data: Path, agents: list[dict[str, Any]], servers: int) -> Iterator[Any]:
+    """``servers`` Daphnes on a throwaway database (``tests.scale.cluster``) as a
+    deployment runs them: DEBUG off (the tests' servers have it on), which also serves
+    the static files from STATIC_ROOT, collected first."""
+    from tests.scale.cluster import start_cluster
     from tests.support import daphne_server
 
     daphne_server.START_TIMEOUT_S = 120.0  # a busy machine takes more than the tests' 30 s
+    daphne_server.DaphneServer(data).manage("collectstatic", "--noinput")
+    debug_off = {"STUDIO_DEBUG": "0"}
+    with start_cluster(data, agents, servers=servers, lease_s=30, extra_env=debug_off) as started:
+        yield started
+
+
+def _load(scale: Scale, work: Path) -> dict[str, Any]:
+    from tests.scale.cluster import Worker, scripted_agent
+
     agent = scripted_agent("load", scale.steps, scale.token_delay_s)
     began = time.monotonic()
-    # As a deployment runs: DEBUG off (the tests' servers have it on), which also serves
-    # the static files from STATIC_ROOT, collected first.
-    data, deployed = work / "data", {"STUDIO_DEBUG": "0"}
-    daphne_server.DaphneServer(data).manage("collectstatic", "--noinput")
-    with start_cluster(data, [agent], servers=2, lease_s=30, extra_env=deployed) as cluster:
+    with deployed(work / "data", [agent], servers=2) as cluster:
         log(f"servers up after {time.monotonic() - began:.0f} s")
         for _ in range(scale.workers):
             worker = Worker(
