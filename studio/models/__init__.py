@@ -213,14 +213,15 @@ class Session(ForkOrigin):
             self.key = str(self.id)
         super().save(*args, **kwargs)
 
-    def to_core(self, events: list[Event] | None = None) -> core_sessions.Session:
-        """The core session; ``user_id`` is the owner's username (see session_service)."""
+    def to_core(self, events: list[core_events.Event] | None = None) -> core_sessions.Session:
+        """The core session with ``events`` (already core events); ``user_id`` is the
+        owner's username (see session_service)."""
         return core_sessions.Session(
             id=self.key,
             app_name=self.app_name,
             user_id=self.owner.get_username(),
             state=self.state,
-            events=[event.to_core() for event in events or []],
+            events=events or [],
             created_at=self.created_at,
             updated_at=self.updated_at,
         )
