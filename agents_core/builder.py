@@ -25,6 +25,7 @@ from agents_core.agents.sequential import SequentialAgent
 from agents_core.approvals import ApprovalPolicy, Verdict
 from agents_core.compaction import CompactionConfig
 from agents_core.exceptions import SpecError
+from agents_core.history import HistoryCache
 from agents_core.hooks import Hook, HookRegistry
 from agents_core.llm.chain import ModelChain, ModelLink
 from agents_core.llm.contracts import BaseLlm
@@ -67,11 +68,13 @@ def build_agent(
     hooks: HookRegistry | None = None,
     templates: TemplateStore | None = None,
     skills: SkillStore | None = None,
+    histories: HistoryCache | None = None,
 ) -> BaseAgent:
     """Build the agent tree; ``SpecError`` (with ``path``) names the first problem.
     ``mcp_tools`` holds the tools of each connected MCP server, by the server's name;
     ``hooks`` the hooks specs may name, ``templates`` their prompt templates, ``skills``
-    their skills."""
+    their skills; ``histories`` the history cache its LLM agents share (each keeps its
+    own without it)."""
     mcp_tools = mcp_tools or {}
     hooks = hooks or HookRegistry()
     templates = templates or InMemoryTemplateStore()
@@ -91,7 +94,8 @@ def build_agent(
         if len(problems) > 1:
             first.message += f" (and {len(problems) - 1} more problems)"
         raise first
-    return _Builder(models, tools, agents or {}, mcp_tools, hooks, templates, skills).build(spec)
+    found = _Builder(models, tools, agents or {}, mcp_tools, hooks, templates, skills, histories)
+    return found.build(spec)
 
 
 def build_compaction(
@@ -179,6 +183,7 @@ class _Builder:
     hooks: HookRegistry
     templates: TemplateStore
     skills: SkillStore
+    histories: HistoryCache | None
 
     def build(self, spec: AgentSpec) -> BaseAgent:
         children = [self.build(self._resolve(node)) for node in spec.sub_agents]
@@ -205,6 +210,7 @@ class _Builder:
                     sub_agents=children,
                     output_schema=spec.output_schema,
                     output_retries=spec.output_retries,
+                    histories=self.histories,
                 )
 
     def _model_agent_args(self, spec: AgentSpec) -> dict[str, Any]:

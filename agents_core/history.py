@@ -8,6 +8,8 @@ conversation so far, so a long session costs the same per model call as a short 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -15,8 +17,9 @@ from agents_core.contracts import ToolCall
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import Event, EventType, ThinkingPart
 from agents_core.llm.contracts import Attachment, ChatMessage, Conversation, MessageLog
+from agents_core.sessions.base import Session
 
-__all__ = ["Conversation", "HistoryBuilder", "build_history", "truncate"]
+__all__ = ["Conversation", "HistoryBuilder", "HistoryCache", "build_history", "truncate"]
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation]"
 INTERRUPTED_RESULT = "[no result: the tool call was interrupted before it finished]"
@@ -149,6 +152,72 @@ class HistoryBuilder:
         self._pending.clear()
         self._messages.extend(self._held)
         self._held.clear()
+
+
+HISTORY_CACHE_SIZE = 256
+"""History builders an agent keeps (``HistoryCache``'s default): sessions it served lately."""
+
+
+_Key = tuple[str, str, str, str, str | None, int]
+
+
+class HistoryCache:
+    """History builders by session (its app, user and id: one user's builders never
+    serve another's session), agent, branch and tool-result limit, the least
+    recently used dropped first; at most ``max_builders`` of them and, when given,
+    ``max_messages`` messages in all (a builder grown past it is not kept).
+
+    An ``LlmAgent`` keeps one of its own, so that a session's next model call, and its
+    next turn, convert only the events stored since. Agents built afresh for each run
+    from the same definitions (Studio's) share one, so that a conversation's next run
+    does too. A kept builder is used only for events that continue what it consumed
+    (``HistoryBuilder.continues``): anything else starts a new one. Thread-safe.
+    """
+
+    def __init__(self, max_builders: int = HISTORY_CACHE_SIZE, max_messages: int | None = None):
+        self.max_builders, self.max_messages = max_builders, max_messages
+        self._kept: OrderedDict[_Key, HistoryBuilder] = OrderedDict()
+        self._sizes: dict[_Key, int] = {}
+        self._messages = 0
+        self._lock = threading.Lock()
+
+    def builder(
+        self, session: Session, agent_name: str, branch: str | None, tool_result_max_chars: int
+    ) -> HistoryBuilder:
+        """The builder for ``session``'s history as ``agent_name`` on ``branch`` sees it,
+        brought up to date with its events."""
+        events = session.events
+        key: _Key = (
+            session.app_name,
+            session.user_id,
+            session.id,
+            agent_name,
+            branch,
+            tool_result_max_chars,
+        )
+        with self._lock:
+            builder = self._kept.pop(key, None)
+            self._messages -= self._sizes.pop(key, 0)
+            if builder is None or not builder.continues(events):
+                builder = HistoryBuilder(agent_name, branch, tool_result_max_chars)
+            builder.update(events)
+            size = len(builder._messages)
+            if self.max_messages is None or size <= self.max_messages:
+                self._kept[key], self._sizes[key] = builder, size  # most recently used last
+                self._messages += size
+            while len(self._kept) > self.max_builders or (
+                self.max_messages is not None and self._messages > self.max_messages
+            ):
+                dropped, _ = self._kept.popitem(last=False)
+                self._messages -= self._sizes.pop(dropped)
+        return builder
+
+    @property
+    def messages_kept(self) -> int:
+        return self._messages
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
 
 def _files(event: Event) -> list[Attachment]:

@@ -24,7 +24,7 @@ from agents_core.contracts import built
 from agents_core.events import ErrorInfo, Event, EventActions, EventType, StructuredPart, TextPart
 from agents_core.exceptions import ConfigurationError, LimitExceededError, OutputSchemaError
 from agents_core.failures import FailurePolicy
-from agents_core.history import HistoryBuilder
+from agents_core.history import HistoryBuilder, HistoryCache
 from agents_core.hooks import Hook, HookStack
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
 from agents_core.planners.base import BasePlanner
@@ -36,8 +36,6 @@ from agents_core.tools.control import TransferTool
 from agents_core.tools.function import FunctionTool
 
 InstructionProvider = Callable[[ReadonlyContext], str]
-HISTORY_CACHE_SIZE = 256
-"""Sessions (and branches) whose history an agent keeps between model calls."""
 ToolLike = BaseTool | Callable[..., object]
 SchemaLike = OutputSchema | dict[str, Any] | type[BaseModel]
 MAX_OUTPUT_RETRIES = 5
@@ -63,7 +61,9 @@ class LlmAgent(BaseAgent):
     value as a ``StructuredPart``, and ``output_key`` stores the value, not the text.
     ``hooks`` run, in order, around every model and tool call (``agents_core.hooks``);
     ``tool_failures`` names the failure policy of a tool's calls, by tool name, and
-    ``on_failure`` the agent's own (``agents_core.failures``).
+    ``on_failure`` the agent's own (``agents_core.failures``). ``histories`` keeps the
+    sessions' histories it built: its own by default, or one that agents built afresh
+    for each run share (``HistoryCache``).
     """
 
     def __init__(
@@ -85,6 +85,7 @@ class LlmAgent(BaseAgent):
         hooks: Sequence[Hook] = (),
         tool_failures: Mapping[str, FailurePolicy | str] | None = None,
         on_failure: FailurePolicy | str | None = None,
+        histories: HistoryCache | None = None,
     ) -> None:
         super().__init__(
             name, description=description, sub_agents=sub_agents, on_failure=on_failure
@@ -109,7 +110,7 @@ class LlmAgent(BaseAgent):
         self.hooks = HookStack(tuple(hooks))
         failures = {tool: FailurePolicy(p) for tool, p in (tool_failures or {}).items()}
         self.control = ToolControl(self.hooks, failures, self.policy, self.approval)
-        self._histories: dict[tuple[str, str | None], HistoryBuilder] = {}
+        self.histories = HistoryCache() if histories is None else histories
         self.tools: dict[str, BaseTool] = {}
         for tool in [*tools, *(planner.tools() if planner else ())]:
             self.add_tool(tool)
@@ -338,17 +339,9 @@ class LlmAgent(BaseAgent):
 
     def _history(self, ctx: Context) -> HistoryBuilder:
         """This session's history builder, brought up to date: kept between model calls
-        and turns, so each call only converts the events that are new."""
-        key = (ctx.session_id, ctx.branch)
-        events = ctx.session.events
-        builder = self._histories.pop(key, None)
-        if builder is None or not builder.continues(events):
-            limit = ctx.run_config.tool_result_max_chars
-            builder = HistoryBuilder(self.name, ctx.branch, limit)
-        self._histories[key] = builder  # most recently used last
-        while len(self._histories) > HISTORY_CACHE_SIZE:
-            self._histories.pop(next(iter(self._histories)))
-        return builder.update(events)
+        and turns (in ``histories``), so each call only converts the events that are new."""
+        limit = ctx.run_config.tool_result_max_chars
+        return self.histories.builder(ctx.session, self.name, ctx.branch, limit)
 
     def render_instruction(self, ctx: Context) -> str:
         if callable(self.instruction):
