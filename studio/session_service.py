@@ -39,7 +39,7 @@ from django.utils import timezone
 from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
 from agents_core.sessions import base as core_sessions
-from studio import costs, event_rows, group_commit
+from studio import costs, event_rows, group_commit, session_cache
 from studio.db import db_sync_to_async
 from studio.models import SESSION_KEY_MAX_LENGTH, Event, Session
 
@@ -243,13 +243,25 @@ def _visible_events(row: Session) -> list[core_events.Event]:
     """The events of ``row`` a reader of the session can see: from its newest
     compaction on (which summarises everything before its cut), or all of them. A long
     session loads in the time of its last compaction's worth of events, not its whole
-    history."""
+    history; and, when this process read it before, in the time of the events stored
+    since (``session_cache``)."""
+    kept = session_cache.CACHE.get(row.pk)
+    if kept is not None:
+        since = row.events.filter(seq__gte=session_cache.last_seq(kept)).order_by("seq")
+        new = session_cache.extension(kept, core_events_of(since))
+        if new is not None:
+            continued = [*kept, *new]
+            if new:
+                session_cache.CACHE.put(row.pk, continued)
+            return continued
     events = row.events.order_by("seq")
     newest = events.filter(type=core_events.EventType.COMPACTION).order_by("-seq").first()
     covered = (newest.payload.get("actions") or {}).get("compaction") if newest else None
     if covered and covered.get("start_seq") == 1:
         events = events.filter(seq__gt=covered["end_seq"])
-    return core_events_of(events)
+    visible = core_events_of(events)
+    session_cache.CACHE.put(row.pk, visible)
+    return visible
 
 
 def core_events_of(rows: QuerySet[Event]) -> list[core_events.Event]:

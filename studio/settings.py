@@ -303,18 +303,18 @@ STUDIO_SHELL_ALLOWLIST = env_list("STUDIO_SHELL_ALLOWLIST", [])
 # Live runs (studio.runs, studio.consumers). At most this many queued or running runs per
 # user (runs parked on a person hold none); one more start answers 429 "too_many_runs".
 STUDIO_MAX_CONCURRENT_RUNS_PER_USER = env_int("STUDIO_MAX_CONCURRENT_RUNS_PER_USER", 4, minimum=1)
-# A server renews the lease on each run it executes every third of this; a run whose
-# lease expired (its server died) is marked interrupted by the next recovery sweep,
-# which every server runs at start-up and every half of this.
+# A server renews the lease on each run it executes every third of this; a run whose lease
+# expired (its server died) is marked interrupted by the recovery sweep (start-up, every half).
 STUDIO_RUN_LEASE_S = env_float("STUDIO_RUN_LEASE_S", 30.0, minimum=0.5)
 # How often every server looks for parked runs whose approval timed out (one query of a
 # partial index): a time-out fires at most this much late (studio.runs.parking).
 STUDIO_PARKED_SWEEP_S = env_float("STUDIO_PARKED_SWEEP_S", 1.0, minimum=0.05)
 # Model config rate limits (studio.gates): counted in windows this long (a minute, as the
-# limits say; shorter only for tests), and a call waits at most this long for room before
-# it fails with a rate-limit error.
+# limits say; shorter only for tests); a call waits at most MAX_WAIT for room, then fails.
 STUDIO_RATE_WINDOW_S = env_float("STUDIO_RATE_WINDOW_S", 60.0, minimum=0.1)
 STUDIO_RATE_MAX_WAIT_S = env_float("STUDIO_RATE_MAX_WAIT_S", 120.0, minimum=0.0)
+# Stored events a process keeps of the sessions it read lately (studio.session_cache).
+STUDIO_SESSION_CACHE_EVENTS = env_int("STUDIO_SESSION_CACHE_EVENTS", 20_000, minimum=0)
 # A websocket viewer re-reads the session's last seq and status this often, so a
 # group message the channel layer dropped is made good from the database.
 STUDIO_LIVE_RESYNC_S = env_float("STUDIO_LIVE_RESYNC_S", 2.0, minimum=0.05)

@@ -25,6 +25,7 @@ from agents_core.compaction import CompactionConfig
 from agents_core.llm import BaseLlm
 from agents_core.memory import KeyFacts
 from agents_core.tools.base import BaseTool
+from studio import session_cache
 from studio.agents.hooks import hook_registry
 from studio.agents.llms import build_llm
 from studio.agents.tools import tool_registry
@@ -119,6 +120,7 @@ def build(
         hooks=hook_registry(),
         templates=OwnerTemplates(owner.pk),
         skills=OwnerSkills(owner.pk),
+        histories=session_cache.HISTORIES,
     )
     compaction = core_builder.build_compaction(spec, models=models, agents=agents)
     key_facts = core_builder.build_key_facts(spec, models=models)
