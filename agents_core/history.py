@@ -212,6 +212,12 @@ class HistoryCache:
                 self._messages -= self._sizes.pop(dropped)
         return builder
 
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._sizes.clear()
+            self._messages = 0
+
     @property
     def messages_kept(self) -> int:
         return self._messages

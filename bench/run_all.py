@@ -67,6 +67,7 @@ SCRIPTS = (
         ("--events", "100", "--live-steps", "10", "--loads", "1", "--requests", "2"),
         600,
     ),
+    Script("long_session", (), ("--sizes", "12", "120", "--repeat", "1"), 600),
     Script("big_history", (), ("--events", "800", "--sessions", "8", "--big-events", "200"), 3600),
     Script("overview", (), ("--events", "800", "--sessions", "8", "--big-events", "200"), 3600),
 )
@@ -315,6 +316,13 @@ def _parked_notes(d: dict[str, Any]) -> str:
     )
 
 
+def _long_session_notes(d: dict[str, Any]) -> str:
+    return (
+        f"{d['events']:,} events: warm {_ms(d['warm_ms'])}, cold {_ms(d['cold_ms'])};"
+        f" reference {_ms(d['reference_ms'])} (median of {d['repeat']})"
+    )
+
+
 def _server_cost_notes(d: dict[str, Any]) -> str:
     return f"{d['per']}; {d['sample']}"
 
@@ -328,6 +336,7 @@ NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
     "live_fanout": _live_notes,
     "pages": _pages_notes,
     "server_cost": _server_cost_notes,
+    "long_session": _long_session_notes,
     "waterfall": _waterfall_notes,
     "big_history": _big_history_notes,
     "overview": _overview_notes,

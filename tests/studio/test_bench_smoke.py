@@ -74,3 +74,15 @@ def test_parked_approvals_bench_counts_what_waiting_runs_hold() -> None:
     assert held["value"] == 0  # parked: no run keeps an execution (see README)
     assert (held["details"]["runs_parked"], held["details"]["asyncio_tasks_held"]) == (3, 0)
     assert results["parked_approvals.seconds_to_resume_all"]["value"] > 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_long_session_times_cold_and_warm_turns(backend: str) -> None:
+    if backend == "postgresql" and not postgres_listening():
+        pytest.skip("no PostgreSQL on 127.0.0.1:5432")
+
+    results = run_bench("long_session", "--backend", backend, "--sizes", "12", "--repeat", "1")
+
+    (result,) = results
+    assert result["name"] == f"long_session.{backend}.events_12"
+    assert result["details"]["events"] == 12 and result["details"]["cold_ms"] > 0
