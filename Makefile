@@ -20,7 +20,7 @@ run: $(STAMP)
 # then runs tests/scale (PostgreSQL, Redis, Daphnes and a worker). Without those
 # servers it is skipped, saying so; under CI=true it fails instead.
 SCALE_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/15
-PG_TESTS := tests/studio/test_session_service.py tests/studio/test_group_commit.py tests/studio/test_api_*.py \
+PG_TESTS := tests/studio/test_session_service.py tests/studio/test_session_cache.py tests/studio/test_group_commit.py tests/studio/test_api_*.py \
 	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py tests/studio/test_database_pool.py
 
 # The first run and PG_TESTS use two pytest-xdist workers, each taking whole files
