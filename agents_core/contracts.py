@@ -66,6 +66,51 @@ def replaced[M: BaseModel](instance: M, /, **values: Any) -> M:
     return copy
 
 
+def share_fields_sets(instance: BaseModel) -> None:
+    """Give ``instance``, and the contracts it holds (directly or in a list), the fields
+    sets ``built`` shares, in place of the sets validation made for each: for what a
+    store keeps many of. A validated event's own set (every field of its wire form) is
+    ~2.3 KiB of its ~5.3; with its parts' and actions' sets shared too, a kept event
+    takes ~1.9 KiB. Only frozen contracts share theirs (pydantic changes the set only
+    on assignment, which they refuse)."""
+    model = type(instance)
+    every = _every_field.get(model)
+    if every is None:
+        every = _every_field_of(model)
+    fields = instance.__pydantic_fields_set__
+    if every and fields is not every:
+        shared = every if len(fields) == len(every) else _fields_set(model, dict.fromkeys(fields))
+        object.__setattr__(instance, "__pydantic_fields_set__", shared)
+    models = _models  # is a type a model: asked once per type (isinstance would go
+    # through pydantic's ABC metaclass, ~1 us a value that is not a model)
+    for value in instance.__dict__.values():
+        kind = type(value)
+        if kind is list:
+            for item in value:
+                if models.get(type(item), True) and _is_model(type(item)):
+                    share_fields_sets(item)
+        elif models.get(kind, True) and _is_model(kind):
+            share_fields_sets(value)
+
+
+_models: dict[type, bool] = {}
+_every_field: dict[type[BaseModel], set[str]] = {}
+
+
+def _is_model(kind: type) -> bool:
+    found = _models.get(kind)
+    if found is None:
+        found = _models[kind] = issubclass(kind, BaseModel)
+    return found
+
+
+def _every_field_of(model: type[BaseModel]) -> set[str]:
+    """The shared set of all of a frozen contract's fields; empty for any other model."""
+    every = set(model.model_fields) if model.model_config.get("frozen") else set()
+    _every_field[model] = every
+    return every
+
+
 _templates: dict[type[BaseModel], tuple[dict[str, Any], list[tuple[str, Callable[[], Any]]]]] = {}
 _shared_sets: dict[tuple[type[BaseModel], tuple[str, ...]], set[str]] = {}
 SHARED_FIELDS_SETS = 1024

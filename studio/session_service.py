@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
+from agents_core.contracts import share_fields_sets
 from agents_core.sessions import base as core_sessions
 from studio import costs, event_rows, group_commit, session_cache
 from studio.db import db_sync_to_async
@@ -268,10 +269,15 @@ def core_events_of(rows: QuerySet[Event]) -> list[core_events.Event]:
     """The core events of ``rows``, validated from their payloads' JSON text: every run
     reads its session's history this way, and reading the text and validating it as
     JSON skips building a row and a Python dict per event first (a 2,000-event session
-    on PostgreSQL: 62 ms, from 190 ms through the rows)."""
+    on PostgreSQL: 62 ms, from 190 ms through the rows). Their fields sets are shared
+    (``share_fields_sets``: 5.3 -> 1.9 KiB an event), as a process keeps them
+    (``session_cache``)."""
     texts = rows.annotate(payload_text=Cast("payload", TextField()))
     validate = core_events.Event.model_validate_json
-    return [validate(text) for text in texts.values_list("payload_text", flat=True)]
+    events = [validate(text) for text in texts.values_list("payload_text", flat=True)]
+    for event in events:
+        share_fields_sets(event)
+    return events
 
 
 def _delete(session_key: str) -> None:

@@ -314,7 +314,7 @@ STUDIO_PARKED_SWEEP_S = env_float("STUDIO_PARKED_SWEEP_S", 1.0, minimum=0.05)
 STUDIO_RATE_WINDOW_S = env_float("STUDIO_RATE_WINDOW_S", 60.0, minimum=0.1)
 STUDIO_RATE_MAX_WAIT_S = env_float("STUDIO_RATE_MAX_WAIT_S", 120.0, minimum=0.0)
 # Stored events a process keeps of the sessions it read lately (studio.session_cache).
-STUDIO_SESSION_CACHE_EVENTS = env_int("STUDIO_SESSION_CACHE_EVENTS", 20_000, minimum=0)
+STUDIO_SESSION_CACHE_EVENTS = env_int("STUDIO_SESSION_CACHE_EVENTS", 10_000, minimum=0)
 # A websocket viewer re-reads the session's last seq and status this often, so a
 # group message the channel layer dropped is made good from the database.
 STUDIO_LIVE_RESYNC_S = env_float("STUDIO_LIVE_RESYNC_S", 2.0, minimum=0.05)

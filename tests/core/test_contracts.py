@@ -6,7 +6,7 @@ import pytest
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from agents_core import Usage
-from agents_core.contracts import built, replaced
+from agents_core.contracts import built, replaced, share_fields_sets
 from agents_core.events import NO_ACTIONS, Event, EventType, TextPart, built_event, utc_now
 
 
@@ -131,3 +131,40 @@ def test_built_events_without_parts_or_hooks_share_one_empty_list_that_refuses_c
         parts=[TextPart(text="hi")],
     )
     assert spoken.parts == [TextPart(text="hi")] and spoken.hooks is start.hooks
+
+
+def test_events_loaded_from_their_wire_form_share_their_fields_sets_and_stay_equal() -> None:
+    wire = Event(
+        type=EventType.AGENT_MESSAGE,
+        invocation_id="inv",
+        session_id="s",
+        author="agent",
+        parts=[TextPart(text="hello")],
+        usage=Usage(input_tokens=3, output_tokens=1),
+    ).model_dump_json()
+    first, second = Event.model_validate_json(wire), Event.model_validate_json(wire)
+    assert first.__pydantic_fields_set__ is not second.__pydantic_fields_set__
+
+    share_fields_sets(first)
+    share_fields_sets(second)
+
+    assert first == second == Event.model_validate_json(wire)
+    assert first.model_dump(exclude_unset=True) == Event.model_validate_json(wire).model_dump(
+        exclude_unset=True
+    )
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__
+    assert first.parts[0].__pydantic_fields_set__ is second.parts[0].__pydantic_fields_set__
+    assert first.usage is not None and second.usage is not None
+    assert first.usage.__pydantic_fields_set__ is second.usage.__pydantic_fields_set__
+    assert first.model_copy(update={"seq": 4}).model_fields_set >= {"seq", "parts"}
+    assert first.__pydantic_fields_set__ == set(Event.model_fields)
+
+
+def test_sharing_fields_sets_leaves_models_that_are_not_frozen_alone() -> None:
+    class Mutable(BaseModel):
+        value: int = 0
+
+    model = Mutable(value=1)
+    own = model.__pydantic_fields_set__
+    share_fields_sets(model)
+    assert model.__pydantic_fields_set__ is own
