@@ -12,10 +12,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from agents_core.contracts import ToolCall
+from agents_core.contracts import ToolCall, built
 from agents_core.event_filters import apply_compaction, should_include_event
-from agents_core.events import Event, EventType, ThinkingPart
+from agents_core.events import NO_ITEMS, Event, EventType, ThinkingPart
 from agents_core.llm.contracts import Attachment, ChatMessage, Conversation, MessageLog
 from agents_core.sessions.base import Session
 
@@ -90,7 +91,7 @@ class HistoryBuilder:
         tail.extend(self._held)
         if turn_input and turn_input not in self._seen_texts.get(invocation_id or "", ()):
             at = self._first_own.get(invocation_id or "", done + len(tail))
-            asked = ChatMessage(role="user", text=turn_input)
+            asked = _message(role="user", text=turn_input)
             if at <= done:
                 return Conversation(
                     (self._messages, 0, at),
@@ -115,19 +116,19 @@ class HistoryBuilder:
             return
         if event.type is EventType.COMPACTION:
             self._close_pending()
-            self._messages.append(ChatMessage(role="user", text=f"{SUMMARY_PREFIX}\n{event.text}"))
+            self._messages.append(_message(role="user", text=f"{SUMMARY_PREFIX}\n{event.text}"))
             return
         text = event.text
         if not own:
             self._seen_texts.setdefault(event.invocation_id, set()).add(text)
         if event.type is EventType.AGENT_MESSAGE and not own:
             if text:
-                context = ChatMessage(role="user", text=f"[{event.author} said] {text}")
+                context = _message(role="user", text=f"[{event.author} said] {text}")
                 (self._held if self._pending else self._messages).append(context)
             return
         self._close_pending()
         if event.type is EventType.USER_MESSAGE:
-            self._messages.append(ChatMessage(role="user", text=text, attachments=_files(event)))
+            self._messages.append(_message(role="user", text=text, attachments=_files(event)))
             return
         self._first_own.setdefault(event.invocation_id, len(self._messages))
         calls = event.tool_calls
@@ -139,7 +140,7 @@ class HistoryBuilder:
             if self._pending.pop(result.call_id, None) is not None:
                 output = truncate(result.output, self.tool_result_max_chars)
                 self._messages.append(
-                    ChatMessage(
+                    _message(
                         role="tool", text=output, tool_call_id=result.call_id, name=result.name
                     )
                 )
@@ -233,7 +234,7 @@ def _files(event: Event) -> list[Attachment]:
 
 
 def _marker(call_id: str, name: str) -> ChatMessage:
-    return ChatMessage(role="tool", text=INTERRUPTED_RESULT, tool_call_id=call_id, name=name)
+    return _message(role="tool", text=INTERRUPTED_RESULT, tool_call_id=call_id, name=name)
 
 
 def build_history(
@@ -255,11 +256,25 @@ def _assistant(event: Event, text: str, calls: list[ToolCall]) -> ChatMessage:
     send thinking back (Anthropic's, on a tool-use turn)."""
     signed = next((p for p in event.parts if isinstance(p, ThinkingPart) and p.signature), None)
     if signed is None:
-        return ChatMessage(role="assistant", text=text, tool_calls=calls)
-    return ChatMessage(
+        return _message(role="assistant", text=text, tool_calls=calls)
+    return _message(
         role="assistant",
         text=text,
         tool_calls=calls,
         thinking=signed.text,
         thinking_signature=signed.signature,
     )
+
+
+def _message(**fields: Any) -> ChatMessage:
+    """A ``ChatMessage`` from values made from stored events, validated already, without
+    validating them again (``built``): a builder keeps one for every message of every
+    session it serves, so each shares its fields set, and the read-only empty list the
+    SDK's events share (``NO_ITEMS``) when it has no tool calls or attachments."""
+    message = built(ChatMessage, **fields)
+    values = message.__dict__
+    if not values["tool_calls"]:
+        values["tool_calls"] = NO_ITEMS
+    if not values["attachments"]:
+        values["attachments"] = NO_ITEMS
+    return message
