@@ -10,9 +10,10 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.db.models import Q
 
 from agents_core import events as core_events
-from studio.ledger import ledger_of
+from studio.ledger import TRACKED_TYPES, CallLedger
 from studio.models import AWAITING_RUN_STATUSES, Event, Run, Session, SessionStatus
 
 MAX_PENDING = 500
@@ -36,13 +37,21 @@ class PendingApproval:
 
 
 def pending_approvals(owner: User) -> list[PendingApproval]:
-    """``owner``'s pending approvals, longest waiting first."""
-    sessions = Session.objects.filter(
-        owner=owner, status__in=(SessionStatus.WAITING, SessionStatus.PAUSED)
-    ).select_related("agent_version__agent")
+    """``owner``'s pending approvals, longest waiting first. Every page's navigation
+    counts them, so it takes the same few queries however many sessions wait: the
+    sessions, their newest awaiting runs, and those runs' tracked events (a query for
+    each ``EVENTS_CHUNK`` runs)."""
+    sessions = {
+        session.pk: session
+        for session in Session.objects.filter(
+            owner=owner, status__in=(SessionStatus.WAITING, SessionStatus.PAUSED)
+        ).select_related("agent_version__agent")[:MAX_PENDING]
+    }
+    runs = _awaiting_runs(list(sessions))
+    events = _tracked_events(list(runs.values()))
     pending: list[PendingApproval] = []
-    for session in sessions[:MAX_PENDING]:
-        pending.extend(_pending_in(session))
+    for session_pk, run in runs.items():
+        pending.extend(_pending_in(sessions[session_pk], run, events.get(session_pk, [])))
     pending.sort(key=lambda p: p.waiting_since)
     return pending
 
@@ -67,26 +76,56 @@ def pending_payload(owner: User) -> dict[str, Any]:
     return {"count": len(results), "results": results}
 
 
-def _pending_in(session: Session) -> list[PendingApproval]:
-    run = (
-        Run.objects.filter(session=session, status__in=AWAITING_RUN_STATUSES)
-        .exclude(start_seq=None)
-        .order_by("-created_at")
-        .first()
-    )
-    if run is None:
-        return []
-    waiting = [call for call, verdict in ledger_of(run).approvals.items() if verdict is None]
+EVENTS_CHUNK = 100
+"""Runs whose events one query reads (one condition each: kept well inside SQLite's
+expression depth)."""
+
+
+def _awaiting_runs(sessions: list[uuid.UUID]) -> dict[uuid.UUID, Run]:
+    """Each session's newest run that awaits a person and has started."""
+    if not sessions:
+        return {}
+    rows = Run.objects.filter(session_id__in=sessions, status__in=AWAITING_RUN_STATUSES)
+    newest: dict[uuid.UUID, Run] = {}
+    for run in rows.exclude(start_seq=None).order_by("-created_at"):
+        newest.setdefault(run.session_id, run)
+    return newest
+
+
+def _tracked_events(runs: list[Run]) -> dict[uuid.UUID, list[tuple[core_events.Event, datetime]]]:
+    """The ledger's events of each run (after its start), in order, by session, each
+    with when it was stored."""
+    found: dict[uuid.UUID, list[tuple[core_events.Event, datetime]]] = {}
+    for first in range(0, len(runs), EVENTS_CHUNK):
+        after = Q()
+        for run in runs[first : first + EVENTS_CHUNK]:
+            after |= Q(session_id=run.session_id, seq__gt=run.start_seq)
+        rows = Event.objects.filter(after, type__in=TRACKED_TYPES).order_by("session_id", "seq")
+        for session_pk, payload, created_at in rows.values_list(
+            "session_id", "payload", "created_at"
+        ):
+            found.setdefault(session_pk, []).append(
+                (core_events.Event.model_validate(payload), created_at)
+            )
+    return found
+
+
+def _pending_in(
+    session: Session, run: Run, events: list[tuple[core_events.Event, datetime]]
+) -> list[PendingApproval]:
+    """The calls of ``run`` (``session``'s) that asked for approval and have none yet,
+    from its tracked ``events``."""
+    ledger = CallLedger().observe_all(event for event, _ in events)
+    waiting = {call for call, verdict in ledger.approvals.items() if verdict is None}
     if not waiting:
         return []
-    requests = Event.objects.filter(
-        session=session, seq__gt=run.start_seq or 0, type=core_events.EventType.APPROVAL_REQUEST
-    ).order_by("seq")
     version = session.agent_version
     found = []
-    for payload, created_at in requests.values_list("payload", "created_at"):
-        info = core_events.Event.model_validate(payload).approval
-        if info is None or info.call_id not in waiting:
+    for event, created_at in events:
+        info = event.approval
+        if event.type is not core_events.EventType.APPROVAL_REQUEST or info is None:
+            continue
+        if info.call_id not in waiting:
             continue
         found.append(
             PendingApproval(

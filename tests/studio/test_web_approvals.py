@@ -71,3 +71,32 @@ async def test_the_page_lists_the_owners_calls_and_refuses_another_user(
     assert "by ada via page" in timeline and "mine" in timeline
     # The denied call's run goes on to its end before the test's database is flushed.
     assert await ended(session) == "succeeded"
+
+
+@sync_to_async
+def inbox_queries(user: User) -> tuple[int, int]:
+    """The pending count a page's badge shows, and the queries that counted it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from studio.services.inbox import pending_count
+
+    with CaptureQueriesContext(connection) as queries:
+        count = pending_count(user)
+    return count, len(queries.captured_queries)
+
+
+async def test_the_badge_counts_every_waiting_call_in_as_many_queries_for_one_as_for_many(
+    ada: User,
+) -> None:
+    await waiting_session(ada, "what is 1 + 1?")
+    await pending(ada)
+    one, queries_for_one = await inbox_queries(ada)
+
+    for n in range(2, 5):
+        await waiting_session(ada, f"what is {n} + {n}?")
+    items = await pending(ada, count=4)
+    many, queries_for_many = await inbox_queries(ada)
+
+    assert (one, many) == (1, 4) and len({i["session_id"] for i in items}) == 4
+    assert queries_for_many == queries_for_one <= 3
