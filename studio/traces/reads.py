@@ -16,12 +16,10 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from django.db.models import TextField
-from django.db.models.functions import Cast
 from pydantic import TypeAdapter
 
 from agents_core.spans import SPAN_EVENT_TYPES, Span, SpanTree
-from studio.models import FINISHED_RUN_STATUSES, Event, Run, RunSpans
+from studio.models import FINISHED_RUN_STATUSES, Event, Run, RunSpans, payload_texts
 
 SPAN_TYPES = SPAN_EVENT_TYPES
 """The event types spans are made of."""
@@ -78,8 +76,7 @@ def _rows(session_pk: uuid.UUID, *, after_seq: int) -> Any:
 def _payloads(rows: Any) -> Iterator[Mapping[str, Any]]:
     """The rows' payloads, read as text and decoded here: the ORM's per-row JSON field
     conversion costs more than the decoding itself."""
-    texts = rows.annotate(payload_text=Cast("payload", TextField()))
-    for text in texts.values_list("payload_text", flat=True).iterator():
+    for text in payload_texts(rows).iterator():
         yield json.loads(text)
 
 

@@ -11,8 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import DurationField, ExpressionWrapper, F, Sum, TextField
-from django.db.models.functions import Cast
+from django.db.models import DurationField, ExpressionWrapper, F, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -24,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from studio import services
 from studio.api import serializers as s
 from studio.api import session_serializers as ss
-from studio.models import AgentVersion, Event, IngestedTrace, Run, Session
+from studio.models import AgentVersion, Event, IngestedTrace, Run, Session, payload_texts
 from studio.services import forks
 from studio.web import artifacts, datasets
 from studio.web.forms import SessionFilterForm
@@ -215,8 +214,7 @@ def _newest_events(session: Session) -> str:
     Python only to encode them again."""
     after = max(0, session.last_seq - TIMELINE_PAGE_SIZE)
     rows = Event.objects.filter(session=session, seq__gt=after, seq__lte=session.last_seq)
-    texts = rows.annotate(payload_text=Cast("payload", TextField())).order_by("seq")
-    return f"[{','.join(texts.values_list('payload_text', flat=True))}]"
+    return f"[{','.join(payload_texts(rows.order_by('seq')))}]"
 
 
 _SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
