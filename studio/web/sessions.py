@@ -3,7 +3,6 @@ session's live timeline. Messages, cancels and decisions go through the REST API
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from uuid import UUID
 
@@ -15,9 +14,9 @@ from django.db.models import DurationField, ExpressionWrapper, F, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import json_script
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_POST
 
 from studio import services
@@ -217,18 +216,17 @@ def _newest_events(session: Session) -> str:
     return f"[{','.join(payload_texts(rows.order_by('seq')))}]"
 
 
-_SCRIPT_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
-"""What ``json_script`` escapes, so that no text in the data can end its element."""
-
-
 def _timeline_script(data: dict[str, Any], events: str) -> SafeString:
     """``data|json_script:"timeline-data"`` with an ``events`` member that is JSON text
-    already (``_newest_events``). The page reads it as data (``readJsonScript``) and
-    writes every event as text; escaped as ``json_script`` escapes."""
-    head = json.dumps(data, cls=DjangoJSONEncoder)
-    body = f'{head[:-1]}, "events": {events}}}'.translate(_SCRIPT_ESCAPES)
-    script = '<script id="timeline-data" type="application/json">{}</script>'
-    return format_html(script, mark_safe(body))  # noqa: S308  (escaped above)
+    already (``_newest_events``), joined in by the encoder, so that Django's
+    ``json_script`` still escapes the whole (no text in it can end the element). The
+    page reads it as data (``readJsonScript``) and writes every event as text."""
+
+    class WithEvents(DjangoJSONEncoder):
+        def encode(self, o: Any) -> str:
+            return f'{super().encode(o)[:-1]}, "events": {events}}}'
+
+    return json_script(data, "timeline-data", encoder=WithEvents)
 
 
 @login_required
