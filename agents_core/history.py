@@ -9,7 +9,6 @@ conversation so far, so a long session costs the same per model call as a short 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from agents_core.contracts import ToolCall, built
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import NO_ITEMS, Event, EventType, ThinkingPart
 from agents_core.llm.contracts import Attachment, ChatMessage, Conversation, MessageLog
+from agents_core.lru import SizedLru
 from agents_core.sessions.base import Session
 
 __all__ = ["Conversation", "HistoryBuilder", "HistoryCache", "build_history", "truncate"]
@@ -172,14 +172,12 @@ class HistoryCache:
     next turn, convert only the events stored since. Agents built afresh for each run
     from the same definitions (Studio's) share one, so that a conversation's next run
     does too. A kept builder is used only for events that continue what it consumed
-    (``HistoryBuilder.continues``): anything else starts a new one. Thread-safe.
+    (``HistoryBuilder.continues``): anything else starts a new one. Thread-safe: a
+    builder is taken, brought up to date and put back under one lock.
     """
 
     def __init__(self, max_builders: int = HISTORY_CACHE_SIZE, max_messages: int | None = None):
-        self.max_builders, self.max_messages = max_builders, max_messages
-        self._kept: OrderedDict[_Key, HistoryBuilder] = OrderedDict()
-        self._sizes: dict[_Key, int] = {}
-        self._messages = 0
+        self._kept: SizedLru[_Key, HistoryBuilder] = SizedLru(max_builders, max_messages)
         self._lock = threading.Lock()
 
     def builder(
@@ -197,31 +195,19 @@ class HistoryCache:
             tool_result_max_chars,
         )
         with self._lock:
-            builder = self._kept.pop(key, None)
-            self._messages -= self._sizes.pop(key, 0)
+            builder = self._kept.pop(key)
             if builder is None or not builder.continues(events):
                 builder = HistoryBuilder(agent_name, branch, tool_result_max_chars)
             builder.update(events)
-            size = len(builder._messages)
-            if self.max_messages is None or size <= self.max_messages:
-                self._kept[key], self._sizes[key] = builder, size  # most recently used last
-                self._messages += size
-            while len(self._kept) > self.max_builders or (
-                self.max_messages is not None and self._messages > self.max_messages
-            ):
-                dropped, _ = self._kept.popitem(last=False)
-                self._messages -= self._sizes.pop(dropped)
+            self._kept.put(key, builder, len(builder._messages))
         return builder
 
     def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-            self._sizes.clear()
-            self._messages = 0
+        self._kept.clear()
 
     @property
     def messages_kept(self) -> int:
-        return self._messages
+        return self._kept.size
 
     def __len__(self) -> int:
         return len(self._kept)

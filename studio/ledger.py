@@ -12,14 +12,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Literal
+
+from django.db.models import Q
 
 from agents_core import events as core_events
 from agents_core.approvals import Asks
 from agents_core.ledger import TRACKED_TYPES, CallLedger
 from studio.models import AWAITING_RUN_STATUSES, Event, Run, RunStatus
 
-__all__ = ["TRACKED_TYPES", "CallLedger", "WaitingFor", "ledger_of", "run_awaiting", "waiting_for"]
+__all__ = [
+    "TRACKED_TYPES",
+    "CallLedger",
+    "WaitingFor",
+    "ledger_of",
+    "run_awaiting",
+    "tracked_events_of",
+    "waiting_for",
+]
 
 WaitingFor = Literal["model", "tool", "approval", "answer", "paused", "rate_limit"] | None
 
@@ -51,6 +62,32 @@ def _tracked_events(session_pk: uuid.UUID, after_seq: int) -> Iterator[core_even
     rows = Event.objects.filter(session_id=session_pk, seq__gt=after_seq, type__in=TRACKED_TYPES)
     for payload in rows.order_by("seq").values_list("payload", flat=True).iterator():
         yield core_events.Event.model_validate(payload)
+
+
+EVENTS_CHUNK = 100
+"""Runs whose events one query of ``tracked_events_of`` reads (one condition each: kept
+well inside SQLite's expression depth)."""
+
+
+def tracked_events_of(
+    runs: list[Run],
+) -> dict[uuid.UUID, list[tuple[core_events.Event, datetime]]]:
+    """The ledger's events of each of ``runs`` (those of its session after its start),
+    in order, by session, each with when it was stored: ``_tracked_events`` for many
+    runs at once, a query for each ``EVENTS_CHUNK`` of them."""
+    found: dict[uuid.UUID, list[tuple[core_events.Event, datetime]]] = {}
+    for first in range(0, len(runs), EVENTS_CHUNK):
+        after = Q()
+        for run in runs[first : first + EVENTS_CHUNK]:
+            after |= Q(session_id=run.session_id, seq__gt=run.start_seq)
+        rows = Event.objects.filter(after, type__in=TRACKED_TYPES).order_by("session_id", "seq")
+        for session_pk, payload, created_at in rows.values_list(
+            "session_id", "payload", "created_at"
+        ):
+            found.setdefault(session_pk, []).append(
+                (core_events.Event.model_validate(payload), created_at)
+            )
+    return found
 
 
 def run_awaiting(session_pk: uuid.UUID, call_id: str, asks: Asks = "approval") -> uuid.UUID | None:

@@ -13,9 +13,9 @@ time of its new events, not of its whole history.
 What was kept is used only while it provably continues: the rows read from its last
 event on must start with that very event and carry the next seqs, and none may be a
 compaction (a new one changes which events are visible); otherwise the session is read
-whole again. Kept per session row, so a
-deleted session's events never serve another. At most ``STUDIO_SESSION_CACHE_EVENTS``
-events are kept in all, the least recently read sessions dropped first; 0 keeps none.
+whole again. Kept per session row, so a deleted session's events never serve another.
+At most ``STUDIO_SESSION_CACHE_EVENTS`` events are kept in all, the least recently read
+sessions dropped first; 0 keeps none.
 
 ``HISTORIES`` does the same for what agents make of those events: the model messages
 of each session's history, which the agents a run builds (``agents.specs.build``) take
@@ -24,58 +24,31 @@ up where the previous run's left them, bounded by as many messages.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from django.conf import settings
 
 from agents_core.events import Event, EventType
 from agents_core.history import HistoryCache
+from agents_core.lru import SizedLru
 
 
-class SessionCache:
-    """Visible events by session row id, least recently read first; thread-safe (the
-    ORM thread reads sessions, and so may request threads)."""
+class SessionCache(SizedLru[uuid.UUID, tuple[Event, ...]]):
+    """Visible events by session row id, least recently read first, at most
+    ``max_events`` in all; thread-safe (the ORM thread reads sessions, and so may
+    request threads)."""
 
     def __init__(self, max_events: int) -> None:
-        self.max_events = max_events
-        self._kept: OrderedDict[uuid.UUID, tuple[Event, ...]] = OrderedDict()
-        self._count = 0
-        self._lock = threading.Lock()
+        super().__init__(max_size=max_events)
 
-    def get(self, session: uuid.UUID) -> tuple[Event, ...] | None:
-        with self._lock:
-            kept = self._kept.get(session)
-            if kept is not None:
-                self._kept.move_to_end(session)
-            return kept
-
-    def put(self, session: uuid.UUID, events: Sequence[Event]) -> None:
-        kept = tuple(events)
-        with self._lock:
-            self._count -= len(self._kept.pop(session, ()))
-            if len(kept) > self.max_events:
-                return
-            self._kept[session] = kept
-            self._count += len(kept)
-            while self._count > self.max_events:
-                _, dropped = self._kept.popitem(last=False)
-                self._count -= len(dropped)
-
-    def forget(self, session: uuid.UUID) -> None:
-        with self._lock:
-            self._count -= len(self._kept.pop(session, ()))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-            self._count = 0
+    def put(self, key: uuid.UUID, value: Sequence[Event], size: int | None = None) -> None:
+        events = tuple(value)
+        super().put(key, events, len(events) if size is None else size)
 
     @property
     def events_kept(self) -> int:
-        return self._count
+        return self.size
 
 
 def last_seq(events: Sequence[Event]) -> int:

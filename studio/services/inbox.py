@@ -10,11 +10,10 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Q
 
 from agents_core import events as core_events
-from studio.ledger import TRACKED_TYPES, CallLedger
-from studio.models import AWAITING_RUN_STATUSES, Event, Run, Session, SessionStatus
+from studio.ledger import CallLedger, tracked_events_of
+from studio.models import AWAITING_RUN_STATUSES, Run, Session, SessionStatus
 
 MAX_PENDING = 500
 
@@ -39,8 +38,8 @@ class PendingApproval:
 def pending_approvals(owner: User) -> list[PendingApproval]:
     """``owner``'s pending approvals, longest waiting first. Every page's navigation
     counts them, so it takes the same few queries however many sessions wait: the
-    sessions, their newest awaiting runs, and those runs' tracked events (a query for
-    each ``EVENTS_CHUNK`` runs)."""
+    sessions, their newest awaiting runs, and those runs' tracked events
+    (``ledger.tracked_events_of``)."""
     sessions = {
         session.pk: session
         for session in Session.objects.filter(
@@ -48,7 +47,7 @@ def pending_approvals(owner: User) -> list[PendingApproval]:
         ).select_related("agent_version__agent")[:MAX_PENDING]
     }
     runs = _awaiting_runs(list(sessions))
-    events = _tracked_events(list(runs.values()))
+    events = tracked_events_of(list(runs.values()))
     pending: list[PendingApproval] = []
     for session_pk, run in runs.items():
         pending.extend(_pending_in(sessions[session_pk], run, events.get(session_pk, [])))
@@ -76,11 +75,6 @@ def pending_payload(owner: User) -> dict[str, Any]:
     return {"count": len(results), "results": results}
 
 
-EVENTS_CHUNK = 100
-"""Runs whose events one query reads (one condition each: kept well inside SQLite's
-expression depth)."""
-
-
 def _awaiting_runs(sessions: list[uuid.UUID]) -> dict[uuid.UUID, Run]:
     """Each session's newest run that awaits a person and has started."""
     if not sessions:
@@ -90,24 +84,6 @@ def _awaiting_runs(sessions: list[uuid.UUID]) -> dict[uuid.UUID, Run]:
     for run in rows.exclude(start_seq=None).order_by("-created_at"):
         newest.setdefault(run.session_id, run)
     return newest
-
-
-def _tracked_events(runs: list[Run]) -> dict[uuid.UUID, list[tuple[core_events.Event, datetime]]]:
-    """The ledger's events of each run (after its start), in order, by session, each
-    with when it was stored."""
-    found: dict[uuid.UUID, list[tuple[core_events.Event, datetime]]] = {}
-    for first in range(0, len(runs), EVENTS_CHUNK):
-        after = Q()
-        for run in runs[first : first + EVENTS_CHUNK]:
-            after |= Q(session_id=run.session_id, seq__gt=run.start_seq)
-        rows = Event.objects.filter(after, type__in=TRACKED_TYPES).order_by("session_id", "seq")
-        for session_pk, payload, created_at in rows.values_list(
-            "session_id", "payload", "created_at"
-        ):
-            found.setdefault(session_pk, []).append(
-                (core_events.Event.model_validate(payload), created_at)
-            )
-    return found
 
 
 def _pending_in(
