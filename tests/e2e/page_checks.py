@@ -24,7 +24,7 @@ from playwright.sync_api import (
     expect,
 )
 
-from tests.e2e.browser import SCREENSHOTS
+from tests.e2e.browser import SAVE_SCREENSHOTS, SCREENSHOTS
 
 # Runs in every document before its own scripts (Playwright injects it; the page's CSP
 # does not apply to it): the browser's own report of what the policy blocked.
@@ -149,7 +149,8 @@ def look_at(context: BrowserContext, base_url: str, visit: Visit, who: str) -> l
     """Open ``visit`` in a new tab of ``context`` (served at ``base_url``) in a phone's
     window, wait until it has drawn, look at it there, then in a tablet's and a laptop's,
     and answer what is wrong with it (empty when nothing). Saves a full-page screenshot
-    of each as ``var/screenshots/every-page/<who>-<width>/<name>.png``."""
+    of each as ``var/screenshots/every-page/<who>-<width>/<name>.png`` (unless
+    ``STUDIO_SCREENSHOTS=0``: a third of the sweep's time goes to them)."""
     page = context.new_page()
     page.set_viewport_size(WINDOWS[0])
     watch = PageWatch(visit, base_url)
@@ -198,6 +199,7 @@ def _wait_until_drawn(page: Page, visit: Visit) -> None:
 
 def _screenshot(page: Page, folder: str, name: str) -> Path:
     path = SCREENSHOTS / "every-page" / folder / f"{name}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(path), full_page=True)
+    if SAVE_SCREENSHOTS:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path), full_page=True)
     return path
