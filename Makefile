@@ -23,12 +23,13 @@ SCALE_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redi
 PG_TESTS := tests/studio/test_session_service.py tests/studio/test_session_cache.py tests/studio/test_group_commit.py tests/studio/test_api_*.py \
 	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py tests/studio/test_database_pool.py
 
-# The first run and PG_TESTS use two pytest-xdist workers, each taking whole files
-# (tests/conftest.py; each worker its own test database); PYTEST_XDIST=-n0 runs them in
+# The first run and PG_TESTS use three pytest-xdist workers on these two cores (most
+# tests wait on a browser or a server: two kept the cores 66% busy), each taking whole
+# files (tests/conftest.py; each worker its own test database); PYTEST_XDIST=-n0 runs them in
 # one process, PYTEST_ARGS narrows the first. tests/scale runs alone, in one process,
 # after PG_TESTS: with API tests running beside it on a second worker, two scale tests'
 # approval relay between servers and the worker timed out (they pass alone).
-PYTEST_XDIST ?= -n 2 --dist loadgroup
+PYTEST_XDIST ?= -n 3 --dist loadgroup
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)

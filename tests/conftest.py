@@ -1,6 +1,8 @@
 """Shared pytest configuration. Suites: core (no Django), studio, e2e, scale.
 
-``make test`` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup``).
+``make test`` runs the suite on three pytest-xdist workers (``-n 3 --dist loadgroup``):
+with two, the suite kept this machine's two cores only 66% busy, its tests waiting on
+browsers and servers.
 A worker runs whole files, so a module-scoped server or browser is started once; all of
 tests/scale runs on one worker, one cluster of Daphnes and run workers at a time (they
 share the scale Redis database and would starve each other of the two cores). Each
@@ -9,7 +11,7 @@ worker gets its own Redis channel-layer prefix, since tests flush the channel la
 The end-to-end files go out first: each starts servers and a browser, and takes from
 seconds to minutes however few tests it has. In xdist's own order (the files with the
 most tests first) they would come last, where one long file keeps a worker busy after
-the other has run out of work.
+the others have run out of work.
 """
 
 from __future__ import annotations
