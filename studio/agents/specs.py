@@ -72,9 +72,7 @@ def validate(
     latest version."""
     templates, skills = OwnerTemplates(owner.pk), OwnerSkills(owner.pk)
     spec = pin_skills(pin_templates(parse(data), templates), skills)
-    agents = owner_agent_specs(owner)
-    if agent_name is not None:
-        agents[agent_name] = spec
+    agents = StoredSpecs(owner.pk, {agent_name: spec} if agent_name is not None else None)
     problems = core_builder.check_spec(
         spec,
         models=set(model_configs(owner)),
@@ -110,7 +108,7 @@ def build(
     servers it names (``studio.mcp.client.open_tools``)."""
     owner = version.agent.owner
     spec = core_specs.AgentSpec.model_validate(version.spec)
-    models, agents = _LazyModels(model_configs(owner)), owner_agent_specs(owner)
+    models, agents = _LazyModels(model_configs(owner)), StoredSpecs(owner.pk)
     agent = core_builder.build_agent(
         spec,
         models=models,
@@ -171,7 +169,7 @@ def summary_config(version: AgentVersion) -> ModelConfig | None:
     """The model config of ``version``'s compaction summariser, if it has one."""
     owner = version.agent.owner
     spec = core_specs.AgentSpec.model_validate(version.spec)
-    name = core_builder.compaction_model(spec, owner_agent_specs(owner))
+    name = core_builder.compaction_model(spec, StoredSpecs(owner.pk))
     return ModelConfig.objects.filter(owner_id=owner.pk, name=name).first() if name else None
 
 
@@ -183,7 +181,7 @@ def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:
     configs = model_configs(owner)
     found: dict[str, ModelConfig] = {}
     pending = [core_specs.AgentSpec.model_validate(version.spec)]
-    stored: dict[str, core_specs.AgentSpec] | None = None
+    stored = StoredSpecs(owner.pk)
     seen: set[str] = set()
     while pending:
         spec = pending.pop()
@@ -194,7 +192,6 @@ def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:
                 pending.append(child)
             elif child.ref not in seen:
                 seen.add(child.ref)
-                stored = owner_agent_specs(owner) if stored is None else stored
                 pending.extend([stored[child.ref]] if child.ref in stored else [])
     return found
 
@@ -240,6 +237,49 @@ def owner_agent_specs(owner: AbstractBaseUser) -> dict[str, core_specs.AgentSpec
         "name", "current_version__spec"
     )
     return {name: core_specs.AgentSpec.model_validate(spec) for name, spec in rows}
+
+
+class StoredSpecs(Mapping[str, core_specs.AgentSpec]):
+    """``owner_agent_specs`` (by the owner's id) for building and running one tree: each
+    agent is read and validated only when the tree names it (``{"ref": name}``). A
+    run's tree names few of its owner's agents, if any, and a run looks them up three
+    times (built, priced, ended): reading every agent each time made a run's cost grow
+    with its owner's agents, and one stored spec that no longer validates failed the
+    runs of all the others. ``standing_in``: specs that stand in for stored ones (one
+    being validated before it is saved)."""
+
+    def __init__(
+        self, owner_id: int, standing_in: Mapping[str, core_specs.AgentSpec] | None = None
+    ) -> None:
+        self._agents = Agent.objects.filter(owner_id=owner_id, current_version__isnull=False)
+        self._standing_in = dict(standing_in or {})
+        self._read: dict[str, core_specs.AgentSpec | None] = dict(self._standing_in)
+
+    def __getitem__(self, name: str) -> core_specs.AgentSpec:
+        if name not in self._read:
+            current = self._agents.filter(name=name).values_list("current_version__spec")
+            row = current.first()
+            self._read[name] = None if row is None else _stored(name, row[0])
+        if (spec := self._read[name]) is None:
+            raise KeyError(name)
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        stored = self._agents.exclude(name__in=self._standing_in).values_list("name", flat=True)
+        return iter([*stored, *self._standing_in])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _stored(name: str, spec: Any) -> core_specs.AgentSpec:
+    try:
+        return core_specs.AgentSpec.model_validate(spec)
+    except ValidationError as exc:
+        raise core_exceptions.SpecError(
+            f"agent {name!r}'s current version no longer validates "
+            f"({exc.error_count()} problem(s)): save it again to fix it"
+        ) from None
 
 
 def agents_using_model(owner: AbstractBaseUser, model_name: str) -> list[str]:

@@ -32,7 +32,7 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -44,10 +44,11 @@ from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.tools.base import BaseTool, ToolContext
 from studio import checked_http, security
+from studio.agents import specs as agent_specs
 from studio.agents.tools import workspace_dir
 from studio.mcp import context
 from studio.mcp.checks import env_allowlist
-from studio.models import Agent, McpServer, Run
+from studio.models import McpServer, Run
 
 if TYPE_CHECKING:
     from agents_core.tools.mcp import McpServer as McpConnection
@@ -166,31 +167,10 @@ def servers_for_run(run: Run) -> list[McpServer]:
         return []
     owner_id = fresh.session.owner_id
     spec = core_specs.AgentSpec.model_validate(version.spec)
-    names = core_builder.mcp_server_names(spec, _AgentSpecsByName(owner_id))
+    names = core_builder.mcp_server_names(spec, agent_specs.StoredSpecs(owner_id))
     if not names:
         return []
     return list(McpServer.objects.filter(owner_id=owner_id, name__in=names))
-
-
-class _AgentSpecsByName(Mapping[str, core_specs.AgentSpec]):
-    """The owner's agents' current specs, each read when a reference asks for it: a run
-    of a tree without references costs no query for them."""
-
-    def __init__(self, owner_id: int) -> None:
-        self._agents = Agent.objects.filter(owner_id=owner_id, current_version__isnull=False)
-
-    def __getitem__(self, name: str) -> core_specs.AgentSpec:
-        row = self._agents.filter(name=name).values_list("current_version__spec", flat=True)
-        spec = row.first()
-        if spec is None:
-            raise KeyError(name)
-        return core_specs.AgentSpec.model_validate(spec)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._agents.values_list("name", flat=True))
-
-    def __len__(self) -> int:
-        return self._agents.count()
 
 
 async def _load_sdk() -> None:

@@ -1,0 +1,87 @@
+"""Building a stored version reads its owner's other agents only where its tree names
+them (``specs.StoredSpecs``): an agent whose stored spec no longer validates (an older
+Studio stored it) fails its own runs and the trees that reference it, with a clear
+error, and no other agent's."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+
+from agents_core import exceptions as core_exceptions
+from agents_core.agents import SequentialAgent
+from studio import services
+from studio.agents import specs
+from studio.mcp.client import servers_for_run
+from studio.models import Agent, AgentVersion, Run
+from tests.studio.conftest import make_agent, make_session
+
+pytestmark = pytest.mark.django_db
+
+
+def _no_longer_valid(owner: User, name: str) -> None:
+    """Give ``name`` (made if it is not yet) a current spec today's contract refuses,
+    written past the model, as an older release's rows would be."""
+    agent = Agent.objects.filter(owner=owner, name=name).first() or make_agent(owner, name)
+    version = agent.current_version
+    assert version is not None
+    AgentVersion.objects.filter(pk=version.pk).update(spec={"name": name, "flavour": "old"})
+
+
+def test_an_agent_builds_prices_and_ends_beside_one_whose_stored_spec_no_longer_validates(
+    ada: User,
+) -> None:
+    helper = make_agent(ada, "helper")
+    version = helper.current_version
+    _no_longer_valid(ada, "legacy")
+    assert version is not None
+
+    built = specs.build(version)
+
+    assert built.agent.name == "helper"
+    assert specs.agent_models(version) == {"helper": "scripted"}
+    assert specs.summary_model(version) == "scripted"
+    run = Run.objects.create(session=make_session(ada, helper), message="hi")
+    assert servers_for_run(run) == []
+
+
+def test_a_reference_is_built_from_the_named_agent_s_current_spec(ada: User) -> None:
+    make_agent(ada, "helper")
+    _no_longer_valid(ada, "legacy")
+    boss = services.create_agent(
+        ada,
+        name="boss",
+        spec={"type": "sequential", "name": "boss", "sub_agents": [{"ref": "helper"}]},
+    ).current_version
+    assert boss is not None
+
+    built = specs.build(boss)
+
+    assert isinstance(built.agent, SequentialAgent)
+    assert [agent.name for agent in built.agent.sub_agents] == ["helper"]
+    assert specs.agent_models(boss) == {"helper": "scripted"}
+
+
+def test_a_tree_naming_the_agent_that_no_longer_validates_fails_saying_which(ada: User) -> None:
+    make_agent(ada, "helper")
+    boss = services.create_agent(
+        ada,
+        name="boss",
+        spec={"type": "sequential", "name": "boss", "sub_agents": [{"ref": "helper"}]},
+    ).current_version
+    assert boss is not None
+    _no_longer_valid(ada, "helper")
+
+    with pytest.raises(core_exceptions.SpecError, match=r"agent 'helper'.*no longer validates"):
+        specs.build(boss)
+
+
+def test_the_stored_specs_list_the_owner_s_agents_only(ada: User, bob: User) -> None:
+    make_agent(ada, "helper")
+    make_agent(bob, "theirs")
+
+    stored = specs.StoredSpecs(ada.pk)
+
+    assert list(stored) == ["helper"] and len(stored) == 1
+    assert "theirs" not in stored and stored.get("theirs") is None
+    assert stored["helper"].name == "helper"
