@@ -35,7 +35,7 @@ from agents_core.planners.plan_react import PlanReActPlanner
 from agents_core.planners.task import TaskPlanner
 from agents_core.prompts import InMemoryTemplateStore, InstructionTemplate, TemplateStore
 from agents_core.skills import InMemorySkillStore, Skill, SkillStore, skill_tools, with_skills
-from agents_core.spec_checks import check_spec, resolve
+from agents_core.spec_checks import check_spec, known_agents, resolve
 from agents_core.specs import AgentRef, AgentSpec, CompactionSpec, McpRef, PlannerSpec, ToolRef
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.base import BaseTool
@@ -94,7 +94,8 @@ def build_agent(
         if len(problems) > 1:
             first.message += f" (and {len(problems) - 1} more problems)"
         raise first
-    found = _Builder(models, tools, agents or {}, mcp_tools, hooks, templates, skills, histories)
+    agents = known_agents(agents)
+    found = _Builder(models, tools, agents, mcp_tools, hooks, templates, skills, histories)
     return found.build(spec)
 
 
@@ -135,7 +136,7 @@ def compaction_model(spec: AgentSpec, agents: Mapping[str, AgentSpec] | None = N
     wanted = spec.compaction or CompactionSpec()
     if not wanted.enabled:
         return None
-    return wanted.model or _first_model(spec, agents or {})
+    return wanted.model or _first_model(spec, known_agents(agents))
 
 
 def _first_model(spec: AgentSpec, agents: Mapping[str, AgentSpec]) -> str | None:
@@ -169,7 +170,7 @@ def mcp_server_names(spec: AgentSpec, agents: Mapping[str, AgentSpec] | None = N
         for child in node.sub_agents:
             if isinstance(child, AgentSpec):
                 pending.append((child, refs))
-            elif child.ref not in refs and (target := (agents or {}).get(child.ref)):
+            elif child.ref not in refs and (target := (known_agents(agents)).get(child.ref)):
                 pending.append((target, (*refs, child.ref)))
     return found
 

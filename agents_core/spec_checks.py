@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -50,7 +51,7 @@ def check_spec(
     checker = _Checker(
         models,
         tools,
-        agents or {},
+        known_agents(agents),
         mcp_servers,
         hooks or HookRegistry(),
         templates or InMemoryTemplateStore(),
@@ -58,6 +59,15 @@ def check_spec(
     )
     checker.visit(spec, (), depth=0, refs=())
     return checker.problems
+
+
+NO_AGENTS: Mapping[str, AgentSpec] = MappingProxyType({})
+
+
+def known_agents(agents: Mapping[str, AgentSpec] | None) -> Mapping[str, AgentSpec]:
+    """``agents``, or none when not given. Tested against ``None``, not for truth: a
+    mapping that reads each agent on demand would count them all to answer that."""
+    return NO_AGENTS if agents is None else agents
 
 
 def resolve(node: AgentSpec | AgentRef, agents: Mapping[str, AgentSpec]) -> AgentSpec | None:

@@ -100,15 +100,20 @@ class Built:
 
 
 def build(
-    version: AgentVersion, *, mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None
+    version: AgentVersion,
+    *,
+    mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
+    configs: dict[str, ModelConfig] | None = None,
 ) -> Built:
     """The agent tree of a stored version, its run limits and how its sessions are
     compacted; ``SpecError`` if the owner's models, MCP servers or referenced agents
     changed so that it no longer builds. ``mcp_tools`` are the connected tools of the
-    servers it names (``studio.mcp.client.open_tools``)."""
+    servers it names (``studio.mcp.client.open_tools``); ``configs`` the owner's model
+    configs, when already read (``VersionModels.configs``)."""
     owner = version.agent.owner
     spec = core_specs.AgentSpec.model_validate(version.spec)
-    models, agents = _LazyModels(model_configs(owner)), StoredSpecs(owner.pk)
+    configs = model_configs(owner) if configs is None else configs
+    models, agents = _LazyModels(configs), StoredSpecs(owner.pk)
     agent = core_builder.build_agent(
         spec,
         models=models,
@@ -137,51 +142,73 @@ def root_agent_name(version: AgentVersion | None) -> str:
 
 
 def agent_models(version: AgentVersion) -> dict[str, str]:
-    """The model each agent of ``version``'s tree calls, by agent name: its model
-    config's ``model``, what the provider is asked for, or the config's name when it
-    names none (a scripted model)."""
-    configs = agent_model_configs(version)
-    return {agent: config.model or config.name for agent, config in configs.items()}
+    """The model each agent of ``version``'s tree calls, by agent name (``VersionModels``)."""
+    return version_models(version).agent_models
 
 
 def agent_prices(version: AgentVersion) -> dict[str, Price]:
-    """The price of each agent's model calls, by agent name, as its model config says
-    now (an agent whose model has no price is left out: its calls cost unknown)."""
-    configs = agent_model_configs(version)
-    return {agent: price for agent, config in configs.items() if (price := config.price())}
+    """The price of each agent's model calls, by agent name (``VersionModels``)."""
+    return version_models(version).agent_prices
 
 
 def summary_price(version: AgentVersion) -> Price | None:
-    """The price of ``version``'s compaction summaries: its summariser's model config's,
-    as it says now (``None`` when compaction is off or that model has no price)."""
-    config = summary_config(version)
-    return config.price() if config else None
+    """The price of ``version``'s compaction summaries (``VersionModels``)."""
+    return version_models(version).summary_price
 
 
 def summary_model(version: AgentVersion) -> str:
-    """The model that writes ``version``'s compaction summaries, named as
-    ``agent_models`` names them (empty when compaction is off)."""
-    config = summary_config(version)
-    return (config.model or config.name) if config else ""
-
-
-def summary_config(version: AgentVersion) -> ModelConfig | None:
-    """The model config of ``version``'s compaction summariser, if it has one."""
-    owner = version.agent.owner
-    spec = core_specs.AgentSpec.model_validate(version.spec)
-    name = core_builder.compaction_model(spec, StoredSpecs(owner.pk))
-    return ModelConfig.objects.filter(owner_id=owner.pk, name=name).first() if name else None
+    """The model that writes ``version``'s compaction summaries (``VersionModels``)."""
+    return version_models(version).summary_model
 
 
 def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:
-    """The model config each agent of ``version``'s tree calls, by agent name (names are
-    unique in a tree, references included). An agent whose model config is gone is left
-    out."""
+    """The model config each agent of ``version``'s tree calls (``VersionModels``)."""
+    return version_models(version).by_agent
+
+
+@dataclass(frozen=True, slots=True)
+class VersionModels:
+    """The models a stored version's calls go to, as its owner's model configs say now,
+    read once: a run reads them as it starts (prices) and as it ends (which model each
+    agent called), and each of those reads the configs once rather than per question."""
+
+    configs: dict[str, ModelConfig]
+    """The owner's model configs by name."""
+    by_agent: dict[str, ModelConfig]
+    """The config each agent of the tree calls, by agent name (names are unique in a
+    tree, references included). An agent whose model config is gone is left out."""
+    summary: ModelConfig | None
+    """The compaction summariser's config, if compaction is on and it still exists."""
+
+    @property
+    def agent_models(self) -> dict[str, str]:
+        """By agent name, the config's ``model``, what the provider is asked for, or the
+        config's name when it names none (a scripted model)."""
+        return {agent: _model_of(config) for agent, config in self.by_agent.items()}
+
+    @property
+    def agent_prices(self) -> dict[str, Price]:
+        """By agent name; an agent whose model has no price is left out (its calls cost
+        unknown)."""
+        return {a: price for a, config in self.by_agent.items() if (price := config.price())}
+
+    @property
+    def summary_price(self) -> Price | None:
+        return self.summary.price() if self.summary else None
+
+    @property
+    def summary_model(self) -> str:
+        """Named as ``agent_models`` names them; empty when compaction is off."""
+        return _model_of(self.summary) if self.summary else ""
+
+
+def version_models(version: AgentVersion) -> VersionModels:
     owner = version.agent.owner
     configs = model_configs(owner)
-    found: dict[str, ModelConfig] = {}
-    pending = [core_specs.AgentSpec.model_validate(version.spec)]
+    root = core_specs.AgentSpec.model_validate(version.spec)
     stored = StoredSpecs(owner.pk)
+    found: dict[str, ModelConfig] = {}
+    pending = [root]
     seen: set[str] = set()
     while pending:
         spec = pending.pop()
@@ -193,7 +220,12 @@ def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:
             elif child.ref not in seen:
                 seen.add(child.ref)
                 pending.extend([stored[child.ref]] if child.ref in stored else [])
-    return found
+    summariser = core_builder.compaction_model(root, stored)
+    return VersionModels(configs, found, configs.get(summariser) if summariser else None)
+
+
+def _model_of(config: ModelConfig) -> str:
+    return config.model or config.name
 
 
 def mcp_server_names(owner: AbstractBaseUser) -> set[str]:

@@ -336,9 +336,9 @@ def _models(run: Run) -> tuple[dict[str, str], str, dict[str, str]]:
     version = run.session.agent_version
     if version is None:
         return {}, "", {}
-    configs = specs.model_configs(run.session.owner)
-    named = {name: config.model or config.name for name, config in configs.items()}
-    return specs.agent_models(version), specs.summary_model(version), named
+    models = specs.version_models(version)
+    named = {name: config.model or config.name for name, config in models.configs.items()}
+    return models.agent_models, models.summary_model, named
 
 
 def _save(run: Run) -> None:

@@ -1,9 +1,12 @@
 """Building a stored version reads its owner's other agents only where its tree names
 them (``specs.StoredSpecs``): an agent whose stored spec no longer validates (an older
 Studio stored it) fails its own runs and the trees that reference it, with a clear
-error, and no other agent's."""
+error, and no other agent's. What a version's model calls cost and go to is read once
+(``specs.VersionModels``)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -85,3 +88,19 @@ def test_the_stored_specs_list_the_owner_s_agents_only(ada: User, bob: User) -> 
     assert list(stored) == ["helper"] and len(stored) == 1
     assert "theirs" not in stored and stored.get("theirs") is None
     assert stored["helper"].name == "helper"
+
+
+def test_a_version_s_models_prices_and_summariser_are_read_in_one_query(
+    ada: User, django_assert_num_queries: Any
+) -> None:
+    version = make_agent(ada, "helper").current_version
+    assert version is not None
+    version = AgentVersion.objects.select_related("agent__owner").get(pk=version.pk)
+
+    with django_assert_num_queries(1):  # the owner's model configs; no reference to read
+        models = specs.version_models(version)
+
+    assert models.agent_models == {"helper": "scripted"}
+    assert models.summary_model == "scripted"  # compaction summarises with the agent's model
+    assert models.agent_prices == {} and models.summary_price is None  # scripted: no price
+    assert set(models.configs) == {"scripted"}
