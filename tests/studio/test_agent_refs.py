@@ -48,15 +48,18 @@ def test_an_agent_builds_prices_and_ends_beside_one_whose_stored_spec_no_longer_
     assert servers_for_run(run) == []
 
 
+def _boss_of_helper(owner: User) -> AgentVersion:
+    """A workflow agent whose one step is ``{"ref": "helper"}``."""
+    spec = {"type": "sequential", "name": "boss", "sub_agents": [{"ref": "helper"}]}
+    version = services.create_agent(owner, name="boss", spec=spec).current_version
+    assert version is not None
+    return version
+
+
 def test_a_reference_is_built_from_the_named_agent_s_current_spec(ada: User) -> None:
     make_agent(ada, "helper")
     _no_longer_valid(ada, "legacy")
-    boss = services.create_agent(
-        ada,
-        name="boss",
-        spec={"type": "sequential", "name": "boss", "sub_agents": [{"ref": "helper"}]},
-    ).current_version
-    assert boss is not None
+    boss = _boss_of_helper(ada)
 
     built = specs.build(boss)
 
@@ -67,12 +70,7 @@ def test_a_reference_is_built_from_the_named_agent_s_current_spec(ada: User) -> 
 
 def test_a_tree_naming_the_agent_that_no_longer_validates_fails_saying_which(ada: User) -> None:
     make_agent(ada, "helper")
-    boss = services.create_agent(
-        ada,
-        name="boss",
-        spec={"type": "sequential", "name": "boss", "sub_agents": [{"ref": "helper"}]},
-    ).current_version
-    assert boss is not None
+    boss = _boss_of_helper(ada)
     _no_longer_valid(ada, "helper")
 
     with pytest.raises(core_exceptions.SpecError, match=r"agent 'helper'.*no longer validates"):
