@@ -170,7 +170,7 @@ def mcp_server_names(spec: AgentSpec, agents: Mapping[str, AgentSpec] | None = N
         for child in node.sub_agents:
             if isinstance(child, AgentSpec):
                 pending.append((child, refs))
-            elif child.ref not in refs and (target := (known_agents(agents)).get(child.ref)):
+            elif child.ref not in refs and (target := known_agents(agents).get(child.ref)):
                 pending.append((target, (*refs, child.ref)))
     return found
 

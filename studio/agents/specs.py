@@ -103,20 +103,19 @@ def build(
     version: AgentVersion,
     *,
     mcp_tools: Mapping[str, Sequence[BaseTool]] | None = None,
-    configs: dict[str, ModelConfig] | None = None,
+    models: VersionModels | None = None,
 ) -> Built:
     """The agent tree of a stored version, its run limits and how its sessions are
     compacted; ``SpecError`` if the owner's models, MCP servers or referenced agents
     changed so that it no longer builds. ``mcp_tools`` are the connected tools of the
-    servers it names (``studio.mcp.client.open_tools``); ``configs`` the owner's model
-    configs, when already read (``VersionModels.configs``)."""
+    servers it names (``studio.mcp.client.open_tools``); ``models`` what
+    ``version_models`` read of it, when already read."""
     owner = version.agent.owner
-    spec = core_specs.AgentSpec.model_validate(version.spec)
-    configs = model_configs(owner) if configs is None else configs
-    models, agents = _LazyModels(configs), StoredSpecs(owner.pk)
+    read = version_models(version) if models is None else models
+    spec, agents, llms = read.spec, read.agents, _LazyModels(read.configs)
     agent = core_builder.build_agent(
         spec,
-        models=models,
+        models=llms,
         tools=tool_registry(owner.pk),
         agents=agents,
         mcp_tools=mcp_tools,
@@ -125,8 +124,8 @@ def build(
         skills=OwnerSkills(owner.pk),
         histories=session_cache.HISTORIES,
     )
-    compaction = core_builder.build_compaction(spec, models=models, agents=agents)
-    key_facts = core_builder.build_key_facts(spec, models=models)
+    compaction = core_builder.build_compaction(spec, models=llms, agents=agents)
+    key_facts = core_builder.build_key_facts(spec, models=llms)
     return Built(agent, spec.run_config(), compaction, key_facts)
 
 
@@ -169,9 +168,13 @@ def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:
 @dataclass(frozen=True, slots=True)
 class VersionModels:
     """The models a stored version's calls go to, as its owner's model configs say now,
-    read once: a run reads them as it starts (prices) and as it ends (which model each
-    agent called), and each of those reads the configs once rather than per question."""
+    read once: a run reads them as it starts (to build it and price its calls) and as it
+    ends (which model each agent called), each time once rather than per question."""
 
+    spec: core_specs.AgentSpec
+    """The version's spec, validated."""
+    agents: StoredSpecs
+    """The owner's agents, those the tree references read while walking it."""
     configs: dict[str, ModelConfig]
     """The owner's model configs by name."""
     by_agent: dict[str, ModelConfig]
@@ -191,6 +194,16 @@ class VersionModels:
         """By agent name; an agent whose model has no price is left out (its calls cost
         unknown)."""
         return {a: price for a, config in self.by_agent.items() if (price := config.price())}
+
+    @property
+    def config_models(self) -> dict[str, str]:
+        """By config name, what ``agent_models`` names for each of the owner's configs."""
+        return {name: _model_of(config) for name, config in self.configs.items()}
+
+    @property
+    def config_prices(self) -> dict[str, Price]:
+        """By config name, the price of each of the owner's configs that has one."""
+        return {n: price for n, config in self.configs.items() if (price := config.price())}
 
     @property
     def summary_price(self) -> Price | None:
@@ -221,7 +234,8 @@ def version_models(version: AgentVersion) -> VersionModels:
                 seen.add(child.ref)
                 pending.extend([stored[child.ref]] if child.ref in stored else [])
     summariser = core_builder.compaction_model(root, stored)
-    return VersionModels(configs, found, configs.get(summariser) if summariser else None)
+    summary = configs.get(summariser) if summariser else None
+    return VersionModels(root, stored, configs, found, summary)
 
 
 def _model_of(config: ModelConfig) -> str:

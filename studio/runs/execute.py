@@ -263,19 +263,16 @@ def _prepare(
         if version is None:
             raise core_exceptions.SpecError("the session's agent version was deleted")
         models = specs.version_models(version)
-        built = specs.build(
-            version, mcp_tools=mcp.connected_tools(mcp_tools), configs=models.configs
-        )
+        built = specs.build(version, mcp_tools=mcp.connected_tools(mcp_tools), models=models)
         make_runner = replays.runner_type(run, version, mcp.connected_tools(mcp_tools))
     except core_exceptions.AgentsCoreError as exc:
         records.end_run(run.pk, Ending(RunStatus.FAILED, exc.code, str(exc)))
         return None
     prices, configs = models.agent_prices, models.configs
-    model_prices = {name: price for name, config in configs.items() if (price := config.price())}
     runner = make_runner(
         built.agent,
         # Prices as they are when the run starts: each call's cost is kept as stored.
-        session_service=DjangoSessionService(prices, models.summary_price, model_prices),
+        session_service=DjangoSessionService(prices, models.summary_price, models.config_prices),
         app_name=DEFAULT_APP_NAME,
         run_config=built.run_config,
         approvals=approvals,

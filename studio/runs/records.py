@@ -337,8 +337,7 @@ def _models(run: Run) -> tuple[dict[str, str], str, dict[str, str]]:
     if version is None:
         return {}, "", {}
     models = specs.version_models(version)
-    named = {name: config.model or config.name for name, config in models.configs.items()}
-    return models.agent_models, models.summary_model, named
+    return models.agent_models, models.summary_model, models.config_models
 
 
 def _save(run: Run) -> None:
