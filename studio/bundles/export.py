@@ -21,7 +21,7 @@ from django.utils import timezone
 from agents_core import exceptions as core_exceptions
 from agents_core.specs import stored_agents
 from studio import files as stored_files
-from studio.agents import specs
+from studio.agents import specs, versions
 from studio.agents.tools import tool_registry
 from studio.bundles import format as f
 from studio.bundles.spec_tree import inline_refs, model_names
@@ -147,7 +147,7 @@ def _approval(row: ApprovalDecision) -> f.ApprovalInfo:
 def _agent(version: AgentVersion) -> f.BundleAgent:
     owner = version.agent.owner
     spec = inline_refs(version.spec, {n: specs.normalize(s) for n, s in _stored(owner).items()})
-    configs = specs.model_configs(owner)
+    configs = versions.model_configs(owner)
     return f.BundleAgent(
         name=version.agent.name,
         version=version.number,

@@ -44,8 +44,8 @@ from agents_core import exceptions as core_exceptions
 from agents_core import specs as core_specs
 from agents_core.tools.base import BaseTool, ToolContext
 from studio import checked_http, security
-from studio.agents import specs as agent_specs
 from studio.agents.tools import workspace_dir
+from studio.agents.versions import StoredSpecs
 from studio.mcp import context
 from studio.mcp.checks import env_allowlist
 from studio.models import McpServer, Run
@@ -167,7 +167,7 @@ def servers_for_run(run: Run) -> list[McpServer]:
         return []
     owner_id = fresh.session.owner_id
     spec = core_specs.AgentSpec.model_validate(version.spec)
-    names = core_builder.mcp_server_names(spec, agent_specs.StoredSpecs(owner_id))
+    names = core_builder.mcp_server_names(spec, StoredSpecs(owner_id))
     if not names:
         return []
     return list(McpServer.objects.filter(owner_id=owner_id, name__in=names))

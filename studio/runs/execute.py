@@ -34,7 +34,7 @@ from agents_core.contracts import Usage
 from agents_core.memory import MemoryConfig
 from agents_core.runner import Runner
 from studio import budgets
-from studio.agents import llms, specs
+from studio.agents import llms, specs, versions
 from studio.artifacts import DjangoArtifactService
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
@@ -262,7 +262,7 @@ def _prepare(
     try:
         if version is None:
             raise core_exceptions.SpecError("the session's agent version was deleted")
-        models = specs.version_models(version)
+        models = versions.version_models(version)
         built = specs.build(version, mcp_tools=mcp.connected_tools(mcp_tools), models=models)
         make_runner = replays.runner_type(run, version, mcp.connected_tools(mcp_tools))
     except core_exceptions.AgentsCoreError as exc:

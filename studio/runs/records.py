@@ -27,7 +27,7 @@ from agents_core import failures as core_failures
 from agents_core import ledger as core_ledger
 from agents_core.contracts import Cost, Usage
 from studio import costs, session_service
-from studio.agents import specs
+from studio.agents import specs, versions
 from studio.budgets import days as budget_days
 from studio.ledger import ledger_of
 from studio.models import (
@@ -336,7 +336,7 @@ def _models(run: Run) -> tuple[dict[str, str], str, dict[str, str]]:
     version = run.session.agent_version
     if version is None:
         return {}, "", {}
-    models = specs.version_models(version)
+    models = versions.version_models(version)
     return models.agent_models, models.summary_model, models.config_models
 
 

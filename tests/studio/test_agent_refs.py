@@ -1,8 +1,8 @@
 """Building a stored version reads its owner's other agents only where its tree names
-them (``specs.StoredSpecs``): an agent whose stored spec no longer validates (an older
+them (``versions.StoredSpecs``): an agent whose stored spec no longer validates (an older
 Studio stored it) fails its own runs and the trees that reference it, with a clear
 error, and no other agent's. What a version's model calls cost and go to is read once
-(``specs.VersionModels``)."""
+(``versions.VersionModels``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from agents_core import exceptions as core_exceptions
 from agents_core.agents import SequentialAgent
 from studio import services
-from studio.agents import specs
+from studio.agents import specs, versions
 from studio.mcp.client import servers_for_run
 from studio.models import Agent, AgentVersion, Run
 from tests.studio.conftest import make_agent, make_session
@@ -81,7 +81,7 @@ def test_the_stored_specs_list_the_owner_s_agents_only(ada: User, bob: User) -> 
     make_agent(ada, "helper")
     make_agent(bob, "theirs")
 
-    stored = specs.StoredSpecs(ada.pk)
+    stored = versions.StoredSpecs(ada.pk)
 
     assert list(stored) == ["helper"] and len(stored) == 1
     assert "theirs" not in stored and stored.get("theirs") is None
@@ -96,7 +96,7 @@ def test_a_version_s_models_prices_and_summariser_are_read_in_one_query(
     version = AgentVersion.objects.select_related("agent__owner").get(pk=version.pk)
 
     with django_assert_num_queries(1):  # the owner's model configs; no reference to read
-        models = specs.version_models(version)
+        models = versions.version_models(version)
 
     assert models.agent_models == {"helper": "scripted"}
     assert models.summary_model == "scripted"  # compaction summarises with the agent's model
