@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
-from agents_core import Usage
-from agents_core.contracts import built, replaced, share_fields_sets
+from agents_core import InMemorySessionService, Usage
+from agents_core.contracts import built, compact_model, replaced
 from agents_core.events import NO_ACTIONS, Event, EventType, TextPart, built_event, utc_now
 
 
@@ -145,8 +147,8 @@ def test_events_loaded_from_their_wire_form_share_their_fields_sets_and_stay_equ
     first, second = Event.model_validate_json(wire), Event.model_validate_json(wire)
     assert first.__pydantic_fields_set__ is not second.__pydantic_fields_set__
 
-    share_fields_sets(first)
-    share_fields_sets(second)
+    compact_model(first)
+    compact_model(second)
 
     assert first == second == Event.model_validate_json(wire)
     assert first.model_dump(exclude_unset=True) == Event.model_validate_json(wire).model_dump(
@@ -166,5 +168,48 @@ def test_sharing_fields_sets_leaves_models_that_are_not_frozen_alone() -> None:
 
     model = Mutable(value=1)
     own = model.__pydantic_fields_set__
-    share_fields_sets(model)
+    compact_model(model)
     assert model.__pydantic_fields_set__ is own
+
+
+def _dict_bytes(model: BaseModel) -> int:
+    return sys.getsizeof(model.__dict__)
+
+
+async def test_a_stored_event_keeps_its_fields_in_a_key_sharing_dict_and_stays_equal(
+    sessions: InMemorySessionService,
+) -> None:
+    session = await sessions.create_session(app_name="app", user_id="u")
+    made = Event(
+        type=EventType.AGENT_MESSAGE,
+        invocation_id="inv",
+        session_id=session.id,
+        author="agent",
+        parts=[TextPart(text="hello")],
+    )
+
+    stored = await sessions.append_event(session, made)
+
+    assert _dict_bytes(stored) < _dict_bytes(made) / 2  # 296 bytes, where 832
+    assert stored.seq == 1 and stored.model_copy(update={"seq": None}) == made
+    assert stored.to_wire() == {**made.to_wire(), "seq": 1}
+    assert Event.model_validate(stored.to_wire()) == stored
+
+
+def test_compacting_a_loaded_event_shrinks_its_dicts_and_keeps_it_equal() -> None:
+    wire = Event(
+        type=EventType.AGENT_MESSAGE,
+        invocation_id="inv",
+        session_id="s",
+        author="agent",
+        parts=[TextPart(text="hello")],
+        usage=Usage(input_tokens=3, output_tokens=1),
+    ).model_dump_json()
+    loaded = Event.model_validate_json(wire)
+    before = _dict_bytes(loaded), _dict_bytes(loaded.parts[0])
+
+    compact_model(loaded)
+
+    assert _dict_bytes(loaded) < before[0] / 2
+    assert _dict_bytes(loaded.parts[0]) <= before[1]  # two fields: a plain dict is smaller
+    assert loaded == Event.model_validate_json(wire) and loaded.model_dump_json() == wire
