@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import time
 import uuid
 from typing import Any
@@ -66,25 +67,67 @@ async def relay_decision(run_id: uuid.UUID, session_key: str, decision: Reply) -
 # The worker's side
 
 
-async def listen_for_decisions(run_id: uuid.UUID, broker: ApprovalBroker) -> None:
-    """Deliver the decisions servers relay for run ``run_id`` to ``broker``, answering
-    each, until cancelled. A channel layer failure is retried, never fatal to the run."""
-    layer = _layer()
-    channel = await layer.new_channel()
-    pause = 0.1
-    try:
-        while True:
+STOP_TIMEOUT_S = 2.0
+"""How long a run's end waits for its listener to take the message that stops it."""
+
+
+class DecisionListener:
+    """Delivers the decisions servers relay for run ``run_id`` to ``broker``, answering
+    each, from ``listen`` until ``stop``. A channel layer failure is retried, never
+    fatal to the run.
+
+    ``stop`` ends the wait for the next message with a message of its own, rather than
+    by cancelling it: a receive cancelled while it waits loses the channel layer its
+    Redis connection, and the worker's next run opens a new one (the worker keeps one
+    event loop, and with it its connections, from run to run)."""
+
+    def __init__(self, run_id: uuid.UUID, broker: ApprovalBroker) -> None:
+        self._run_id = run_id
+        self._broker = broker
+        self._layer = _layer()
+        self._channel: str | None = None
+        self._stop_word = secrets.token_hex(8)
+        self._stopping = False
+
+    async def listen(self) -> None:
+        layer, group = self._layer, run_group(self._run_id)
+        self._channel = channel = await layer.new_channel()
+        pause = 0.1
+        try:
+            while not self._stopping:
+                try:
+                    await layer.group_add(group, channel)
+                    while True:
+                        message = await layer.receive(channel)
+                        if message.get("type") == _STOP and message.get("word") == self._stop_word:
+                            return
+                        await _answer(layer, self._broker, message)
+                        pause = 0.1
+                except Exception:
+                    logger.warning(
+                        "run %s: no decisions until Redis is back", self._run_id, exc_info=True
+                    )
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 2.0)
+        finally:
+            await asyncio.shield(_leave(layer, group, channel))
+
+    async def stop(self, listening: asyncio.Task[None]) -> None:
+        """End ``listening`` (the task running ``listen``): by its stop message when it
+        waits for one, cancelled when it does not take it within ``STOP_TIMEOUT_S``."""
+        self._stopping = True
+        if self._channel is not None and not listening.done():
             try:
-                await layer.group_add(run_group(run_id), channel)
-                while True:
-                    await _answer(layer, broker, await layer.receive(channel))
-                    pause = 0.1
+                async with asyncio.timeout(STOP_TIMEOUT_S):
+                    await self._layer.send(self._channel, {"type": _STOP, "word": self._stop_word})
+                    await asyncio.shield(listening)
             except Exception:
-                logger.warning("run %s: no decisions until Redis is back", run_id, exc_info=True)
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 2.0)
-    finally:
-        await asyncio.shield(_leave(layer, run_group(run_id), channel))
+                logger.info("run %s: stopping its decisions listener", self._run_id, exc_info=True)
+        listening.cancel()
+        await asyncio.gather(listening, return_exceptions=True)
+
+
+_STOP = "relay.stop"
 
 
 async def _leave(layer: BaseChannelLayer, group: str, channel: str) -> None:

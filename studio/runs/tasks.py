@@ -52,12 +52,9 @@ async def execute(run_id: uuid.UUID) -> None:
     current = asyncio.current_task()
     if current is None:
         raise RuntimeError("execute() runs as a task")
-    helpers = [
-        asyncio.create_task(_watch(run_id, execution), name=f"watch-{run_id}"),
-        asyncio.create_task(
-            relay.listen_for_decisions(run_id, execution.broker), name=f"relay-{run_id}"
-        ),
-    ]
+    watching = asyncio.create_task(_watch(run_id, execution), name=f"watch-{run_id}")
+    decisions = relay.DecisionListener(run_id, execution.broker)
+    listening = asyncio.create_task(decisions.listen(), name=f"relay-{run_id}")
     with _executing_lock:
         _executing[current] = asyncio.get_running_loop()
     try:
@@ -65,9 +62,8 @@ async def execute(run_id: uuid.UUID) -> None:
     finally:
         with _executing_lock:
             _executing.pop(current, None)
-        for helper in helpers:
-            helper.cancel()
-        await asyncio.gather(*helpers, return_exceptions=True)
+        watching.cancel()
+        await asyncio.gather(watching, decisions.stop(listening), return_exceptions=True)
 
 
 def interrupt_executing() -> None:

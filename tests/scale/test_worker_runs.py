@@ -20,6 +20,7 @@ from tests.scale.cluster import (
     careful_agent,
     executor_of,
     redis_url,
+    scale_redis_url,
     scripted_agent,
     start_cluster,
     task_of,
@@ -40,6 +41,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         scripted_agent("steady", 60, 0.0),
         scripted_agent("long", 900, 0.01),
         careful_agent("careful"),
+        scripted_agent("brief", 2, 0.0),
     ]
     # A short lease, so a killed worker's run is recovered within seconds.
     with start_cluster(tmp_path_factory.mktemp("scale"), agents, servers=2, lease_s=2) as started:
@@ -298,3 +300,30 @@ def _approval_requested(api: Api, session_id: str) -> dict[str, Any]:
 def _decide(api: Api, session_id: str, approval: dict[str, Any], verdict: str) -> tuple[int, Any]:
     body = {"call_id": approval["call_id"], "args_hash": approval["args_hash"], "decision": verdict}
     return api.call("POST", f"/api/sessions/{session_id}/approvals/", body)
+
+
+def test_a_worker_keeps_one_event_loop_so_its_runs_reuse_their_redis_connections(
+    cluster: Cluster, worker: Worker
+) -> None:
+    """Each run publishes its events and listens for decisions through the channel
+    layer, whose connections belong to an event loop: a worker that made a loop per run
+    opened new ones every run (three), and so did a run's listener, cancelled while it
+    waited for a message. Past its first run, runs open none, but for a pool that
+    grows by one when a run happens to use one more connection at once than any before.
+    (Redis counts every connection it accepted; nothing else connects to it while
+    tests/scale run.)"""
+    api = cluster.api(0)
+    session_id = api.new_session(cluster.setup["agents"]["brief"])
+
+    def run_to_its_end(text: str) -> None:
+        run = api.send(session_id, text)
+        wait_until(lambda: api.run(run["id"])["status"] in ENDED, 60, f"run {text!r} ended")
+
+    with redis.Redis.from_url(scale_redis_url()) as probe:
+        run_to_its_end("first")
+        before = probe.info("stats")["total_connections_received"]
+        for text in ("second", "third", "fourth", "fifth"):
+            run_to_its_end(text)
+        opened = probe.info("stats")["total_connections_received"] - before
+
+    assert opened <= 1  # a loop per run: 12; the listener cancelled: 4
