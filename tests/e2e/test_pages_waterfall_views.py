@@ -116,6 +116,9 @@ def test_ctrl_wheel_zooms_around_the_pointer_and_dragging_pans(page: Page, three
     # The scroll may have moved the bar from under the pointer: point at it again.
     centre_x = fitted["x"] + fitted["width"] / 2
     centre_y = fitted["y"] + fitted["height"] / 2
+    run_bar = page.locator(".wf-run:first-child .wf-span[data-kind=agent] .wf-bar").first
+    run_box = run_bar.bounding_box()  # the whole run, fitted
+    assert run_box is not None
     page.mouse.move(centre_x, centre_y)
     # Ten times in (e^-2.3): the tool call is a sliver of the run, drawn at least 2 px
     # wide, so a gentle zoom may leave it under its minimum width.
@@ -124,18 +127,24 @@ def test_ctrl_wheel_zooms_around_the_pointer_and_dragging_pans(page: Page, three
     page.keyboard.up("Control")
     # Zoomed around the pointer: the bar is wider and still under it.
     wait_for_bar(page, "b.width > before.width * 1.8", fitted)
-    zoomed = bar_box(page)
+    zoomed = settled_bar_box(page)  # the wheel may arrive as several events
     assert zoomed["x"] <= centre_x <= zoomed["x"] + zoomed["width"], (fitted, zoomed)
     screenshot(page, "waterfall-zoomed")
 
-    # Drag right: the window moves earlier, so the bar moves right by about the drag.
+    # Drag towards the side of the run with more of it left to show (the window stops at
+    # the run's start and end): right moves the window earlier and the bar right by about
+    # the drag, left the other way. Where the tool call falls in the run varies with how
+    # long each step took.
+    early = centre_x < run_box["x"] + run_box["width"] / 2
+    direction = -1 if early else 1
     y = zoomed["y"] + zoomed["height"] / 2
     page.mouse.move(centre_x, y)
     page.mouse.down()
     for step in range(1, 9):
-        page.mouse.move(centre_x + step * 15, y)
+        page.mouse.move(centre_x + direction * step * 15, y)
     page.mouse.up()
-    wait_for_bar(page, "b.x > before.x + 60 && Math.abs(b.width - before.width) < 2", zoomed)
+    moved = "b.x < before.x - 60" if early else "b.x > before.x + 60"
+    wait_for_bar(page, f"{moved} && Math.abs(b.width - before.width) < 2", zoomed)
     # A drag is not a click: nothing was selected by it.
     expect(page.locator("#wf-detail h2")).to_have_count(0)
     page.locator(".wf-chart").first.press("0")  # fit again
