@@ -105,6 +105,7 @@ async def tool_results(session: Session) -> list[Any]:
 
 async def test_the_inbox_lists_a_waiting_call_with_what_a_person_needs(ada: User) -> None:
     session = await waiting_session(ada)
+    await Session.objects.filter(pk=session.pk).aupdate(title="Sums to check")
     [item] = await pending(ada)
     assert item["session_id"] == str(session.pk)
     assert (item["agent"], item["tool"], item["args"]) == (
@@ -113,6 +114,7 @@ async def test_the_inbox_lists_a_waiting_call_with_what_a_person_needs(ada: User
         {"expression": "2 + 3"},
     )
     assert item["session_url"] == f"/sessions/{session.pk}/"
+    assert (item["session_title"], item["agent_version"]) == ("Sums to check", 1)
     assert item["args_schema"]["properties"]["expression"]["type"] == "string"
     assert item["waiting_since"]
 
