@@ -135,15 +135,20 @@ def test_built_events_without_parts_or_hooks_share_one_empty_list_that_refuses_c
     assert spoken.parts == [TextPart(text="hi")] and spoken.hooks is start.hooks
 
 
-def test_events_loaded_from_their_wire_form_share_their_fields_sets_and_stay_equal() -> None:
-    wire = Event(
+def _hello(session_id: str = "s") -> Event:
+    """An agent's message with a part and a usage: contracts nested in a list and alone."""
+    return Event(
         type=EventType.AGENT_MESSAGE,
         invocation_id="inv",
-        session_id="s",
+        session_id=session_id,
         author="agent",
         parts=[TextPart(text="hello")],
         usage=Usage(input_tokens=3, output_tokens=1),
-    ).model_dump_json()
+    )
+
+
+def test_events_loaded_from_their_wire_form_share_their_fields_sets_and_stay_equal() -> None:
+    wire = _hello().model_dump_json()
     first, second = Event.model_validate_json(wire), Event.model_validate_json(wire)
     assert first.__pydantic_fields_set__ is not second.__pydantic_fields_set__
 
@@ -180,13 +185,7 @@ async def test_a_stored_event_keeps_its_fields_in_a_key_sharing_dict_and_stays_e
     sessions: InMemorySessionService,
 ) -> None:
     session = await sessions.create_session(app_name="app", user_id="u")
-    made = Event(
-        type=EventType.AGENT_MESSAGE,
-        invocation_id="inv",
-        session_id=session.id,
-        author="agent",
-        parts=[TextPart(text="hello")],
-    )
+    made = _hello(session.id)
 
     stored = await sessions.append_event(session, made)
 
@@ -197,14 +196,7 @@ async def test_a_stored_event_keeps_its_fields_in_a_key_sharing_dict_and_stays_e
 
 
 def test_compacting_a_loaded_event_shrinks_its_dicts_and_keeps_it_equal() -> None:
-    wire = Event(
-        type=EventType.AGENT_MESSAGE,
-        invocation_id="inv",
-        session_id="s",
-        author="agent",
-        parts=[TextPart(text="hello")],
-        usage=Usage(input_tokens=3, output_tokens=1),
-    ).model_dump_json()
+    wire = _hello().model_dump_json()
     loaded = Event.model_validate_json(wire)
     before = _dict_bytes(loaded), _dict_bytes(loaded.parts[0])
 
