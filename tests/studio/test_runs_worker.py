@@ -79,6 +79,24 @@ def test_a_queued_run_whose_task_waits_for_a_worker_is_not_abandoned(ada: User) 
     assert Run.objects.get(pk=waiting.pk).status == RunStatus.QUEUED
 
 
+async def test_runs_executed_one_after_another_on_one_loop_leave_no_task_behind(
+    ada: User,
+) -> None:
+    """A worker keeps one event loop for all its runs (``run_worker.serve``): whatever a
+    run starts on it (its status watch, its decisions listener, its lease, its
+    publisher) must end with it, or the worker would gather tasks run after run."""
+    session = await new_session(ada)
+    before = asyncio.all_tasks()
+
+    async def only_those_before() -> bool:
+        return asyncio.all_tasks() == before
+
+    for text in ("one", "two", "three"):
+        run = await start(session, text)
+        assert await tasks.execute_queued_run.acall(run_id=str(run.pk)) == RunStatus.SUCCEEDED
+        await eventually(only_those_before)
+
+
 async def test_the_worker_task_executes_a_queued_run_to_its_end(ada: User) -> None:
     session = await new_session(ada)
     run = await start(session)
