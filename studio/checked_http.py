@@ -131,8 +131,9 @@ def model_clients(base_url: str | None) -> dict[str, Any]:
     """``ChatOpenAI`` options: a sync and an async client that follow no redirect and
     connect only to admitted addresses; one pair per endpoint, as langchain-openai
     caches its own (building one loads the CA bundle). The async one has a pool per
-    event loop: a worker executes each run in a loop of its own, closed when it ends,
-    and a run's model calls share its loop's connections."""
+    event loop: a server's and a worker's runs share their process's one loop, and
+    with it its connections; code that calls a model from a loop of its own (an
+    ``asyncio.run``) gets a pool for that loop, dropped once it closed."""
     from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
 
     ssl_context = _ssl_context()

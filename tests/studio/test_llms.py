@@ -25,8 +25,9 @@ async def answer(llm: BaseLlm) -> str:
     return [response async for response in llm.astream(request)][-1].text
 
 
-# A worker executes each run in an event loop of its own, closed when the run ends, and
-# builds the run's models anew; Studio keeps one pair of clients per endpoint.
+# A model may be called from one event loop after another (an asyncio.run per call, as
+# the runner's blocking run does), and each run builds its models anew; Studio keeps
+# one pair of clients per endpoint.
 
 
 def test_a_configs_model_answers_in_each_new_event_loop(openai_server: OpenAIServer) -> None:
