@@ -55,9 +55,7 @@ def replaced[M: BaseModel](instance: M, /, **values: Any) -> M:
     in a key-sharing ``__dict__`` (``_Template.shared``), as a store keeps it.
     Same rule as ``built``: ``values`` must already be what validation would produce."""
     model = type(instance)
-    template = _templates.get(model) or _template(model)  # refuses private or extra
-    data = template.shared.copy()
-    data.update(instance.__dict__)
+    data = _kept_dict(instance)  # refuses models with private or extra attributes
     data.update(values)
     copy = model.__new__(model)
     object.__setattr__(copy, "__dict__", data)
@@ -86,10 +84,7 @@ def compact_model(instance: BaseModel) -> None:
                 every if len(fields) == len(every) else _fields_set(model, dict.fromkeys(fields))
             )
             object.__setattr__(instance, "__pydantic_fields_set__", shared)
-        template = _templates.get(model) or _template(model)
-        data = template.shared.copy()
-        data.update(instance.__dict__)
-        object.__setattr__(instance, "__dict__", data)
+        object.__setattr__(instance, "__dict__", _kept_dict(instance))
     models = _models  # is a type a model: asked once per type (isinstance would go
     # through pydantic's ABC metaclass, ~1 us a value that is not a model)
     for value in instance.__dict__.values():
@@ -116,8 +111,8 @@ def _is_model(kind: type) -> bool:
 def _every_field_of(model: type[BaseModel]) -> set[str]:
     """The shared set of all of a frozen contract's fields; empty for any other model
     (and for one ``built`` refuses: private or extra attributes)."""
-    plain = not model.__private_attributes__ and model.model_config.get("extra") != "allow"
-    every = set(model.model_fields) if plain and model.model_config.get("frozen") else set()
+    kept = _plain(model) and model.model_config.get("frozen")
+    every = set(model.model_fields) if kept else set()
     _every_field[model] = every
     return every
 
@@ -158,8 +153,21 @@ def _fields_set(contract: type[BaseModel], values: dict[str, Any]) -> set[str]:
     return shared
 
 
+def _plain(model: type[BaseModel]) -> bool:
+    """Whether all of ``model``'s state is its fields: no private or extra attributes."""
+    return not model.__private_attributes__ and model.model_config.get("extra") != "allow"
+
+
+def _kept_dict(instance: BaseModel) -> dict[str, Any]:
+    """A copy of ``instance``'s fields in its contract's key-sharing dict (``_Template``)."""
+    model = type(instance)
+    data = (_templates.get(model) or _template(model)).shared.copy()
+    data.update(instance.__dict__)
+    return data
+
+
 def _template(model: type[BaseModel]) -> _Template:
-    if model.__private_attributes__ or model.model_config.get("extra") == "allow":
+    if not _plain(model):
         raise TypeError(f"{model.__name__} has private or extra attributes: validate it")
     defaults: dict[str, Any] = {}
     factories: list[tuple[str, Callable[[], Any]]] = []

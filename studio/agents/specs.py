@@ -147,16 +147,6 @@ def agent_prices(version: AgentVersion) -> dict[str, Price]:
     return version_models(version).agent_prices
 
 
-def summary_price(version: AgentVersion) -> Price | None:
-    """The price of ``version``'s compaction summaries (``VersionModels``)."""
-    return version_models(version).summary_price
-
-
-def summary_model(version: AgentVersion) -> str:
-    """The model that writes ``version``'s compaction summaries (``VersionModels``)."""
-    return version_models(version).summary_model
-
-
 def agent_model_configs(version: AgentVersion) -> dict[str, ModelConfig]:
     """The model config each agent of ``version``'s tree calls (``VersionModels``)."""
     return version_models(version).by_agent

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from agents_core.contracts import Cost
 from agents_core.spans import SpanTree
 from studio import costs, services
-from studio.agents import specs
+from studio.agents import specs, versions
 from studio.agents.demo import DEMO_AGENTS, MODELS
 from studio.management.copy_rows import copy_rows
 from studio.management.history_turns import ENDING_ERRORS, Turn, new_id, play, question
@@ -201,7 +201,8 @@ def _calls(version: AgentVersion, author: str) -> tuple[str, costs.Price | None]
     """The model ``author`` calls in ``version`` and its price (looked up once each). A
     generated run's calls are all its root's: a workflow root, which calls no model,
     has its first model-calling agent's."""
-    models, prices = specs.agent_models(version), specs.agent_prices(version)
+    read = versions.version_models(version)
+    models, prices = read.agent_models, read.agent_prices
     caller = author if author in models else next(iter(models), "")
     return models.get(caller, ""), prices.get(caller)
 

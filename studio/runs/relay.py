@@ -69,6 +69,7 @@ async def relay_decision(run_id: uuid.UUID, session_key: str, decision: Reply) -
 
 STOP_TIMEOUT_S = 2.0
 """How long a run's end waits for its listener to take the message that stops it."""
+_STOP = "relay.stop"
 
 
 class DecisionListener:
@@ -125,9 +126,6 @@ class DecisionListener:
                 logger.info("run %s: stopping its decisions listener", self._run_id, exc_info=True)
         listening.cancel()
         await asyncio.gather(listening, return_exceptions=True)
-
-
-_STOP = "relay.stop"
 
 
 async def _leave(layer: BaseChannelLayer, group: str, channel: str) -> None:

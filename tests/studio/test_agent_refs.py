@@ -43,7 +43,7 @@ def test_an_agent_builds_prices_and_ends_beside_one_whose_stored_spec_no_longer_
 
     assert built.agent.name == "helper"
     assert specs.agent_models(version) == {"helper": "scripted"}
-    assert specs.summary_model(version) == "scripted"
+    assert versions.version_models(version).summary_model == "scripted"
     run = Run.objects.create(session=make_session(ada, helper), message="hi")
     assert servers_for_run(run) == []
 
