@@ -76,7 +76,7 @@ def validate(
     agents = StoredSpecs(owner.pk, {agent_name: spec} if agent_name is not None else None)
     problems = core_builder.check_spec(
         spec,
-        models=set(model_configs(owner)),
+        models=set(model_configs(owner.pk)),
         tools=tool_registry(owner.pk),
         agents=agents,
         mcp_servers=mcp_server_names(owner),
@@ -111,18 +111,18 @@ def build(
     changed so that it no longer builds. ``mcp_tools`` are the connected tools of the
     servers it names (``studio.mcp.client.open_tools``); ``models`` what
     ``version_models`` read of it, when already read."""
-    owner = version.agent.owner
+    owner_id = version.agent.owner_id
     read = version_models(version) if models is None else models
     spec, agents, llms = read.spec, read.agents, _LazyModels(read.configs)
     agent = core_builder.build_agent(
         spec,
         models=llms,
-        tools=tool_registry(owner.pk),
+        tools=tool_registry(owner_id),
         agents=agents,
         mcp_tools=mcp_tools,
         hooks=hook_registry(),
-        templates=OwnerTemplates(owner.pk),
-        skills=OwnerSkills(owner.pk),
+        templates=OwnerTemplates(owner_id),
+        skills=OwnerSkills(owner_id),
         histories=session_cache.HISTORIES,
     )
     compaction = core_builder.build_compaction(spec, models=llms, agents=agents)

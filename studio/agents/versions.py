@@ -9,7 +9,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
 from pydantic import ValidationError
 
 from agents_core import builder as core_builder
@@ -19,8 +18,9 @@ from studio.costs import Price
 from studio.models import Agent, AgentVersion, ModelConfig
 
 
-def model_configs(owner: AbstractBaseUser) -> dict[str, ModelConfig]:
-    return {config.name: config for config in ModelConfig.objects.filter(owner_id=owner.pk)}
+def model_configs(owner_id: int) -> dict[str, ModelConfig]:
+    """The model configs of the user ``owner_id``, by name."""
+    return {config.name: config for config in ModelConfig.objects.filter(owner_id=owner_id)}
 
 
 class StoredSpecs(Mapping[str, core_specs.AgentSpec]):
@@ -117,10 +117,10 @@ class VersionModels:
 
 
 def version_models(version: AgentVersion) -> VersionModels:
-    owner = version.agent.owner
-    configs = model_configs(owner)
+    owner_id = version.agent.owner_id  # the id alone: reading the user is a query
+    configs = model_configs(owner_id)
     root = core_specs.AgentSpec.model_validate(version.spec)
-    stored = StoredSpecs(owner.pk)
+    stored = StoredSpecs(owner_id)
     found: dict[str, ModelConfig] = {}
     pending = [root]
     seen: set[str] = set()

@@ -87,7 +87,7 @@ def settle(
 def release_run(run_id: Any) -> int:
     """Release what run ``run_id``'s calls still hold (calls that never settled: their
     process died, or the run was stopped mid-call); the number of holds released."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside end_run's: no savepoint of its own
         holds = list(DayHold.objects.select_for_update().filter(run_id=run_id))
         for hold in holds:
             DaySpend.objects.filter(scope=hold.scope, day=hold.day).update(

@@ -147,7 +147,7 @@ def _approval(row: ApprovalDecision) -> f.ApprovalInfo:
 def _agent(version: AgentVersion) -> f.BundleAgent:
     owner = version.agent.owner
     spec = inline_refs(version.spec, {n: specs.normalize(s) for n, s in _stored(owner).items()})
-    configs = versions.model_configs(owner)
+    configs = versions.model_configs(owner.pk)
     return f.BundleAgent(
         name=version.agent.name,
         version=version.number,

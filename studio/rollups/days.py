@@ -53,7 +53,7 @@ def rebuild(owner_ids: Iterable[Any]) -> None:
 
 def _apply(run: Run, sign: int) -> None:
     owner_id = run.session.owner_id
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside end_run's or a delete's, no savepoint
         for group in grouped(Event.objects.filter(MODEL_CALL, run_id=run.pk)):
             _add(owner_id, group, sign)
 

@@ -51,7 +51,12 @@ def run_spans_json(run: Run) -> bytes:
 def keep_final_spans(run: Run, spans: list[Span]) -> bytes:
     """Store ended ``run``'s final ``spans`` (the spans API reads them from then on)."""
     text = SPANS_JSON.dump_json(spans)
-    RunSpans.objects.update_or_create(run_id=run.pk, defaults={"spans": text.decode()})
+    # One INSERT ... ON CONFLICT: ``update_or_create`` took a locking read and two
+    # savepoints around its insert.
+    row = RunSpans(run_id=run.pk, spans=text.decode())
+    RunSpans.objects.bulk_create(
+        [row], update_conflicts=True, unique_fields=["run"], update_fields=["spans"]
+    )
     return text
 
 

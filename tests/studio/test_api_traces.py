@@ -195,3 +195,21 @@ def test_an_ended_runs_spans_are_read_from_its_events_once(ada: User) -> None:
         live = get(ada, f"/api/runs/{run.pk}/spans/")
     assert any("studio_event" in q["sql"] for q in queries.captured_queries)
     assert {s["status"] for s in live["spans"]} == {"ok"}
+
+
+def test_keeping_a_runs_final_spans_again_replaces_them_in_one_statement(ada: User) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from studio.traces.reads import keep_final_spans, run_spans
+
+    session = make_session(ada, make_agent(ada, "plain"))
+    two_plain_runs(ada, session)
+    run = Run.objects.filter(session=session).order_by("created_at").first()
+    assert run is not None
+    keep_final_spans(run, run_spans(run))
+    with CaptureQueriesContext(connection) as queries:
+        kept = keep_final_spans(run, [])  # a row is there: it is replaced, not added
+    assert kept == b"[]"
+    assert [row.spans for row in RunSpans.objects.filter(run=run)] == ["[]"]
+    assert len(queries.captured_queries) == 1

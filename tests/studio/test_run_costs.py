@@ -257,3 +257,30 @@ def test_the_admin_run_list_shows_each_runs_cost_and_whether_it_is_complete(
     Run.objects.filter(pk=partial.pk).update(cost=Decimal("2.5"), cost_complete=False, **usd)
     page = admin_client.get("/admin/studio/run/").content.decode()
     assert "$0.0012" in page and "≥ $2.50" in page
+
+
+async def test_a_runs_end_reads_no_user_and_takes_no_savepoint_once_its_day_is_kept(
+    ada: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from studio.runs import records
+
+    first = await execute_run(await queued_run(ada))  # the day's first run adds its row
+    session = await Session.objects.aget(pk=first.session_id)
+    statements: list[str] = []
+    end_run = records.end_run
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        with CaptureQueriesContext(connection) as queries:
+            ended = end_run(*args, **kwargs)
+        statements.extend(query["sql"] for query in queries.captured_queries)
+        return ended
+
+    monkeypatch.setattr(records, "end_run", counted)
+    second = await execute_run(await sync_to_async(services.start_run)(session, "again"))
+    assert second.status == "succeeded" and statements
+    assert not [sql for sql in statements if "SAVEPOINT" in sql]
+    assert not [sql for sql in statements if 'FROM "auth_user"' in sql]
+    assert await ModelDay.objects.filter(owner=ada).aget() is not None
