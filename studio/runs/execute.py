@@ -75,6 +75,8 @@ class _Turn:
     """Failures a ``degrade`` policy let the run go past: it ends ``degraded``."""
     parked: bool = False
     """The run stopped on a person (``run_parked``): it is not over."""
+    models: versions.VersionModels | None = None
+    """The models its agents were built with: its end names them on its calls."""
 
 
 async def execute_run(
@@ -133,6 +135,7 @@ async def execute_run(
             ending,
             usage=turn.usage,
             terminal_event_stored=turn.error is not None,
+            models=turn.models,
         )
     return await Run.objects.aget(pk=run.pk)
 
@@ -296,11 +299,18 @@ def _prepare(
             runner.approvals.deliver(decision, session_id=session.key)
         so_far = Usage(input_tokens=run.input_tokens, output_tokens=run.output_tokens)
         return _Turn(
-            runner, user_id, session.key, None, invocation_id=run.invocation_id, usage=so_far
+            runner,
+            user_id,
+            session.key,
+            None,
+            invocation_id=run.invocation_id,
+            usage=so_far,
+            models=models,
         )
     if run.resumed_from_id is not None:  # no message: the runner resumes from the record
-        return _Turn(runner, user_id, session.key, None, invocation_id=run.invocation_id)
-    return _Turn(runner, user_id, session.key, _user_message(run, session))
+        resumed = run.invocation_id
+        return _Turn(runner, user_id, session.key, None, invocation_id=resumed, models=models)
+    return _Turn(runner, user_id, session.key, _user_message(run, session), models=models)
 
 
 def _user_message(run: Run, session: Session) -> core_events.Event | str:

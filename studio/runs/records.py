@@ -226,6 +226,7 @@ def end_run(
     *,
     usage: Usage | None = None,
     terminal_event_stored: bool = False,
+    models: versions.VersionModels | None = None,
 ) -> Ended | None:
     """End run ``run_id`` as ``ending`` says, in one transaction: append a
     ``tool_response`` for each call it leaves open (when it ends interrupted), then its
@@ -239,6 +240,8 @@ def end_run(
     Idempotent: a run already ended returns ``None`` and appends nothing, so a retry
     after a lost commit never stores anything twice. A run cancelled while its executor
     still held it keeps that record: its executor's ending only adds what is missing.
+
+    ``models``: what its executor read of the version's models (its calls' models).
     """
     with transaction.atomic():
         run = (
@@ -267,7 +270,7 @@ def end_run(
         run.timing = wall_time(run.created_at, run.started_at, ended_at, spans)
         _save(run)
         keep_final_spans(run, spans)
-        attribute_calls(run, spans, *_models(run))
+        attribute_calls(run, spans, *_models(run, models))
         days.add_run(run)
         budget_days.release_run(run.pk)  # what calls cut short still held of a budget
         # Once committed, whatever ended it: its trace is exported (when configured).
@@ -330,14 +333,17 @@ def _add_up_cost(run: Run) -> None:
     run.cost, run.cost_currency, run.cost_complete = added.amount, added.currency, added.complete
 
 
-def _models(run: Run) -> tuple[dict[str, str], str, dict[str, str]]:
+def _models(
+    run: Run, read: versions.VersionModels | None
+) -> tuple[dict[str, str], str, dict[str, str]]:
     """The model of each agent of ``run``'s version, of its compaction summaries, and of
-    each model config by name (for answers that name the config that gave them)."""
-    version = run.session.agent_version
-    if version is None:
+    each model config by name (for answers that name the config that gave them): from
+    ``read``, what its executor read, or read now."""
+    if read is None and (version := run.session.agent_version) is not None:
+        read = versions.version_models(version)
+    if read is None:
         return {}, "", {}
-    models = versions.version_models(version)
-    return models.agent_models, models.summary_model, models.config_models
+    return read.agent_models, read.summary_model, read.config_models
 
 
 def _save(run: Run) -> None:

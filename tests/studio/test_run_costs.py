@@ -284,3 +284,20 @@ async def test_a_runs_end_reads_no_user_and_takes_no_savepoint_once_its_day_is_k
     assert not [sql for sql in statements if "SAVEPOINT" in sql]
     assert not [sql for sql in statements if 'FROM "auth_user"' in sql]
     assert await ModelDay.objects.filter(owner=ada).aget() is not None
+
+
+async def test_a_calls_model_is_the_one_its_run_was_built_with_though_changed_since(
+    ada: User,
+) -> None:
+    run = await queued_run(ada)
+    changed: list[int] = []
+
+    async def change_the_config(event: core_events.Event) -> None:
+        if not changed:  # mid-run: the config now names another model
+            rows = ModelConfig.objects.filter(owner=ada, name="scripted")
+            changed.append(await rows.aupdate(model="renamed-since"))
+
+    finished = await execute_run(run, on_event=change_the_config)
+    assert changed == [1]
+    calls = await model_calls(finished)
+    assert calls and {row.model for row in calls} == {"scripted"}
