@@ -21,7 +21,8 @@ run: $(STAMP)
 # servers it is skipped, saying so; under CI=true it fails instead.
 SCALE_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/15
 PG_TESTS := tests/studio/test_session_service.py tests/studio/test_session_cache.py tests/studio/test_group_commit.py tests/studio/test_api_*.py \
-	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py tests/studio/test_database_pool.py
+	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py tests/studio/test_database_pool.py \
+	tests/studio/test_run_worker_concurrency.py
 
 # The first run and PG_TESTS use three pytest-xdist workers on these two cores (most
 # tests wait on a browser or a server: two kept the cores 66% busy), each taking whole

@@ -1,8 +1,8 @@
 """The worker's side of worker execution: the Django task that executes a queued run.
 
 ``execute_queued_run`` is enqueued by ``queue.QueuedExecutor`` once a run is committed,
-and executed by ``manage.py run_worker``, one at a time per process, all on one event
-loop kept for the process (``run_worker.serve``), with the code that executes runs
+and executed by ``manage.py run_worker``, several at once per process (``--concurrency``),
+all on one event loop kept for the process (``run_worker.serve``), with the code that executes runs
 inline (``execute``), which must leave no task of its own behind: it claims the
 run, stores each event, then publishes it through the Redis channel layer, so viewers
 on every server see it, and renews the run's lease. A cancel, a pause or a resume is

@@ -42,6 +42,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         scripted_agent("long", 900, 0.01),
         careful_agent("careful"),
         scripted_agent("brief", 2, 0.0),
+        scripted_agent("slow", 100, 0.05),
     ]
     # A short lease, so a killed worker's run is recovered within seconds.
     with start_cluster(tmp_path_factory.mktemp("scale"), agents, servers=2, lease_s=2) as started:
@@ -71,6 +72,42 @@ async def test_a_worker_run_started_on_one_server_reaches_a_hundred_viewers_on_b
     assert [viewer.last_seq for viewer in viewers] == [len(stored)] * len(viewers)
     assert_every_seq_in_order(viewers, stored)
     for viewer in viewers:
+        await viewer.close()
+
+
+async def test_one_worker_executes_runs_at_once_and_a_kill_interrupts_each_losing_no_event(
+    cluster: Cluster, worker: Worker
+) -> None:
+    """A run mostly waits on its model: a worker executes several at once on its loop,
+    each reaching its viewers in order. Killed, it leaves each to the lease sweep."""
+    api = cluster.api(0)
+    sessions = [api.new_session(cluster.setup["agents"]["slow"]) for _ in range(3)]
+    viewers = [cluster.viewers(session_id, 2) for session_id in sessions]
+    everyone = [viewer for pair in viewers for viewer in pair]
+    await asyncio.gather(*(viewer.open() for viewer in everyone))
+    runs = [api.send(session_id, "play") for session_id in sessions]
+
+    def executors() -> set[str]:
+        return {executor_of(cluster.database_url, run["id"]) for run in runs}
+
+    # One at a time, the second run would wait for the first's 100 steps to end.
+    await watch_all(everyone, lambda v: v.last_seq >= 10, 30)
+    owners = executors()
+    assert len(owners) == 1 and f":{worker.pid}:" in owners.pop()
+
+    worker.kill()
+    for run in runs:
+        ended = await asyncio.to_thread(api.wait_for_run, run["id"], {"interrupted"}, 15)
+        assert ended["error_code"] == "interrupted"
+        lost = ("FAILED", "studio.runs.queue.WorkerLost")
+        assert task_of(cluster.database_url, run["id"]) == lost
+    for session_id, pair in zip(sessions, viewers, strict=True):
+        stored = api.events(session_id)
+        last = len(stored)
+        await watch_all(pair, lambda v: v.ended and v.last_seq >= last, 15)  # noqa: B023
+        assert_every_seq_in_order(pair, stored)
+        assert stored[-1]["error"]["code"] == "interrupted"
+    for viewer in everyone:
         await viewer.close()
 
 

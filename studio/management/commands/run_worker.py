@@ -1,7 +1,7 @@
 """Executes queued runs (``STUDIO_RUN_EXECUTION=worker``); see ``studio.runs.tasks``.
 
-``django_tasks_db``'s ``db_worker`` (one run at a time per process) with Studio's
-defaults. The other ``db_worker`` options apply. Unlike ``db_worker``, it
+``django_tasks_db``'s ``db_worker`` with Studio's defaults. The other ``db_worker``
+options apply. Unlike ``db_worker``, it
 
 - refuses to start unless runs go to workers;
 - polls the queue every 0.2 s rather than every second;
@@ -9,8 +9,10 @@ defaults. The other ``db_worker`` options apply. Unlike ``db_worker``, it
   would leave its child running;
 - imports what runs import lazily before its first run (``LAZY_IMPORTS``), then
   freezes its start-up heap (``studio.heap``);
-- executes every run on one event loop, kept for the process (``serve``), rather than
-  on a new loop per run;
+- executes up to ``--concurrency`` runs at once (16 by default), all on one event loop
+  kept for the process (``serve``), rather than one run at a time, each on a new loop: a
+  run spends most of its time waiting on its model, and a process a live run made
+  live runs cost ~190 MiB each;
 - on SIGINT or SIGTERM ends the run in progress ``interrupted`` at once, as a stopping
   server does, rather than waiting for it to finish (which may take many minutes);
 - waits for an unreachable database to come back rather than exiting;
@@ -23,14 +25,18 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import threading
 import time
-from argparse import ArgumentParser
+from argparse import ArgumentParser, ArgumentTypeError
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import FrameType
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core.management.base import CommandError
+from django.db import connections
 from django_tasks_db.management.commands import db_worker
+from django_tasks_db.models import DBTaskResult
 
 from studio import heap, runs
 from studio.runs import execute, records, tasks
@@ -43,13 +49,75 @@ LAZY_IMPORTS = ("agents_core.tools.mcp", "agents_core.tools.a2a", "agents_core.l
 it does not stall its event loop, and with it its lease renewals, on them."""
 
 
+DEFAULT_CONCURRENCY = 16
+"""Runs a worker executes at once, unless ``--concurrency`` says otherwise."""
+
+
 class Worker(db_worker.Worker):
+    """``db_worker``'s worker, executing up to ``concurrency`` claimed runs at once on the
+    event loop ``serve`` keeps (one at a time on the polling thread when not served).
+
+    Each run executes through ``db_worker``'s own ``run_task`` (its signals, its result
+    recorded), called in a thread of that loop, so the run's coroutine runs on the loop
+    and its ORM work on that thread. The polling loop claims a task only when there is
+    room to start it at once: a run claimed here never waits behind the others while
+    another worker could have taken it."""
+
+    def __init__(self, *, concurrency: int = 1, **options: Any) -> None:
+        super().__init__(**options)
+        self.concurrency = concurrency
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._threads = ThreadPoolExecutor(concurrency, thread_name_prefix="run")
+        self._room = threading.Condition()
+        self._executing: set[Future[None]] = set()
+        self._started = 0
+
+    def run_task(self, db_task_result: DBTaskResult[Any, Any]) -> None:
+        """Start claimed ``db_task_result`` beside the runs executing; return once there
+        is room for one more (or the worker stops)."""
+        if self.loop is None:
+            super().run_task(db_task_result)
+            return
+        execute = sync_to_async(self._run_task, thread_sensitive=False, executor=self._threads)
+        with self._room:
+            future = asyncio.run_coroutine_threadsafe(execute(db_task_result), self.loop)
+            self._executing.add(future)
+            self.running_task = True
+            self._started += 1
+        future.add_done_callback(self._finished)
+        # With --max-tasks, the last one allowed is waited for, as db_worker counts ended ones.
+        last = self.max_tasks is not None and self._started >= self.max_tasks
+        room = 1 if last else self.concurrency
+        with self._room:
+            while self.running and len(self._executing) >= room:
+                self._room.wait(timeout=1.0)
+
+    def _run_task(self, db_task_result: DBTaskResult[Any, Any]) -> None:
+        try:
+            super().run_task(db_task_result)
+        finally:  # the thread may wait long for its next run: it keeps no connection
+            connections.close_all()
+
+    def _finished(self, future: Future[None]) -> None:
+        with self._room:
+            self._executing.discard(future)
+            self.running_task = bool(self._executing)
+            self._room.notify_all()
+
+    async def drain(self) -> None:
+        """Wait for the runs executing to end (stopping, they end ``interrupted``)."""
+        with self._room:
+            executing = [asyncio.wrap_future(future) for future in self._executing]
+        await asyncio.gather(*executing, return_exceptions=True)
+        self._threads.shutdown()
+
     def run(self) -> None:
         """``db_worker``'s loop, which stops the process when the database does not
         answer a poll; here the worker waits for it to come back instead."""
         while True:
             try:
                 super().run()
+                connections.close_all()
                 return
             except execute.DATABASE_GONE:
                 logger.warning("the database is unreachable; polling again in 1 s", exc_info=True)
@@ -70,6 +138,12 @@ class Command(db_worker.Command):
             return  # no queue to name: handle() says why
         super().add_arguments(parser)
         parser.set_defaults(interval=0.2, reload=False)
+        parser.add_argument(
+            "--concurrency",
+            type=_concurrency,
+            default=DEFAULT_CONCURRENCY,
+            help=f"Runs executed at once (default {DEFAULT_CONCURRENCY})",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if runs.executor().executes_in_servers:
@@ -93,6 +167,7 @@ class Command(db_worker.Command):
             max_tasks=options["max_tasks"],
             worker_id=options["worker_id"],
             excluded_queue_names=excluded,
+            concurrency=options["concurrency"],
         )
         for module in LAZY_IMPORTS:
             importlib.import_module(module)
@@ -105,8 +180,16 @@ class Command(db_worker.Command):
             otel.shutdown()  # the traces of the runs it ended, within a bound
 
 
-def serve(worker: db_worker.Worker) -> None:
-    """Run ``worker``'s polling loop in a thread of an event loop kept for the process.
+def _concurrency(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ArgumentTypeError("must be 1 or more")
+    return number
+
+
+def serve(worker: Worker) -> None:
+    """Run ``worker``'s polling loop in a thread of an event loop kept for the process,
+    and its runs on that loop; once the polling stops, wait for the runs to end.
 
     A task that is a coroutine function (``tasks.execute_queued_run``) is called through
     asgiref's ``async_to_sync``, which runs it on a new event loop each time unless its
@@ -114,9 +197,13 @@ def serve(worker: db_worker.Worker) -> None:
     every run executes on this one loop, and what a loop keeps lasts from run to run:
     the channel layer's Redis connections above all (opening them cost each run ~6% of
     the worker's CPU), and the group-commit writer, as on a server. The ORM work of a
-    run still happens on the polling thread (asgiref hands it back there)."""
+    run happens on the thread that called it (asgiref hands it back there)."""
 
     async def poll() -> None:
-        await sync_to_async(worker.run, thread_sensitive=False)()
+        worker.loop = asyncio.get_running_loop()
+        try:
+            await sync_to_async(worker.run, thread_sensitive=False)()
+        finally:
+            await worker.drain()
 
     asyncio.run(poll())
