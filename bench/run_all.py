@@ -61,6 +61,7 @@ SCRIPTS = (
     Script("live_fanout", (), ("--viewers", "1", "--runs", "1"), 300),
     Script("pages", (), ("--sessions", "30", "--events", "60", "--loads", "1"), 300),
     Script("server_cost", (), ("--requests", "3", "--sockets", "2", "--runs", "1"), 300),
+    Script("worker_runs", (), ("--runs", "3", "--steps", "2", "--delay", "0.1"), 300),
     Script(
         "waterfall",
         (),
@@ -327,6 +328,18 @@ def _server_cost_notes(d: dict[str, Any]) -> str:
     return f"{d['per']}; {d['sample']}"
 
 
+def _worker_runs_notes(d: dict[str, Any]) -> str:
+    notes = (
+        f"{d['runs']} runs of {d['steps']} tool steps sent at once to one worker, a model call"
+        f" {d['model_call_s']} s; one run alone {d['run_alone_s']} s"
+    )
+    if "one_at_a_time_s" in d:
+        notes += f"; one at a time they would take {d['one_at_a_time_s']} s"
+    if "peak_mib" in d:
+        notes += f"; the worker's RSS {d['idle_mib']} MiB idle, {d['peak_mib']} MiB at its peak"
+    return notes
+
+
 NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
     "parked_approvals": _parked_notes,
     "runner_overhead": _runner_notes,
@@ -336,6 +349,7 @@ NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
     "live_fanout": _live_notes,
     "pages": _pages_notes,
     "server_cost": _server_cost_notes,
+    "worker_runs": _worker_runs_notes,
     "long_session": _long_session_notes,
     "waterfall": _waterfall_notes,
     "big_history": _big_history_notes,
