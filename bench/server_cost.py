@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import http.client
 import json
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,7 +32,12 @@ from typing import Any
 
 from bench.common import Measurement, emit, log, parser, rounded
 from bench.load.frames import run_ended, stored_event, until_status
-from bench.load.run import browsed_sessions, deployed, live_cpu_seconds
+from bench.load.run import (
+    browsed_sessions,
+    deployed,
+    deployment_defaults,
+    live_cpu_seconds,
+)
 
 READS = {
     "healthz": ("page", "/healthz"),
@@ -82,10 +86,7 @@ def main() -> None:
     args.add_argument("--sockets", type=int, default=100)
     args.add_argument("--runs", type=int, default=30)
     ns = args.parse_args()
-    os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
-    os.environ.setdefault("SCALE_REDIS_DB", os.environ.get("LOAD_REDIS_DB", "13"))
-    os.environ.setdefault("STUDIO_DB_POOL_MAX", "10")
+    deployment_defaults()
     with tempfile.TemporaryDirectory(prefix="studio-cost-") as tmp:
         measure(Path(tmp), ns.requests, ns.sockets, ns.runs)
 

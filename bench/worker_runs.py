@@ -21,7 +21,6 @@ Every viewer must get its run's stored events in order, or the script fails.
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 import threading
 import time
@@ -31,7 +30,7 @@ from typing import Any
 import psycopg
 
 from bench.common import Measurement, emit, log, parser, rounded
-from bench.load.run import deployed, live_cpu_seconds, rss_kib
+from bench.load.run import deployed, deployment_defaults, live_cpu_seconds, rss_kib
 
 
 def main() -> None:
@@ -40,10 +39,7 @@ def main() -> None:
     args.add_argument("--steps", type=int, default=10)
     args.add_argument("--delay", type=float, default=0.3, help="seconds a model call takes")
     ns = args.parse_args()
-    os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
-    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
-    os.environ.setdefault("SCALE_REDIS_DB", os.environ.get("LOAD_REDIS_DB", "13"))
-    os.environ.setdefault("STUDIO_DB_POOL_MAX", "10")
+    deployment_defaults()
     with tempfile.TemporaryDirectory(prefix="studio-worker-runs-") as tmp:
         asyncio.run(measure(Path(tmp), ns.runs, ns.steps, ns.delay))
 

@@ -166,6 +166,15 @@ def load(scale: Scale, work: Path) -> dict[str, Any]:
         return _load(scale, work)
 
 
+def deployment_defaults() -> None:
+    """The PostgreSQL server, Redis database and pool a deployment started by a bench
+    script (``deployed``) uses, unless the environment names others."""
+    os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
+    os.environ.setdefault("SCALE_REDIS_DB", os.environ.get("LOAD_REDIS_DB", "13"))
+    os.environ.setdefault("STUDIO_DB_POOL_MAX", "10")
+
+
 @contextmanager
 def deployed(data: Path, agents: list[dict[str, Any]], servers: int) -> Iterator[Any]:
     """``servers`` Daphnes on a throwaway database (``tests.scale.cluster``) as a
