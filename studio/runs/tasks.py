@@ -6,17 +6,20 @@ all on one event loop kept for the process (``run_worker.serve``), with the code
 inline (``execute``), which must leave no task of its own behind: it claims the
 run, stores each event, then publishes it through the Redis channel layer, so viewers
 on every server see it, and renews the run's lease. A cancel, a pause or a resume is
-recorded in the database wherever it is asked; the worker reads its run's status every
-``POLL_S`` and stops, holds or lets go of the run. Decisions arrive through ``relay``.
+recorded in the database wherever it is asked; the worker reads the status of every run
+it executes every ``POLL_S``, in one query (``StatusWatch``), and stops, holds or lets
+go of each. Decisions arrive through ``relay``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import threading
 import uuid
+from typing import ClassVar
 
 from django.tasks import task
 
@@ -28,7 +31,7 @@ from studio.runs.published import Execution, execute_and_publish
 logger = logging.getLogger("studio.worker")
 
 POLL_S = 0.2
-"""How often a worker reads the status of the run it executes, to stop it when it was
+"""How often a worker reads the status of the runs it executes, to stop one that was
 cancelled (or interrupted) elsewhere, and to pause or resume it."""
 
 _executing: dict[asyncio.Task[None], asyncio.AbstractEventLoop] = {}
@@ -53,7 +56,8 @@ async def execute(run_id: uuid.UUID) -> None:
     current = asyncio.current_task()
     if current is None:
         raise RuntimeError("execute() runs as a task")
-    watching = asyncio.create_task(_watch(run_id, execution), name=f"watch-{run_id}")
+    watch = StatusWatch.of_loop()
+    watch.add(run_id, execution)
     decisions = relay.DecisionListener(run_id, execution.broker)
     listening = asyncio.create_task(decisions.listen(), name=f"relay-{run_id}")
     with _executing_lock:
@@ -63,8 +67,8 @@ async def execute(run_id: uuid.UUID) -> None:
     finally:
         with _executing_lock:
             _executing.pop(current, None)
-        watching.cancel()
-        await asyncio.gather(watching, decisions.stop(listening), return_exceptions=True)
+        watch.discard(run_id)
+        await asyncio.gather(decisions.stop(listening), return_exceptions=True)
 
 
 def interrupt_executing() -> None:
@@ -77,22 +81,61 @@ def interrupt_executing() -> None:
             loop.call_soon_threadsafe(running.cancel)
 
 
-async def _watch(run_id: uuid.UUID, execution: Execution) -> None:
-    """Stop the run once the database says it ended elsewhere (cancelled, interrupted);
-    hold it while it says the run is paused."""
-    while True:
-        await asyncio.sleep(POLL_S)
-        try:
-            status = await db_sync_to_async(_status_of)(run_id)
-        except Exception:  # the database hiccupped: the run itself will tell
-            logger.warning("could not read the status of run %s", run_id, exc_info=True)
-            continue
+class StatusWatch:
+    """Reads the status of every run this process executes on one loop, in one query
+    every ``POLL_S``, and stops a run the database says ended elsewhere (cancelled,
+    interrupted) or holds it while it says the run is paused. A worker executes many
+    runs at once: a read per run made its status reads grow with them. Its task runs
+    while it has runs to watch."""
+
+    _of_loop: ClassVar[dict[asyncio.AbstractEventLoop, StatusWatch]] = {}
+
+    def __init__(self) -> None:
+        self._runs: dict[uuid.UUID, Execution] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def of_loop(cls) -> StatusWatch:
+        loop = asyncio.get_running_loop()
+        for gone in [known for known in cls._of_loop if known.is_closed()]:
+            del cls._of_loop[gone]
+        return cls._of_loop.setdefault(loop, cls())
+
+    def add(self, run_id: uuid.UUID, execution: Execution) -> None:
+        self._runs[run_id] = execution
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._poll(), name="run-status-watch", context=contextvars.Context()
+            )
+
+    def discard(self, run_id: uuid.UUID) -> None:
+        self._runs.pop(run_id, None)
+
+    async def _poll(self) -> None:
+        while self._runs:
+            await asyncio.sleep(POLL_S)
+            if not (watched := list(self._runs)):
+                return
+            try:
+                statuses = await db_sync_to_async(_statuses_of)(watched)
+            except Exception:  # the database hiccupped: the runs themselves will tell
+                logger.warning("could not read the status of %d runs", len(watched), exc_info=True)
+                continue
+            for run_id in watched:
+                if (execution := self._runs.get(run_id)) is not None:
+                    self._follow(run_id, execution, statuses.get(run_id))
+
+    def _follow(self, run_id: uuid.UUID, execution: Execution, status: str | None) -> None:
         if status is not None and status not in ACTIVE_RUN_STATUSES:
             why = "cancelled by request" if status == RunStatus.CANCELLED else "stopped elsewhere"
             execution.token.cancel(why)
-            return
-        if status in (RunStatus.PAUSED, RunStatus.RUNNING):
+            self.discard(run_id)
+        elif status in (RunStatus.PAUSED, RunStatus.RUNNING):
             execution.hold(status == RunStatus.PAUSED)
+
+
+def _statuses_of(run_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
+    return dict(Run.objects.filter(pk__in=run_ids).values_list("pk", "status"))
 
 
 def _status_of(run_id: uuid.UUID) -> str | None:

@@ -125,6 +125,29 @@ async def test_a_cancel_recorded_in_the_database_stops_the_worker_run(ada: User)
     assert (cancelled.status, cancelled.owner_process) == (RunStatus.CANCELLED, "")
 
 
+async def test_the_runs_a_worker_executes_at_once_have_their_statuses_read_together(
+    ada: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run's status is read to stop or hold it: with many runs in one worker, one
+    query a poll for all of them, not one a run."""
+    reads: list[set[object]] = []
+    read = tasks._statuses_of
+
+    def recorded(run_ids: list[Any]) -> dict[Any, str]:
+        reads.append(set(run_ids))
+        return read(run_ids)
+
+    monkeypatch.setattr(tasks, "_statuses_of", recorded)
+    await sync_to_async(slow_agent)(ada, words=40)  # ~0.8 s a run
+    runs = [await start(await new_session(ada, "slow"), f"run {i}") for i in range(3)]
+    await asyncio.gather(*(tasks.execute(run.pk) for run in runs))
+
+    assert {run.pk for run in runs} in reads  # one read for the three at once
+    assert [r.status async for r in Run.objects.filter(pk__in=[run.pk for run in runs])] == [
+        RunStatus.SUCCEEDED
+    ] * 3
+
+
 CAREFUL_SCRIPT = [
     {"text": "checking", "tool_calls": [{"name": "calculator", "args": {"expression": "6 * 7"}}]},
     {"text": "the answer is 42"},
