@@ -11,8 +11,8 @@ options apply. Unlike ``db_worker``, it
   freezes its start-up heap (``studio.heap``);
 - executes up to ``--concurrency`` runs at once (16 by default), all on one event loop
   kept for the process (``serve``), rather than one run at a time, each on a new loop: a
-  run spends most of its time waiting on its model, and a process a live run made
-  live runs cost ~190 MiB each;
+  run spends most of its time waiting on its model, and a process per live run cost
+  ~190 MiB a run;
 - on SIGINT or SIGTERM ends the run in progress ``interrupted`` at once, as a stopping
   server does, rather than waiting for it to finish (which may take many minutes);
 - waits for an unreachable database to come back rather than exiting;
@@ -78,9 +78,9 @@ class Worker(db_worker.Worker):
         if self.loop is None:
             super().run_task(db_task_result)
             return
-        execute = sync_to_async(self._run_task, thread_sensitive=False, executor=self._threads)
+        call = sync_to_async(self._run_task, thread_sensitive=False, executor=self._threads)
         with self._room:
-            future = asyncio.run_coroutine_threadsafe(execute(db_task_result), self.loop)
+            future = asyncio.run_coroutine_threadsafe(call(db_task_result), self.loop)
             self._executing.add(future)
             self.running_task = True
             self._started += 1
