@@ -33,7 +33,7 @@ from agents_core.llm.contracts import BaseLlm
 from studio.agents import llms
 from studio.models import FINISHED_RUN_STATUSES, ModelConfig, Run
 from studio.models.evals import CaseStatus, EvalCaseResult
-from studio.runs import records
+from studio.runs import run_costs
 
 SPECS = TypeAdapter(list[EvaluatorSpec])
 
@@ -74,7 +74,7 @@ def prepare(result_id: uuid.UUID) -> Scoring | None:
     runs = list(session.runs.order_by("created_at"))
     payloads = session.events.order_by("seq").values_list("payload", flat=True)
     events = [core_events.Event.model_validate(payload) for payload in payloads]
-    total = records.session_cost(session.pk)
+    total = run_costs.session_cost(session.pk)
     last = runs[-1] if runs else None
     finished = last is not None and last.status in FINISHED_RUN_STATUSES
     outcome = outcome_from_events(

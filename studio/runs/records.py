@@ -25,8 +25,8 @@ from django.utils import timezone
 from agents_core import events as core_events
 from agents_core import failures as core_failures
 from agents_core import ledger as core_ledger
-from agents_core.contracts import Cost, Usage
-from studio import costs, session_service
+from agents_core.contracts import Usage
+from studio import session_service
 from studio.agents import specs, versions
 from studio.budgets import days as budget_days
 from studio.ledger import ledger_of
@@ -34,7 +34,6 @@ from studio.models import (
     ACTIVE_RUN_STATUSES,
     FINISHED_RUN_STATUSES,
     ApprovalDecision,
-    Event,
     IngestedTrace,
     Run,
     RunStatus,
@@ -44,7 +43,7 @@ from studio.models import (
 from studio.models.approvals import DecisionChannel
 from studio.rollups import days
 from studio.rollups.attribution import attribute_calls
-from studio.rollups.queries import MODEL_CALL_TYPES
+from studio.runs import run_costs
 from studio.traces import otel
 from studio.traces.reads import keep_final_spans, run_spans
 from studio.traces.timing import wall_time
@@ -263,7 +262,8 @@ def end_run(
             appended.append(session_service.append_event_sync(run.session.key, error))
         if usage is not None:
             run.input_tokens, run.output_tokens = usage.input_tokens, usage.output_tokens
-        _add_up_cost(run)
+        cost = run_costs.run_cost(run)
+        run.cost, run.cost_currency, run.cost_complete = cost.amount, cost.currency, cost.complete
         run.owner_process, run.lease_expires_at = "", None
         ended_at = _settle(run, ending)
         spans = run_spans(run)  # final: the run has its ending
@@ -314,25 +314,6 @@ def _settle(run: Run, ending: Ending) -> datetime:
     return run.ended_at
 
 
-def _add_up_cost(run: Run) -> None:
-    """``run.cost``: the sum of its model calls' stored costs (compaction summaries
-    included); incomplete when one of them has none (no usage reported, or no price
-    for its model)."""
-    rows = Event.objects.filter(
-        session_id=run.session_id,
-        seq__gt=run.start_seq or 0,
-        invocation_id=run.invocation_id,
-        type__in=MODEL_CALL_TYPES,
-    ).values_list("type", "cost", "cost_currency", "usage", "payload__latency_ms")
-    calls = [
-        None if cost is None else Cost(amount=cost, currency=currency)
-        for kind, cost, currency, usage, latency_ms in rows
-        if kind == core_events.EventType.COMPACTION or usage is not None or latency_ms is not None
-    ]
-    added = costs.total(calls if run.invocation_id else [])
-    run.cost, run.cost_currency, run.cost_complete = added.amount, added.currency, added.complete
-
-
 def _models(
     run: Run, read: versions.VersionModels | None
 ) -> tuple[dict[str, str], str, dict[str, str]]:
@@ -348,23 +329,13 @@ def _models(
 
 def _save(run: Run) -> None:
     run.save()
-    added = session_cost(run.session_id)
+    added = run_costs.session_cost(run.session_id)
     Session.objects.filter(pk=run.session_id).update(
         status=run.status,
         updated_at=run.ended_at,
         cost=added.amount,
         cost_currency=added.currency,
         cost_complete=added.complete,
-    )
-
-
-def session_cost(session_id: uuid.UUID) -> costs.Total:
-    """What a session's ended runs cost, all told (a fork's copies of its parent's runs
-    cost it nothing: they were paid for once, in the parent)."""
-    runs = Run.objects.filter(session_id=session_id, ended_at__isnull=False, copied_from=None)
-    rows = runs.values_list("cost", "cost_currency", "cost_complete")
-    return costs.total_of(
-        costs.Total(amount, currency, complete) for amount, currency, complete in rows
     )
 
 
