@@ -43,8 +43,9 @@ async def execute_queued_run(run_id: str) -> str:
     """Execute queued run ``run_id`` to its end, publishing its events to its viewers.
     A run cancelled or ended meanwhile is left as it is. Returns the run's status (the
     task's result), or ``deleted``."""
-    await execute(uuid.UUID(run_id))
-    status = await db_sync_to_async(_status_of)(uuid.UUID(run_id)) or "deleted"
+    run = uuid.UUID(run_id)
+    await execute(run)
+    status = (await db_sync_to_async(_statuses_of)([run])).get(run, "deleted")
     logger.info("run %s: %s", run_id, status)
     return status
 
@@ -136,7 +137,3 @@ class StatusWatch:
 
 def _statuses_of(run_ids: list[uuid.UUID]) -> dict[uuid.UUID, str]:
     return dict(Run.objects.filter(pk__in=run_ids).values_list("pk", "status"))
-
-
-def _status_of(run_id: uuid.UUID) -> str | None:
-    return Run.objects.filter(pk=run_id).values_list("status", flat=True).first()
