@@ -31,15 +31,34 @@ HOST = b"localhost"
 ENDED = {"succeeded", "degraded", "failed", "cancelled", "interrupted"}
 
 
+_sockets: list[WebsocketCommunicator] = []
+"""The sockets ``open_socket`` opened in the running test, closed after it."""
+
+
 @pytest.fixture(autouse=True)
 async def run_manager() -> AsyncIterator[RunExecutor]:
     """The process's run executor, stopped (its runs interrupted) after each test, with
-    the in-memory channel layer emptied: both belong to one test's event loop."""
+    the in-memory channel layer emptied: both belong to one test's event loop.
+
+    Before that, the test's sockets are closed, so their sessions' watches stop reading
+    the database; and after it, the thread the ORM runs on is waited for. A read still
+    in flight there when the test database is emptied (on SQLite's shared in-memory
+    database) locks its table and fails the flush."""
     executor = runs.executor()
     yield executor
+    while _sockets:
+        communicator = _sockets.pop()
+        if not communicator.future.done():
+            await communicator.disconnect(timeout=TIMEOUT_S)
     await executor.aclose()
     for alias in settings.CHANNEL_LAYERS:
         await get_channel_layer(alias).flush()
+    await sync_to_async(_orm_idle)()
+
+
+def _orm_idle() -> None:
+    """Nothing: run on the thread ``sync_to_async`` gives the ORM, it returns once the
+    calls queued there before it have ended."""
 
 
 @sync_to_async
@@ -147,6 +166,7 @@ async def open_socket(
     if user is not None:
         headers.append((b"cookie", await session_cookie(user)))
     communicator = WebsocketCommunicator(application, path, headers=headers)
+    _sockets.append(communicator)
     connected, _ = await communicator.connect(timeout=TIMEOUT_S)
     return communicator, connected
 
