@@ -202,7 +202,9 @@ class LiveViewer:
         self.take(frame)
         return frame
 
-    async def watch_until_ended(self, ws: ClientConnection, within: float = 120.0) -> None:
+    async def watch_until_ended(self, ws: ClientConnection, within: float = 240.0) -> None:
+        """Receive until the run has ended (a bound against a hang, not a time to meet:
+        fifty viewers of a 2,000-event run took over 120 s on a slow day's two cores)."""
         deadline = time.monotonic() + within
         while not self.ended:
             await self.receive(ws, deadline - time.monotonic())
