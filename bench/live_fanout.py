@@ -48,7 +48,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from bench.common import Measurement, emit, log, parser, percentile, rounded
 from bench.pgdb import throwaway_database
-from tests.support.daphne_server import ROOT, DaphneServer
+from tests.support.daphne_server import ROOT, DaphneServer, migrate_data
 
 TARGET_P99_MS = 50.0
 TARGETS = {("inmemory", 100), ("redis", 100)}
@@ -292,8 +292,7 @@ def prepared(
 ) -> tuple[list[BenchDaphne], dict[str, str]]:
     """``count`` servers on one data directory (shared secrets) and database."""
     servers = [BenchDaphne(data, env=dict(env)) for _ in range(count)]
-    data.mkdir(parents=True)
-    servers[0].manage("migrate", "--noinput")
+    migrate_data(servers[0])
     done = subprocess.run(
         [sys.executable, "-m", "bench.live_fanout", "--prepare"],
         cwd=ROOT,

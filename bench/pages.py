@@ -42,7 +42,7 @@ from typing import Any
 
 from bench.common import Measurement, emit, log, parser, rounded
 from bench.workload import clone_turn, sample_turn
-from tests.support.daphne_server import ROOT, DaphneServer
+from tests.support.daphne_server import ROOT, DaphneServer, migrate_data
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -123,8 +123,7 @@ def add_sessions(owner: Any, agent: Any, count: int) -> None:
 
 def prepared_server(data: Path, sessions: int, events: int) -> tuple[DaphneServer, dict[str, Any]]:
     server = DaphneServer(data)
-    data.mkdir(parents=True)
-    server.manage("migrate", "--noinput")
+    migrate_data(server)
     child = [sys.executable, "-m", "bench.pages", "--prepare"]
     done = subprocess.run(  # noqa: S603 (this script, in the server's environment)
         [*child, "--sessions", str(sessions), "--events", str(events)],

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Measurement, emit, log, parser, percentile, rounded
-from tests.support.daphne_server import ROOT, DaphneServer
+from tests.support.daphne_server import ROOT, DaphneServer, migrate_data
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -212,8 +212,7 @@ def prepared_server(
     data: Path, events: int, live_steps: int
 ) -> tuple[DaphneServer, dict[str, Any]]:
     server = DaphneServer(data)
-    data.mkdir(parents=True)
-    server.manage("migrate", "--noinput")
+    migrate_data(server)
     child = [sys.executable, "-m", "bench.waterfall", "--prepare"]
     done = subprocess.run(  # noqa: S603 (this script, in the server's environment)
         [*child, "--events", str(events), "--live-steps", str(live_steps)],

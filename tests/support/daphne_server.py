@@ -7,17 +7,20 @@ migrated before it starts, listens on an ephemeral 127.0.0.1 port, and can be ki
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +31,11 @@ SETTINGS_MODULE = os.environ.get("STUDIO_SERVER_SETTINGS", "studio.settings")
 """The settings of the processes a ``DaphneServer`` starts: under pytest,
 ``tests.support.settings`` (tests/conftest.py), and in the benchmark scripts that the
 smoke tests run (``STUDIO_SERVER_SETTINGS``, tests/support/bench.py)."""
+MIGRATED_DB = "STUDIO_TEST_MIGRATED_DB"
+"""The environment variable naming an empty, migrated SQLite database that new data
+directories start from as a copy (``migrate_data``): migrated once per process, and
+handed to the processes it starts (a benchmark script the smoke tests run)."""
+DB_FILE = "studio.sqlite3"
 
 
 @dataclass
@@ -76,9 +84,8 @@ class DaphneServer:
         """Start Daphne (migrating a new data directory first) and wait until it answers
         ``/healthz``."""
         # With a DATABASE_URL the caller migrates that database, once for all servers.
-        if "DATABASE_URL" not in self.env and not (self.data_dir / "studio.sqlite3").exists():
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-            self.manage("migrate", "--noinput")
+        if "DATABASE_URL" not in self.env and not (self.data_dir / DB_FILE).exists():
+            migrate_data(self)
         self.output = []
         self.process = subprocess.Popen(
             [
@@ -149,11 +156,32 @@ def prepare_data(data_dir: Path, *commands: tuple[str, ...]) -> Path:
     """Migrate a new data directory and run ``commands`` (``("seed_demo",)``) in it: a
     template that servers copy, so each test does not pay for migrations again."""
     server = DaphneServer(data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server.manage("migrate", "--noinput")
+    migrate_data(server)
     for command in commands:
         server.manage(*command)
     return data_dir
+
+
+def migrate_data(server: DaphneServer) -> None:
+    """Give ``server``'s new data directory a migrated database: on SQLite, a copy of
+    one this process (or the one that started it) migrated once. Migrating from nothing
+    takes seconds of CPU (85 migrations' model states), and the suite makes a few dozen
+    data directories; a copy is what ``migrate`` would have written."""
+    server.data_dir.mkdir(parents=True, exist_ok=True)
+    if "DATABASE_URL" in server.environment():
+        server.manage("migrate", "--noinput")
+        return
+    template = os.environ.get(MIGRATED_DB)
+    if template is None or not Path(template).is_file():
+        folder = tempfile.mkdtemp(prefix="studio-migrated-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        blank = DaphneServer(Path(folder) / "data")
+        blank.data_dir.mkdir()
+        blank.manage("migrate", "--noinput")
+        template = os.environ[MIGRATED_DB] = str(blank.data_dir / DB_FILE)
+        with closing(sqlite3.connect(template)) as db:  # all of it in the file
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copyfile(template, server.data_dir / DB_FILE)
 
 
 @contextmanager
