@@ -44,6 +44,7 @@ async def run_manager() -> AsyncIterator[RunExecutor]:
     the database; and after it, the thread the ORM runs on is waited for. A read still
     in flight there when the test database is emptied (on SQLite's shared in-memory
     database) locks its table and fails the flush."""
+    _sockets.clear()  # any a module without this fixture opened: not this loop's
     executor = runs.executor()
     yield executor
     while _sockets:
