@@ -4,8 +4,10 @@ playground's and the session list's Waterfall links open it."""
 
 from __future__ import annotations
 
+import math
 import re
 import time
+from datetime import datetime
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -103,7 +105,23 @@ def settled_bar_box(page: Page) -> dict[str, float]:
     )
 
 
-def test_ctrl_wheel_zooms_around_the_pointer_and_dragging_pans(page: Page, three_runs: str) -> None:
+def tool_share(api: Api, session_id: str) -> tuple[float, float]:
+    """The newest run's tool call as a share of the run's time (the chart's fitted
+    window), and that time in µs: the demo model answers at once, so the share is
+    whatever the machine made of each step, from a sliver to most of the run."""
+    run = api.get(f"/api/runs/?session={session_id}")["results"][0]
+    spans = api.get(f"/api/runs/{run['id']}/spans/")["spans"]
+    at = lambda text: datetime.fromisoformat(text).timestamp()  # noqa: E731
+    start = min(at(s["start"]) for s in spans)
+    end = max(at(s["end"]) for s in spans)
+    tool = next(s for s in spans if s["kind"] == "tool")
+    length = max(end - start, 1e-4)
+    return (at(tool["end"]) - at(tool["start"])) / length, length * 1e6
+
+
+def test_ctrl_wheel_zooms_around_the_pointer_and_dragging_pans(
+    page: Page, api: Api, three_runs: str
+) -> None:
     open_waterfall(page, three_runs)
     before_wheel = bar_box(page)
     page.mouse.move(
@@ -116,34 +134,43 @@ def test_ctrl_wheel_zooms_around_the_pointer_and_dragging_pans(page: Page, three
     # The scroll may have moved the bar from under the pointer: point at it again.
     centre_x = fitted["x"] + fitted["width"] / 2
     centre_y = fitted["y"] + fitted["height"] / 2
-    run_bar = page.locator(".wf-run:first-child .wf-span[data-kind=agent] .wf-bar").first
-    run_box = run_bar.bounding_box()  # the whole run, fitted
-    assert run_box is not None
+    track = page.locator(TOOL_BAR).locator("xpath=..").bounding_box()  # the time axis
+    assert track is not None
     page.mouse.move(centre_x, centre_y)
-    # Ten times in (e^-2.3): the tool call is a sliver of the run, drawn at least 2 px
-    # wide, so a gentle zoom may leave it under its minimum width.
+    # Zoom in until the tool call spans a quarter of the chart (at least 1.5 times): a
+    # sliver is drawn 2 px wide, so a fixed gentle zoom may leave it there, and a fixed
+    # strong one may push a long call past the chart's edges.
+    share, run_us = tool_share(api, three_runs)
+    factor = max(min(0.25 / share, run_us / 200), 1.5)  # the chart shows 100 µs at least
+    delta_y = round(-500 * math.log(factor))  # the chart zooms by e^(deltaY / 500)
+    factor = math.exp(-delta_y / 500)
+    expected = max(share * factor * track["width"], 2.0)
     page.keyboard.down("Control")
-    page.mouse.wheel(0, -1150)
+    page.mouse.wheel(0, delta_y)
     page.keyboard.up("Control")
     # Zoomed around the pointer: the bar is wider and still under it.
-    wait_for_bar(page, "b.width > before.width * 1.8", fitted)
+    wait_for_bar(page, f"b.width > Math.max(before.width * 1.3, {expected * 0.8})", fitted)
     zoomed = settled_bar_box(page)  # the wheel may arrive as several events
     assert zoomed["x"] <= centre_x <= zoomed["x"] + zoomed["width"], (fitted, zoomed)
     screenshot(page, "waterfall-zoomed")
 
-    # Drag towards the side of the run with more of it left to show (the window stops at
-    # the run's start and end): right moves the window earlier and the bar right by about
-    # the drag, left the other way. Where the tool call falls in the run varies with how
-    # long each step took.
-    early = centre_x < run_box["x"] + run_box["width"] / 2
-    direction = -1 if early else 1
+    # Drag one way or the other by 90 px: the bar follows the pointer, so it needs that
+    # much room on the chart on that side, and the time window needs that much of the run
+    # beyond it (zoomed around the pointer at `at`, it has at * (factor - 1) px of the
+    # run before it and the rest after it).
+    drag = 90
+    at = centre_x - track["x"]
+    room_left = min(zoomed["x"] - track["x"], (track["width"] - at) * (factor - 1))
+    room_right = min(track["x"] + track["width"] - zoomed["x"] - zoomed["width"], at * (factor - 1))
+    assert max(room_left, room_right) > drag, (share, factor, track, zoomed)
+    direction = -1 if room_left > room_right else 1
     y = zoomed["y"] + zoomed["height"] / 2
     page.mouse.move(centre_x, y)
     page.mouse.down()
-    for step in range(1, 9):
-        page.mouse.move(centre_x + direction * step * 15, y)
+    for step in range(1, 10):
+        page.mouse.move(centre_x + direction * step * drag / 9, y)
     page.mouse.up()
-    moved = "b.x < before.x - 60" if early else "b.x > before.x + 60"
+    moved = "b.x < before.x - 60" if direction < 0 else "b.x > before.x + 60"
     wait_for_bar(page, f"{moved} && Math.abs(b.width - before.width) < 2", zoomed)
     # A drag is not a click: nothing was selected by it.
     expect(page.locator("#wf-detail h2")).to_have_count(0)
