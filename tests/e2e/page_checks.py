@@ -1,11 +1,11 @@
 """Looking at a page the way a visitor does, on a phone, a tablet and a laptop, and
 writing down everything wrong with it: a script error or any other console error, a
 Content-Security-Policy violation, a request that failed or answered an error status
-(other than the page's own expected one), and a page wider than the window (it would
-scroll sideways). Each visit opens a fresh tab in the given context, so nothing the
-previous page left in flight (an aborted request, a socket) is blamed on the next one;
-it loads once, in the phone's window, and is then widened to the tablet's and the
-laptop's.
+(other than the page's own expected one), a page wider than the window (it would
+scroll sideways), and text sticking out of the box it is in (past a card's edge). Each
+visit opens a fresh tab in the given context, so nothing the previous page left in
+flight (an aborted request, a socket) is blamed on the next one; it loads once, in the
+phone's window, and is then widened to the tablet's and the laptop's.
 """
 
 from __future__ import annotations
@@ -86,6 +86,47 @@ SCROLLING_BOXES = (
     .map((el) => `${describe(el)} (${el.scrollWidth}px in ${el.clientWidth}px)`);
 }"""
 )
+
+# Text sticking out of its box: the innermost elements with text that reach past the
+# left or right edge of the nearest ancestor that clips them (overflow hidden or clip)
+# or draws its edge (a card's border), where no box that scrolls lies between: a row
+# of chips wider than its card on a phone. Boxes that end their text in an ellipsis
+# clip on purpose, and what is positioned or hidden is not looked at.
+STICKING_OUT = (
+    "() => {"
+    + _DESCRIBE
+    + """
+  const boxOf = (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const style = getComputedStyle(p);
+      if (/auto|scroll/.test(style.overflowX)) return null;
+      if (/hidden|clip/.test(style.overflowX)) return style.textOverflow === "ellipsis" ? null : p;
+      if (parseFloat(style.borderRightWidth) > 0 && parseFloat(style.borderLeftWidth) > 0) return p;
+    }
+    return null;
+  };
+  const out = [...document.body.querySelectorAll("*")].filter((el) => {
+    const rect = el.getBoundingClientRect();
+    if (!rect.width || !el.textContent.trim()) return false;
+    const style = getComputedStyle(el);
+    if (/absolute|fixed/.test(style.position) || style.visibility !== "visible") return false;
+    const box = boxOf(el);
+    if (!box) return false;
+    const edge = box.getBoundingClientRect();
+    if (edge.width < 2 || edge.height < 2) return false;  // a visually hidden label
+    return rect.right > edge.right + 1 || rect.left < edge.left - 1;
+  });
+  return out
+    .filter((el) => !out.some((other) => other !== el && el.contains(other)))
+    .slice(0, 6)
+    .map((el) => {
+      const text = el.textContent.trim().slice(0, 30);
+      return `${describe(el.parentElement)} > ${describe(el)} "${text}"`;
+    });
+}"""
+)
+
+TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 WINDOWS: tuple[ViewportSize, ...] = (
     {"width": 390, "height": 844},  # a phone
@@ -183,6 +224,12 @@ def _misfits(page: Page, *, wide: bool) -> list[str]:
             f"{overflow['scrollWidth']}px wide in a {overflow['width']}px window: "
             + "; ".join(overflow["culprits"])
         )
+    # A chart sizes itself to its box a frame after the window changes: what sticks out
+    # is looked at again once two frames have been drawn.
+    if page.evaluate(STICKING_OUT):
+        page.evaluate(TWO_FRAMES)
+        if sticking := page.evaluate(STICKING_OUT):
+            found.append("sticks out of its box: " + "; ".join(sticking))
     if wide and (boxes := page.evaluate(SCROLLING_BOXES)):
         width = page.viewport_size["width"] if page.viewport_size else "?"
         found.append(f"scrolls sideways inside a {width}px window: " + "; ".join(boxes))
