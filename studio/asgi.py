@@ -15,7 +15,6 @@ import asyncio
 import importlib
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,14 +33,12 @@ from channels.security.websocket import WebsocketDenier  # noqa: E402
 from studio import auth, heap, runs, security  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
 from studio.traces import otel  # noqa: E402
+from studio.web.asgi_types import ASGIApp, Receive, Scope, Send  # noqa: E402
+from studio.web.request_threads import with_request_threads  # noqa: E402
 
 # Once per server process (runserver's and Daphne's alike), with the other start-up lines.
 security.log_policy()
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Origin = tuple[str, str, int]  # scheme, host, port
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -190,7 +187,8 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 application = with_run_executor(
     ProtocolTypeRouter(
         {
-            "http": with_mcp_endpoint(django_asgi_app),  # type: ignore[arg-type]
+            # Each request's sync code on a kept thread (studio.web.request_threads).
+            "http": with_request_threads(with_mcp_endpoint(django_asgi_app)),  # type: ignore[arg-type]
             "websocket": same_origin_only(
                 AuthMiddlewareStack(auth.TokenSocketAuth(URLRouter(websocket_urlpatterns)))
             ),
