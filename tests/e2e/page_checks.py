@@ -96,25 +96,38 @@ STICKING_OUT = (
     "() => {"
     + _DESCRIBE
     + """
+  // What each ancestor is to what it holds, read once: a box that scrolls (or clips
+  // into an ellipsis: nothing inside is looked at), a box with edges, or neither.
+  const kinds = new Map();
+  const kindOf = (p) => {
+    if (!kinds.has(p)) {
+      const style = getComputedStyle(p);
+      const clips = /hidden|clip/.test(style.overflowX);
+      const edged = parseFloat(style.borderRightWidth) > 0 && parseFloat(style.borderLeftWidth) > 0;
+      const ellipsis = clips && style.textOverflow === "ellipsis";
+      const scrolls = /auto|scroll/.test(style.overflowX) || ellipsis;
+      kinds.set(p, scrolls ? "scrolls" : clips || edged ? "box" : null);
+    }
+    return kinds.get(p);
+  };
   const boxOf = (el) => {
     for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
-      const style = getComputedStyle(p);
-      if (/auto|scroll/.test(style.overflowX)) return null;
-      if (/hidden|clip/.test(style.overflowX)) return style.textOverflow === "ellipsis" ? null : p;
-      if (parseFloat(style.borderRightWidth) > 0 && parseFloat(style.borderLeftWidth) > 0) return p;
+      const kind = kindOf(p);
+      if (kind) return kind === "box" ? p : null;
     }
     return null;
   };
   const out = [...document.body.querySelectorAll("*")].filter((el) => {
     const rect = el.getBoundingClientRect();
-    if (!rect.width || !el.textContent.trim()) return false;
-    const style = getComputedStyle(el);
-    if (/absolute|fixed/.test(style.position) || style.visibility !== "visible") return false;
+    if (!rect.width) return false;
     const box = boxOf(el);
     if (!box) return false;
     const edge = box.getBoundingClientRect();
     if (edge.width < 2 || edge.height < 2) return false;  // a visually hidden label
-    return rect.right > edge.right + 1 || rect.left < edge.left - 1;
+    if (rect.right <= edge.right + 1 && rect.left >= edge.left - 1) return false;
+    const style = getComputedStyle(el);
+    if (/absolute|fixed/.test(style.position) || style.visibility !== "visible") return false;
+    return el.textContent.trim() !== "";
   });
   return out
     .filter((el) => !out.some((other) => other !== el && el.contains(other)))
