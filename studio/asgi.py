@@ -31,9 +31,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (after
 from channels.security.websocket import WebsocketDenier  # noqa: E402
 
 from studio import auth, heap, runs, security  # noqa: E402
+from studio.asgi_types import ASGIApp, Receive, Scope, Send  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
 from studio.traces import otel  # noqa: E402
-from studio.web.asgi_types import ASGIApp, Receive, Scope, Send  # noqa: E402
 from studio.web.request_threads import with_request_threads  # noqa: E402
 
 # Once per server process (runserver's and Daphne's alike), with the other start-up lines.

@@ -10,18 +10,14 @@ answer their own errors as small JSON bodies. A bearer token is no ambient crede
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 
 from studio import services
+from studio.asgi_types import Scope, Send
 from studio.db import db_sync_to_async
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 def header(scope: Scope, name: bytes) -> str | None:

@@ -28,10 +28,10 @@ from starlette.requests import Request
 from studio import token_endpoints
 from studio.a2a_endpoint import cards
 from studio.a2a_endpoint.handler import CALLER_KEY, Caller, StudioRequestHandler
+from studio.asgi_types import Receive, Scope, Send
 from studio.db import db_sync_to_async
 from studio.models import Agent
 from studio.services import a2a_serving
-from studio.token_endpoints import Receive, Scope, Send
 
 PREFIX = "/a2a/"
 _PATH = re.compile(r"^/a2a/(?P<agent>[0-9a-fA-F-]{36})(?P<rest>/.*)?$")

@@ -19,8 +19,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from studio import token_endpoints
+from studio.asgi_types import Receive, Scope, Send
 from studio.mcp_endpoint import tools
-from studio.token_endpoints import Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
 

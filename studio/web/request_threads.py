@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext
 
-from studio.web.asgi_types import ASGIApp, Receive, Scope, Send
+from studio.asgi_types import ASGIApp, Receive, Scope, Send
 
 KEPT = 16
 """Idle request threads kept for the next requests; a burst beyond this many requests

@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.browser import *  # noqa: F403
 from tests.e2e.browser import Api, screenshot
 from tests.support.anthropic_server import AnthropicServer
-from tests.support.daphne_server import DaphneServer, daphne_server
+from tests.support.daphne_server import DB_FILE, DaphneServer, daphne_server
 from tests.support.gemini_server import GeminiServer
 from tests.support.ollama_server import OllamaServer
 from tests.support.wire_server import WireServer
@@ -196,7 +196,7 @@ def test_stored_options_fill_the_inputs_and_unknown_ones_are_kept_until_removed(
     )
     # An option an earlier Studio stored, which this one no longer takes.
     stored = {**options, "logprobs": True, "note": "<img src=x onerror=alert(1)>"}
-    with sqlite3.connect(pages_server.data_dir / "studio.sqlite3") as db:
+    with sqlite3.connect(pages_server.data_dir / DB_FILE) as db:
         db.execute(
             "UPDATE studio_modelconfig SET options = ? WHERE name = 'older'",
             (json.dumps(stored),),

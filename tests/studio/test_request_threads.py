@@ -18,7 +18,7 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 from rest_framework.authtoken.models import Token
 
-from studio.web.asgi_types import Receive, Scope, Send
+from studio.asgi_types import Receive, Scope, Send
 from studio.web.request_threads import RequestThreads, with_request_threads
 
 
