@@ -146,7 +146,7 @@ def continue_fork(fork: Session, message: str = "") -> Run:
     refuse_ingested(fork.pk)
     if message:
         return start_run(fork, message)
-    cut = _cut_run(fork)
+    cut = _cut_run(fork, _latest_run(fork))
     if cut is None:
         raise ConflictError(
             "this fork goes on from a new message: send one (its fork point is not a user "
@@ -156,10 +156,9 @@ def continue_fork(fork: Session, message: str = "") -> Run:
     return resume_interrupted_run(cut)
 
 
-def _cut_run(fork: Session) -> Run | None:
+def _cut_run(fork: Session, latest: Run | None) -> Run | None:
     """The copy of the run the fork cut at its fork point, while it is the fork's latest
-    run and the fork point is one the model answers next."""
-    latest = fork.runs.order_by("-created_at").first()
+    run (``latest``) and the fork point is one the model answers next."""
     if latest is None or latest.status != RunStatus.INTERRUPTED:
         return None
     if latest.error_code != fork_copies.FORKED or latest.copied_from_id is None:
@@ -168,8 +167,14 @@ def _cut_run(fork: Session) -> Run | None:
     return latest if point in RESUMABLE_POINTS else None
 
 
-def can_go_on_without_message(fork: Session) -> bool:
-    return _cut_run(fork) is not None
+def can_go_on_without_message(fork: Session, latest: Run | None) -> bool:
+    """Whether ``fork`` goes on from its fork point without a new message; ``latest``:
+    its newest run (``None``: it has none), as the caller read it."""
+    return _cut_run(fork, latest) is not None
+
+
+def _latest_run(session: Session) -> Run | None:
+    return session.runs.order_by("-created_at").first()
 
 
 @dataclass(slots=True)

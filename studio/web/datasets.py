@@ -202,15 +202,22 @@ def _case_url(dataset_id: UUID, name: str) -> str:
 # The session page's "Add this turn to a dataset"
 
 
+ENDED_RUNS = 50
+"""The newest ended runs whose turn may be added to a dataset."""
+
+
 def ended_runs(session: Session) -> list[Run]:
     ended = Run.objects.filter(session=session, ended_at__isnull=False)
-    return list(ended.order_by("-created_at")[:50])
+    return list(ended.order_by("-created_at")[:ENDED_RUNS])
 
 
-def turn_panel(request: HttpRequest, session: Session) -> dict[str, Any]:
+def turn_panel(
+    request: HttpRequest, session: Session, ended: list[Run] | None = None
+) -> dict[str, Any]:
     """What the session page's "Add this turn to a dataset" card shows: the session's
-    ended runs, the user's datasets, and the case just added (``?added=``)."""
-    runs = ended_runs(session)
+    ended runs, the user's datasets, and the case just added (``?added=``). ``ended``:
+    the session's ended runs newest first, when the page read them already."""
+    runs = ended_runs(session) if ended is None else ended[:ENDED_RUNS]
     added = _added_case(request)
     initial = {"dataset": added["dataset"].name} if added else {}
     return {

@@ -3,28 +3,42 @@ its session) and the versions a run of this session may be replayed with."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+from uuid import UUID
 
-from studio.models import AgentVersion, Run, Session
+from studio.models import Run, Session
 
 
-def replay_context(session: Session) -> dict[str, Any]:
-    """``replayed`` (the replayed run's session, the same owner's) and ``replay_versions``
-    (the session's agent's versions, newest first)."""
-    replayed = (
+class Version(NamedTuple):
+    """What the session page shows of one of its agent's versions."""
+
+    pk: UUID
+    number: int
+    note: str
+
+
+REPLAY_VERSIONS = 20
+"""Versions the replay controls offer, newest first."""
+
+
+def replay_context(session: Session, versions: Sequence[Version]) -> dict[str, Any]:
+    """``replayed`` (the session of the run this session's first replay replays, the
+    same owner's) and ``replay_versions`` (the newest of ``versions``, the session's
+    agent's versions newest first, as the page read them once for all its controls).
+
+    Only the columns the page shows are read: the replayed session's title, not its
+    run's and their sessions' every column (setting up such a query's select and
+    ordering cost the page more than running it)."""
+    original = (
         Run.objects.filter(session=session, replay_of__session__owner_id=session.owner_id)
-        .select_related("replay_of__session")
         .order_by("created_at")
+        .values_list("replay_of__session_id", flat=True)
         .first()
     )
-    version = session.agent_version
-    versions = (
-        AgentVersion.objects.filter(agent_id=version.agent_id).order_by("-number")[:20]
-        if version is not None
-        else AgentVersion.objects.none()
+    replayed = (
+        None
+        if original is None
+        else Session.objects.filter(pk=original).only("pk", "title").first()
     )
-    original = None if replayed is None or replayed.replay_of is None else replayed.replay_of
-    return {
-        "replayed": None if original is None else original.session,
-        "replay_versions": list(versions),
-    }
+    return {"replayed": replayed, "replay_versions": list(versions[:REPLAY_VERSIONS])}

@@ -27,12 +27,14 @@ from studio.services import forks
 from studio.web import artifacts, datasets
 from studio.web.forms import SessionFilterForm
 from studio.web.owned import agent_summary, owned_agents, owned_sessions, uuid_or_none
-from studio.web.replays import replay_context
+from studio.web.replays import Version, replay_context
 
 SESSIONS_PER_PAGE = 25
 TIMELINE_PAGE_SIZE = 250
 """Events the timeline loads at first (the newest) and per "load earlier" click."""
 TIMELINE_RUNS = 100
+FORK_VERSIONS = 50
+"""Versions of the session's agent a fork may go on with, newest first."""
 MAX_TREE_INDENT = 6
 
 
@@ -131,6 +133,7 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
     session = get_object_or_404(owned_sessions(request), pk=pk)
     runs = list(Run.objects.filter(session=session).order_by("-created_at")[:TIMELINE_RUNS])
     ingested = IngestedTrace.objects.select_related("agent").filter(session=session).first()
+    versions = _versions(session)
     data = {
         "session": ss.SessionSerializer(session).data,
         "runs": s.RunSerializer(list(reversed(runs)), many=True).data,
@@ -142,8 +145,11 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "forks": reverse("api-session-forks", args=[session.pk]),
             "continue": reverse("api-session-continue", args=[session.pk]),
         },
-        "versions": _versions(session),
-        "fork": {"resumable": forks.can_go_on_without_message(session)},
+        "versions": [
+            {"number": v.number, "note": v.note, "current": v.pk == session.agent_version_id}
+            for v in versions
+        ],
+        "fork": {"resumable": forks.can_go_on_without_message(session, runs[0] if runs else None)},
         # an agent that runs elsewhere: no pause, cancel, resume, fork or replay here
         "ingested": ingested is not None,
     }
@@ -164,8 +170,8 @@ def session_timeline(request: HttpRequest, pk: UUID) -> HttpResponse:
             "fork_tree": tree if len(tree) > 1 else [],
             "fork_children": [row for row, depth in tree if row.parent_id == session.pk],
             "ingested": ingested,
-            **replay_context(session),
-            **datasets.turn_panel(request, session),
+            **replay_context(session, versions),
+            **datasets.turn_panel(request, session, _ended(runs)),
         },
     )
 
@@ -185,15 +191,22 @@ def _origin_run(run: Run) -> Run | None:
     return None
 
 
-def _versions(session: Session) -> list[dict[str, Any]]:
-    """The versions of the session's agent a fork of it may go on with, newest first."""
+def _versions(session: Session) -> list[Version]:
+    """The versions of the session's agent, newest first: those a fork of it may go on
+    with, and a run of it be replayed with (one read for both)."""
     if session.agent_version is None:
         return []
     rows = AgentVersion.objects.filter(agent_id=session.agent_version.agent_id)
-    return [
-        {"number": number, "note": note, "current": number == session.agent_version.number}
-        for number, note in rows.order_by("-number").values_list("number", "note")[:50]
-    ]
+    picked = rows.order_by("-number").values_list("pk", "number", "note")[:FORK_VERSIONS]
+    return [Version(*row) for row in picked]
+
+
+def _ended(runs: list[Run]) -> list[Run] | None:
+    """The ended runs among ``runs`` (the session's newest, newest first) when those are
+    all of the session's runs; ``None`` (read them) when there may be older ones."""
+    if len(runs) >= TIMELINE_RUNS:
+        return None
+    return [run for run in runs if run.ended_at is not None]
 
 
 @login_required

@@ -226,4 +226,4 @@ def test_a_session_whose_run_is_still_active_forks_with_that_run_cut_short(
     assert last.ended_at is not None and last.start_seq == 10
     queued.refresh_from_db()
     assert queued.status == RunStatus.QUEUED  # the parent's run goes on as it was
-    assert forks.can_go_on_without_message(fork)
+    assert forks.can_go_on_without_message(fork, last)

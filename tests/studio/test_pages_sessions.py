@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from agents_core import events as core_events
-from studio.models import Event, Session
+from studio.models import AgentVersion, Event, Run, Session
 from studio.session_service import append_event_sync
 from studio.web.format import duration, tokens
 from studio.web.sessions import TIMELINE_PAGE_SIZE
@@ -73,6 +76,39 @@ def test_the_timeline_carries_no_event_past_the_last_seq_it_read(ada: User) -> N
 
     data = timeline_data(response.content.decode())
     assert [e["seq"] for e in data["events"]] == [1, 2]
+
+
+def test_the_timeline_reads_its_runs_and_its_agents_versions_once(ada: User) -> None:
+    """The fork form, the replay controls and "Add this turn to a dataset" show what the
+    page read for its runs list and its version picker, not a read each of their own."""
+    session = make_session(ada)
+    assert session.agent_version is not None
+    AgentVersion.objects.create(
+        agent=session.agent_version.agent, number=2, spec=session.agent_version.spec
+    )
+    now = timezone.now()
+    ended = [
+        Run.objects.create(session=session, message=f"turn {n}", status="succeeded", ended_at=now)
+        for n in range(2)
+    ]
+    Run.objects.create(session=session, message="still going", status="running")
+
+    with CaptureQueriesContext(connection) as queries:
+        response = signed_in(ada).get(reverse("session-timeline", args=[session.pk]))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    reads = [q["sql"] for q in queries.captured_queries]
+    assert len([sql for sql in reads if '"studio_run"."message"' in sql]) == 1
+    assert len([sql for sql in reads if 'FROM "studio_agentversion"' in sql]) == 1
+    data = timeline_data(html)
+    assert [(v["number"], v["current"]) for v in data["versions"]] == [(2, False), (1, True)]
+    assert data["fork"] == {"resumable": False}
+    offered = re.findall(r'<option value="([0-9a-f-]{36})"', html)
+    assert {str(run.pk) for run in ended} <= set(offered)  # the ended runs, as turns
+    assert len([pk for pk in offered if pk in {str(r.pk) for r in ended}]) == 2
+    replays = html[html.index('id="replay-controls"') :]
+    assert ">v2<" in replays and "v1 (recorded)" in replays
 
 
 def test_another_users_timeline_is_not_found(ada: User, bob: User) -> None:
