@@ -22,8 +22,10 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
+from pydantic import ValidationError
 
 from studio import services
+from studio.a2a import client as a2a_client
 from studio.errors import InvalidInputError
 from studio.models import Agent, Event, ModelConfig, RemoteAgent, Run, RunStatus
 from studio.runs.execute import execute_run
@@ -165,12 +167,29 @@ def test_a_spec_may_name_only_its_owners_servers(ada: User, bob: User) -> None:
     assert "'not a name' is not a server name: Use 1" in str(refused.value.problems)
 
 
+@pytest.mark.django_db
+def test_an_owners_settings_class_is_kept_and_reads_their_remote_agents_each_time(
+    ada: User,
+) -> None:
+    settings = a2a_client.settings_model(ada.pk)
+    assert a2a_client.settings_model(ada.pk) is settings  # not a new class every run
+    with pytest.raises(ValidationError, match="no remote agent named later"):
+        settings.model_validate({"servers": ["later"]})
+    assert "You have none registered yet." in json.dumps(settings.model_json_schema())
+
+    remote(ada, "http://127.0.0.1:9/", name="later")
+
+    assert settings.model_validate({"servers": ["later"]}).servers == ["later"]
+    assert "Yours: later." in json.dumps(settings.model_json_schema())
+
+
 # The acceptance: a Studio agent calls a second Studio agent over A2A, in one Daphne.
 
 ACCEPTANCE = """
 import json
 from django.contrib.auth import get_user_model
 from studio import services
+from studio.a2a import client as a2a_client
 from studio.models import ModelConfig, RemoteAgent
 from studio.services import a2a_serving
 User = get_user_model()
