@@ -28,6 +28,12 @@ def test_the_overview_counts_todays_run_and_links_to_its_session(page: Page, api
     expect(row.locator("[data-figure=runs]")).to_have_text("1")
     expect(row.locator("td").last).to_have_text(re.compile(r"^\$0\.0000[1-9]\d$"))
     expect(page.get_by_test_id("overview-models")).to_contain_text("scripted")
+    # The cost chart writes costs as the tables do ("$0.000012"), not "1.2e-5".
+    chart = page.locator('[data-chart="cost"] .u-over').bounding_box()
+    assert chart is not None
+    page.mouse.move(chart["x"] + chart["width"] - 1, chart["y"] + chart["height"] / 2)  # today
+    today = page.locator('[data-chart="cost"] .u-legend .u-series').nth(1).locator(".u-value")
+    expect(today).to_have_text(row.locator("td").last.inner_text())
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "overview-light", full_page=True)
     page.emulate_media(color_scheme="dark")

@@ -3,6 +3,7 @@
 // charts are drawn again when the theme or the width changes. Sizes are set through
 // uPlot's options (CSSOM), never a style attribute, so the page's CSP holds.
 import uPlot from "./vendor/uplot-1.6.31/uPlot.esm.js";
+import { formatCost } from "./lib/ui.js";
 
 const data = JSON.parse(document.getElementById("overview-data").textContent);
 const days = data.days.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
@@ -11,21 +12,24 @@ const CHARTS = {
   runs: [["Runs", data.runs, "--accent"], ["Errors", data.errors, "--danger"]],
   latency: [["p50 s", data.p50, "--info"], ["p95 s", data.p95, "--warn"]],
   tokens: [["Tokens", data.tokens, "--ok"]],
-  cost: [[`Cost ${data.currency}`.trim(), data.cost, "--accent"]],
+  cost: [["Cost", data.cost, "--accent"]],
 };
+// Costs are written as everywhere else ("$0.00012", "0.50 EUR"), on the axis too: a
+// day's cost is often a fraction of a cent, which a plain tick wrote as "1.2e-4".
+const WRITTEN = data.currency ? { cost: (value) => formatCost(value, data.currency) } : {};
 
 function colour(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-function options(box, series) {
+function options(box, series, write = tick) {
   const axis = { stroke: colour("--muted"), grid: { stroke: colour("--line") }, ticks: { stroke: colour("--line") } };
   return {
     width: box.clientWidth,
     height: box.clientHeight - 30,
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
     scales: { x: { time: true } },
-    axes: [{ ...axis }, { ...axis, size: 64, values: (u, ticks) => ticks.map(tick) }],
+    axes: [{ ...axis }, { ...axis, size: labelWidth, values: (u, ticks) => ticks.map(write) }],
     series: [
       { label: "Day", value: (u, ts) => (ts == null ? "–" : new Date(ts * 1e3).toISOString().slice(0, 10)) },
       ...series.map(([label, , variable], i) => ({
@@ -34,9 +38,20 @@ function options(box, series) {
         fill: series.length === 2 && i === 1 ? undefined : `${colour(variable)}33`,
         width: 2,
         spanGaps: false,
+        ...(write === tick ? {} : { value: (u, v) => (v == null ? "--" : write(v)) }),
       })),
     ],
   };
+}
+
+// The value axis as wide as its longest label ("$0.000050"), so no label is cut.
+function labelWidth(u, labels, index, cycle) {
+  const axis = u.axes[index];
+  if (cycle > 1 || !labels) return axis._size ?? 64;
+  const longest = labels.reduce((a, b) => (String(b).length > a.length ? String(b) : a), "");
+  u.ctx.font = axis.font[0];
+  const text = u.ctx.measureText(longest).width / (window.devicePixelRatio || 1);
+  return Math.ceil(axis.ticks.size + axis.gap + text + 8);
 }
 
 // Small costs (a fraction of a cent) keep two significant digits instead of rounding to 0.
@@ -52,7 +67,8 @@ function draw() {
   plots = [];
   document.querySelectorAll("[data-chart]").forEach((box) => {
     const series = CHARTS[box.dataset.chart];
-    plots.push(new uPlot(options(box, series), [days, ...series.map(([, values]) => values)], box));
+    const chart = options(box, series, WRITTEN[box.dataset.chart]);
+    plots.push(new uPlot(chart, [days, ...series.map(([, values]) => values)], box));
   });
 }
 
