@@ -131,16 +131,18 @@ def test_ctrl_wheel_zooms_around_the_pointer_and_dragging_pans(
     page.mouse.wheel(0, -400)  # without ctrl: no zoom (the page may scroll instead)
     fitted = settled_bar_box(page)
     assert fitted["width"] == pytest.approx(before_wheel["width"], abs=1)
-    # The scroll may have moved the bar from under the pointer: point at it again.
-    centre_x = fitted["x"] + fitted["width"] / 2
-    centre_y = fitted["y"] + fitted["height"] / 2
+    # The scroll may have moved the bar from under the pointer: point at it again, at
+    # the middle of the call itself (a sliver is drawn 2 px wide from where it starts),
+    # on a whole pixel, as the page reads the pointer.
     track = page.locator(TOOL_BAR).locator("xpath=..").bounding_box()  # the time axis
     assert track is not None
+    share, run_us = tool_share(api, three_runs)
+    centre_x = round(fitted["x"] + min(fitted["width"], share * track["width"]) / 2)
+    centre_y = fitted["y"] + fitted["height"] / 2
     page.mouse.move(centre_x, centre_y)
     # Zoom in until the tool call spans a quarter of the chart (at least 1.5 times): a
     # sliver is drawn 2 px wide, so a fixed gentle zoom may leave it there, and a fixed
     # strong one may push a long call past the chart's edges.
-    share, run_us = tool_share(api, three_runs)
     factor = max(min(0.25 / share, run_us / 200), 1.5)  # the chart shows 100 µs at least
     delta_y = round(-500 * math.log(factor))  # the chart zooms by e^(deltaY / 500)
     factor = math.exp(-delta_y / 500)
@@ -148,10 +150,14 @@ def test_ctrl_wheel_zooms_around_the_pointer_and_dragging_pans(
     page.keyboard.down("Control")
     page.mouse.wheel(0, delta_y)
     page.keyboard.up("Control")
-    # Zoomed around the pointer: the bar is wider and still under it.
     wait_for_bar(page, f"b.width > Math.max(before.width * 1.3, {expected * 0.8})", fitted)
     zoomed = settled_bar_box(page)  # the wheel may arrive as several events
-    assert zoomed["x"] <= centre_x <= zoomed["x"] + zoomed["width"], (fitted, zoomed)
+    # Zoomed around the pointer: the time under it stays there, so the call's start is
+    # `factor` times as far from the pointer as before. (Not "the bar is still under the
+    # pointer": a call of a pixel or two has no whole pixel surely inside it, and a
+    # zoom of 100 or more turns a fraction of a pixel into tens.)
+    starts_at = centre_x + (fitted["x"] - centre_x) * factor
+    assert abs(zoomed["x"] - starts_at) <= 2 + 0.01 * zoomed["width"], (fitted, zoomed, factor)
     screenshot(page, "waterfall-zoomed")
 
     # Drag one way or the other by 90 px: the bar follows the pointer, so it needs that
