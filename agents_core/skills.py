@@ -140,7 +140,7 @@ def check_folder(files: Mapping[str, bytes]) -> SkillFolder:
         raise SkillFormatError(f"a skill may have at most {MAX_FILES} files, not {len(files)}")
     total = sum(len(content) for content in files.values())
     if total > MAX_TOTAL_BYTES:
-        raise SkillFormatError(f"a skill may hold at most {MAX_TOTAL_BYTES} bytes, not {total}")
+        raise SkillFormatError(f"a skill may hold at most {MAX_TOTAL_BYTES:,} bytes, not {total:,}")
     paths = [check_path(path) for path in files]
     prefix = _common_top(paths)
     texts = {path[len(prefix) :]: _text(path, files[path]) for path in paths}

@@ -43,7 +43,7 @@ def _check_entries(entries: list[zipfile.ZipInfo]) -> None:
     declared = sum(info.file_size for info in entries)
     if declared > MAX_TOTAL_BYTES:
         raise SkillFormatError(
-            f"a skill may hold at most {MAX_TOTAL_BYTES} bytes uncompressed, not {declared}"
+            f"a skill may hold at most {MAX_TOTAL_BYTES:,} bytes uncompressed, not {declared:,}"
         )
     seen: set[str] = set()
     for info in entries:
@@ -78,7 +78,7 @@ def read_folder(files: Iterable[tuple[str, bytes]]) -> dict[str, bytes]:
             raise SkillFormatError(f"a skill may have at most {MAX_FILES} files")
         total += len(content)
         if total > MAX_TOTAL_BYTES:
-            raise SkillFormatError(f"a skill may hold at most {MAX_TOTAL_BYTES} bytes")
+            raise SkillFormatError(f"a skill may hold at most {MAX_TOTAL_BYTES:,} bytes")
         if check_path(path) in found:
             raise SkillFormatError(f"{path!r} is sent twice")
         found[path] = content

@@ -31,7 +31,8 @@ def skill_list(request: HttpRequest) -> HttpResponse:
         "section": "skills",
         "skills": skills.latest_versions(request.user.pk),
         "max_files": core_skills.MAX_FILES,
-        "max_bytes": core_skills.MAX_TOTAL_BYTES,
+        # As the limit is checked: bytes, not binary kilobytes ("976.6 KB")
+        "max_size": f"{core_skills.MAX_TOTAL_BYTES:,} bytes",
     }
     return render(request, "studio/skill_list.html", context)
 

@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from agents_core import skills as core_skills
 from studio.models import Skill, SkillFile
 from tests.studio.conftest import make_agent, signed_in
 from tests.studio.test_api_skills import SKILL_MD, good_zip, make_zip
@@ -26,6 +27,14 @@ def test_the_page_needs_a_signed_in_user(ada: User) -> None:
     assert Client().get(LIST).status_code == 302
     assert Client().post(LIST, {"archive": _zip(good_zip())}).status_code == 302
     assert Skill.objects.count() == 0
+
+
+def test_the_page_states_the_size_limit_as_it_is_checked(ada: User) -> None:
+    page = signed_in(ada).get(LIST).content.decode()
+    assert f"{core_skills.MAX_TOTAL_BYTES:,} bytes in all" in page  # not "976.6 KB"
+    too_big = make_zip({"SKILL.md": SKILL_MD, "zeros": "0" * core_skills.MAX_TOTAL_BYTES})
+    refused = signed_in(ada).post(LIST, {"archive": _zip(too_big)}, follow=True)
+    assert f"at most {core_skills.MAX_TOTAL_BYTES:,} bytes uncompressed" in refused.content.decode()
 
 
 def test_a_zip_upload_shows_the_skill_as_text(ada: User) -> None:
