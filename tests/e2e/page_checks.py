@@ -199,6 +199,16 @@ class PageWatch:
             self.problems.append(f"{response.request.method} {response.url}: {response.status}")
 
 
+def bottoms(page: Page, *selectors: str) -> list[float]:
+    """Where the first element of each of ``selectors`` ends, px from the top of the
+    window: controls meant to sit on one line end within a pixel of each other."""
+    found: list[float] = page.evaluate(
+        "sels => sels.map(s => document.querySelector(s).getBoundingClientRect().bottom)",
+        list(selectors),
+    )
+    return found
+
+
 def look_at(context: BrowserContext, base_url: str, visit: Visit, who: str) -> list[str]:
     """Open ``visit`` in a new tab of ``context`` (served at ``base_url``) in a phone's
     window, wait until it has drawn, look at it there, then in a tablet's and a laptop's,

@@ -13,6 +13,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot
+from tests.e2e.page_checks import bottoms
 
 
 def start_waiting(api: Api, agent: dict[str, Any], title: str, text: str) -> dict[str, Any]:
@@ -43,6 +44,8 @@ def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
     page.goto("/approvals/")
     expect(page.locator("body")).to_have_attribute("data-ready", "approvals")
     expect(page.get_by_test_id("inbox-empty")).to_be_visible()
+    ends = bottoms(page, "#bulk [name=reason]", "[data-testid=approve-selected]")
+    assert abs(ends[0] - ends[1]) <= 1, ends  # the reason's box beside its buttons
     badge = page.locator("#approvals-badge")
     expect(badge).to_be_hidden()
 

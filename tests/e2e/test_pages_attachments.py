@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.browser import *  # noqa: F403
 from tests.e2e.browser import VIEWPORT, Api, screenshot
+from tests.e2e.page_checks import bottoms
 from tests.support.anthropic_server import AnthropicServer
 from tests.support.daphne_server import DaphneServer, daphne_server
 from tests.support.images import png
@@ -71,15 +72,6 @@ def _image_loaded(page: Page, selector: str) -> bool:
     return True
 
 
-def _bottoms(page: Page, *selectors: str) -> list[float]:
-    """Where the boxes of ``selectors`` end, px from the top of the window."""
-    found: list[float] = page.evaluate(
-        "sels => sels.map(s => document.querySelector(s).getBoundingClientRect().bottom)",
-        list(selectors),
-    )
-    return found
-
-
 def test_an_image_attached_in_the_playground_reaches_the_model_and_shows_in_the_timeline(
     page: Page, api: Api
 ) -> None:
@@ -101,8 +93,8 @@ def test_an_image_attached_in_the_playground_reaches_the_model_and_shows_in_the_
         expect(page.locator("#attached")).to_have_text("red.png")
         for width in (390, VIEWPORT["width"]):  # a phone: the buttons below the message box
             page.set_viewport_size({**VIEWPORT, "width": width})
-            bottoms = _bottoms(page, ".composer .attach", "#attached", "#send")
-            assert max(bottoms) - min(bottoms) <= 1, (width, bottoms)  # in one line
+            ends = bottoms(page, ".composer .attach", "#attached", "#send")
+            assert max(ends) - min(ends) <= 1, (width, ends)  # on one line
         page.fill("#message", "What is in this picture?")
         page.click("#send")
 

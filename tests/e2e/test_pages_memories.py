@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot
+from tests.e2e.page_checks import bottoms
 
 WIDE = {"width": 1280, "height": 900}
 FACT = "The user's dog is called <b>Rex</b>"
@@ -53,6 +54,10 @@ def test_a_memory_written_in_one_session_is_recalled_in_the_next(page: Page, api
     expect(row.get_by_test_id("memory-text")).to_have_value(FACT)
     link = row.get_by_test_id("memory-session")
     expect(link).to_have_attribute("href", first_url or "")
+    # The search's fields and its button end on one line (a label keeps a margin).
+    form = "form.filters"
+    ends = bottoms(page, f"{form} [name=q]", f"{form} [name=agent]", f"{form} button")
+    assert max(ends) - min(ends) <= 1, ends
     screenshot(page, "memories-page")
     link.click()
     expect(page.locator(".tool[data-tool=remember]")).to_be_visible()
