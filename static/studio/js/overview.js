@@ -44,10 +44,11 @@ function options(box, series, write = tick) {
   };
 }
 
-// The value axis as wide as its longest label ("$0.000050"), so no label is cut.
-function labelWidth(u, labels, index, cycle) {
+// The value axis as wide as its longest label ("$0.000050"), so no label is cut. (Before
+// its ticks are known, uPlot asks with none: a first guess, the width it used to have.)
+function labelWidth(u, labels, index) {
   const axis = u.axes[index];
-  if (cycle > 1 || !labels) return axis._size ?? 64;
+  if (!labels) return 64;
   const longest = labels.reduce((a, b) => (String(b).length > a.length ? String(b) : a), "");
   u.ctx.font = axis.font[0];
   const text = u.ctx.measureText(longest).width / (window.devicePixelRatio || 1);
