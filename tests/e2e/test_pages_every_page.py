@@ -415,6 +415,9 @@ def site(objects: dict[str, Objects], contexts: dict[str, BrowserContext]) -> Si
         # Two evals compared, likewise the one eval with itself (test_pages_evals.py: two).
         evals = f"{reverse('eval-compare')}?a={mine.eval_run}&b={mine.eval_run}"
         visits[user].append(Visit(evals, "eval-compare-runs"))
+        # The playground with a session open: its head has the title and the links.
+        played = f"{reverse('playground')}?session={mine.session}"
+        visits[user].append(Visit(played, "playground-session"))
         # An imported session (read-only): its timeline and waterfall.
         for name in ("session-timeline", "session-waterfall"):
             path = reverse(name, kwargs={"pk": mine.imported})
