@@ -146,7 +146,7 @@ def continue_fork(fork: Session, message: str = "") -> Run:
     refuse_ingested(fork.pk)
     if message:
         return start_run(fork, message)
-    cut = _cut_run(fork, _latest_run(fork))
+    cut = _cut_run(fork, fork.runs.order_by("-created_at").first())
     if cut is None:
         raise ConflictError(
             "this fork goes on from a new message: send one (its fork point is not a user "
@@ -171,10 +171,6 @@ def can_go_on_without_message(fork: Session, latest: Run | None) -> bool:
     """Whether ``fork`` goes on from its fork point without a new message; ``latest``:
     its newest run (``None``: it has none), as the caller read it."""
     return _cut_run(fork, latest) is not None
-
-
-def _latest_run(session: Session) -> Run | None:
-    return session.runs.order_by("-created_at").first()
 
 
 @dataclass(slots=True)
