@@ -38,7 +38,11 @@ class OneOfBodySchema(AutoSchema):
 
 
 NO_NUL = "^[^\\x00]*$"
-NOT_BLANK = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"
+# The characters DRF's CharField strips (Python's str.isspace), spelled out: a JSON
+# Schema's \s is another set (without \x1c-\x1f and \x85, with \ufeff), so a text
+# of "\x1f" met the schema and was refused as blank.
+SPACE = "\\t-\\r\\x1c- \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+NOT_BLANK = f"^[^\\x00]*[^\\x00{SPACE}][^\\x00]*$"
 
 _DESCRIPTIONS = {
     400: "The request is malformed or invalid: `errors` lists each problem.",

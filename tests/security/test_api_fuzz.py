@@ -285,7 +285,9 @@ def _one_connection() -> Iterator[None]:
 
 
 NAME = st.from_regex(core_specs.NAME_PATTERN, fullmatch=True)
-TEXT = st.text(st.characters(exclude_characters="\x00"), max_size=300)
+# Text as JSON carries it: no NUL (PostgreSQL cannot store it) and no lone surrogate
+# (half of a UTF-16 pair, not a character; the API refuses both as unstorable_text).
+TEXT = st.text(st.characters(exclude_characters="\x00", exclude_categories=["Cs"]), max_size=300)
 
 
 def agent_specs(model: str) -> st.SearchStrategy[dict[str, Any]]:

@@ -5,6 +5,7 @@ owner-scoped, pinned by agent versions, and loaded by an agent's load_skill tool
 from __future__ import annotations
 
 import io
+import re
 import stat
 import zipfile
 from typing import Any
@@ -16,6 +17,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from agents_core import skills as core_skills
 from studio import services
+from studio.api.schema import NOT_BLANK, SPACE
 from studio.models import AgentVersion, Event, ModelConfig, RunStatus, Skill, SkillFile
 from studio.runs.execute import execute_run
 from tests.studio.conftest import client_for, make_agent, make_session
@@ -157,6 +159,23 @@ def test_an_agent_version_pins_its_skill_and_keeps_it_from_being_deleted(ada: Us
 def test_the_schema_documents_the_skills_api(ada: User) -> None:
     schema = client_for(ada).get("/api/schema/", {"format": "json"}).json()
     assert {"/api/skills/", "/api/skills/{name}/"} <= set(schema["paths"])
+
+
+def test_a_path_the_api_strips_to_blank_is_one_the_schema_refuses(ada: User) -> None:
+    r"""The fuzzer sent the path "\x1f": it met the schema's "not blank" pattern as a JSON
+    Schema's \s reads it, and the serializer refused it as blank. The pattern names the
+    characters the serializer strips, so no engine's \s decides."""
+    schema = client_for(ada).get("/api/schema/", {"format": "json"}).json()
+    upload = schema["components"]["schemas"]["SkillUploadRequest"]["properties"]
+    pattern = upload["paths"]["items"]["pattern"]
+    assert pattern == NOT_BLANK and "\\s" not in pattern
+    text = re.compile(f"[^\\x00{SPACE}]")  # a character that keeps a text from blank
+    disagree = [c for c in map(chr, range(0x110000)) if bool(text.fullmatch(c)) == c.isspace()]
+    assert disagree == ["\x00"]  # NUL: neither space nor allowed
+    assert re.fullmatch(pattern, "\x1f") is None and re.fullmatch(pattern, "a\x1f")
+    folder = {"files": [SimpleUploadedFile("SKILL.md", b"x")], "paths": ["\x1f"]}
+    response = client_for(ada).post(URL, folder, format="multipart")
+    assert (response.status_code, response.json()["errors"][0]["code"]) == (400, "blank")
 
 
 async def test_a_run_lists_the_skill_up_front_and_loads_body_and_file_on_demand(
