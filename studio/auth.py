@@ -17,39 +17,35 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.conf import settings
 from django.contrib.auth import get_user_model, user_logged_out
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.views import LoginView
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models.signals import post_delete, pre_save
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from rest_framework.authtoken.models import Token
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+from rest_framework.views import APIView
 
 from studio.db import db_sync_to_async
+from studio.gates.rate_limits import take_sign_in
 
 logger = logging.getLogger(__name__)
 
 REVOKED = "auth.revoked"
 CLOSE_UNAUTHENTICATED = 4401  # as studio.live: the client must sign in again
-_PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 
 
-# Login rate limiting
-
-
-def auth_rate() -> tuple[int, int]:
-    """``(attempts, seconds)`` from the API's ``auth`` throttle rate, e.g. ``20/min``:
-    the sign-in page and the token endpoint share one budget."""
-    rest_framework: dict[str, Any] = settings.REST_FRAMEWORK
-    count, _, period = str(rest_framework["DEFAULT_THROTTLE_RATES"]["auth"]).partition("/")
-    return int(count), _PERIODS[period]
+# Sign-in rate limiting
 
 
 def _client_ip(request: HttpRequest) -> str:
@@ -58,21 +54,15 @@ def _client_ip(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR", ""))
 
 
-def login_attempt_allowed(request: HttpRequest, username: str) -> bool:
+def sign_in_wait(request: HttpRequest, username: str) -> float | None:
     """Count one sign-in attempt against the client's address and against the
-    username (so a distributed guess at one account is limited too)."""
-    limit, period = auth_rate()
+    username (so a distributed guess at one account is limited too): ``None`` while
+    both have room, else the seconds until they may try again. The sign-in page and the
+    token exchange share the count, and so do all servers (it is kept in the
+    database)."""
     digest = hashlib.sha256(username.strip().lower().encode()).hexdigest()
-    allowed = True
-    for key in (f"studio.login.ip.{_client_ip(request)}", f"studio.login.user.{digest}"):
-        cache.add(key, 0, period)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.set(key, 1, period)
-            count = 1
-        allowed = allowed and count <= limit
-    return allowed
+    keys = (f"ip:{_client_ip(request)}", f"user:{digest}")
+    return take_sign_in(keys, time.time())
 
 
 class RateLimitedLoginView(LoginView):
@@ -80,15 +70,38 @@ class RateLimitedLoginView(LoginView):
     attempts for the period."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if login_attempt_allowed(request, str(request.POST.get("username", ""))):
+        wait = sign_in_wait(request, str(request.POST.get("username", "")))
+        if wait is None:
             return super().post(request, *args, **kwargs)
         logger.warning("sign-in rate limit reached from %s", _client_ip(request))
+        seconds = math.ceil(wait)
         form = self.get_form()
-        form.add_error(None, "Too many sign-in attempts. Wait a minute and try again.")
+        form.add_error(None, f"Too many sign-in attempts. Try again in {in_words(seconds)}.")
         response = self.form_invalid(form)
         response.status_code = 429
-        response["Retry-After"] = str(auth_rate()[1])
+        response["Retry-After"] = str(seconds)
         return response
+
+
+def in_words(seconds: int) -> str:
+    """``42 seconds``; from two minutes on, whole minutes rounded up (``3 minutes``)."""
+    if seconds >= 120:
+        return f"{math.ceil(seconds / 60)} minutes"
+    return f"{seconds} second{'s' * (seconds != 1)}"
+
+
+class SignInThrottle(BaseThrottle):
+    """The token exchange's throttle: the sign-in page's count (``sign_in_wait``), by
+    the client's address and the username it sends."""
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        data = request.data
+        username = data.get("username", "") if isinstance(data, Mapping) else ""
+        self._wait = sign_in_wait(request, str(username))
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait
 
 
 # Websockets: closed when the sign-in ends

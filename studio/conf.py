@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+_PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 
 
 def env_str(name: str, default: str) -> str:
@@ -78,6 +79,18 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def env_rate(name: str, default: str) -> tuple[int, int]:
+    """A rate such as ``20/min`` (per s, min, hour or day) as ``(count, seconds)``."""
+    raw = os.environ.get(name, default)
+    count, _, period = raw.strip().partition("/")
+    if not count.isdigit() or int(count) < 1 or period not in _PERIODS:
+        raise ImproperlyConfigured(
+            f"{name} must be a rate such as 20/min (at least 1, per s, min, hour or day),"
+            f" got {raw!r}"
+        )
+    return int(count), _PERIODS[period]
 
 
 def env_fernet_keys(name: str) -> list[str]:

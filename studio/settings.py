@@ -23,6 +23,7 @@ from studio.conf import (
     env_list,
     env_otel_queue_size,
     env_otel_traces_exporter,
+    env_rate,
     env_redis_url,
     env_str,
 )
@@ -264,7 +265,6 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "studio.api.exceptions.exception_handler",
-    "DEFAULT_THROTTLE_RATES": {"auth": env_str("STUDIO_AUTH_THROTTLE_RATE", "20/min")},
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
 
@@ -292,6 +292,8 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
+# Sign-in attempts per client address and per username (studio.gates.rate_limits).
+STUDIO_AUTH_RATE = env_rate("STUDIO_AUTH_THROTTLE_RATE", "20/min")
 # Seconds a "test connection" request to a model provider may take.
 MODEL_TEST_TIMEOUT_S = env_float("STUDIO_MODEL_TEST_TIMEOUT_S", 10.0, minimum=0.1)
 
@@ -323,12 +325,10 @@ STUDIO_LIVE_RESYNC_S = env_float("STUDIO_LIVE_RESYNC_S", 2.0, minimum=0.05)
 STUDIO_WS_MAX_MESSAGE_BYTES = env_int("STUDIO_WS_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024)
 STUDIO_WS_RATE_PER_S = env_float("STUDIO_WS_RATE_PER_S", 5.0, minimum=0.1)
 STUDIO_WS_BURST = env_int("STUDIO_WS_BURST", 20, minimum=1)
-# OTLP trace ingest (POST /v1/traces, studio.web.otlp): a request body over
-# STUDIO_OTLP_MAX_BYTES, or one that inflates (gzip) past STUDIO_OTLP_MAX_INFLATED_BYTES,
-# or with more than STUDIO_OTLP_MAX_SPANS spans, is refused with 413; each ingest token
-# may send STUDIO_OTLP_BURST requests at once and STUDIO_OTLP_RATE_PER_S sustained
-# (counted in the database in windows of BURST / RATE_PER_S seconds, so across every
-# server: studio.gates.rate_limits), then 429 with Retry-After.
+# OTLP trace ingest (POST /v1/traces, studio.web.otlp): 413 for a body over MAX_BYTES,
+# one that inflates (gzip) past MAX_INFLATED_BYTES, or more than MAX_SPANS spans. Each
+# ingest token may send BURST requests at once and RATE_PER_S sustained (windows of
+# BURST / RATE_PER_S s in the database, for every server), then 429 with Retry-After.
 STUDIO_OTLP_MAX_BYTES = env_int("STUDIO_OTLP_MAX_BYTES", 4 * 1024 * 1024, minimum=1024)
 STUDIO_OTLP_MAX_INFLATED_BYTES = env_int(
     "STUDIO_OTLP_MAX_INFLATED_BYTES", 16 * 1024 * 1024, minimum=1024

@@ -22,7 +22,6 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer, ValidationError
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.utils.urls import replace_query_param
 
 from agents_core import events as core_events
@@ -34,6 +33,7 @@ from studio.api.permissions import IsOwner, OwnedQuerysetMixin, request_owner
 from studio.api.replays import RunReplays
 from studio.api.schema import error_responses
 from studio.api.traces import RunSpans, SessionSpans
+from studio.auth import SignInThrottle
 from studio.models import (
     Agent,
     AgentVersion,
@@ -49,8 +49,7 @@ from studio.models import (
 class TokenView(ObtainAuthToken):
     """Trade a username and password for an API token (``Authorization: Token <key>``)."""
 
-    throttle_classes = [ScopedRateThrottle]
-    throttle_scope = "auth"
+    throttle_classes = [SignInThrottle]  # the sign-in page's count, for every server
     serializer_class = s.TokenCredentialsSerializer
 
     @extend_schema(

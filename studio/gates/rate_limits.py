@@ -1,20 +1,22 @@
 """Rate limits shared by every process: model configs' requests and tokens per minute,
-and ingest tokens' requests to ``POST /v1/traces``.
+ingest tokens' requests to ``POST /v1/traces``, and sign-in attempts.
 
 Use is counted in windows (``CountedWindow`` rows: ``RateWindow`` for model configs,
-windows of ``STUDIO_RATE_WINDOW_S``, a minute; ``IngestWindow`` for ingest tokens). A
+windows of ``STUDIO_RATE_WINDOW_S``, a minute; ``IngestWindow`` for ingest tokens;
+``SignInWindow`` for client addresses and usernames signing in). A
 call takes its room with one conditional UPDATE that matches only while the window has
 room (``take_room``), so two processes, on one server or several sharing the database,
 can never both take the last of it (SQLite and PostgreSQL alike); a call that finds no
 room is told how long until the next window: the core waits
-(``agents_core._rate_limit_wait``), the OTLP endpoint answers 429 with ``Retry-After``.
+(``agents_core._rate_limit_wait``), the OTLP endpoint and sign-in answer 429 with
+``Retry-After``.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +25,7 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from studio.db import db_sync_to_async
-from studio.models import IngestWindow, ModelConfig, RateWindow
+from studio.models import IngestWindow, ModelConfig, RateWindow, SignInWindow
 from studio.models.gates import CountedWindow
 
 
@@ -58,6 +60,21 @@ def take_ingest(token_id: uuid.UUID, now: float) -> float | None:
     room = Q(requests__lt=burst)
     used = {"requests": F("requests") + 1}
     return take_room(IngestWindow, {"token_id": token_id}, room, used, now, window_s)
+
+
+def take_sign_in(keys: Sequence[str], now: float) -> float | None:
+    """Count one sign-in attempt against each of ``keys`` (the client's address, the
+    username) and return ``None`` while each has room, else the seconds until the window
+    that is full ends: ``STUDIO_AUTH_RATE`` attempts a window of its period. One budget
+    for every server, and for the sign-in page and the token exchange alike. Windows
+    before the last one are dropped, whoever they counted (an address seen once is not
+    kept)."""
+    limit, window_s = settings.STUDIO_AUTH_RATE
+    room = Q(requests__lt=limit)
+    used = {"requests": F("requests") + 1}
+    waits = [take_room(SignInWindow, {"key": key}, room, used, now, window_s) for key in keys]
+    SignInWindow.objects.filter(start__lt=int(now // window_s) - 1).delete()
+    return max((wait for wait in waits if wait is not None), default=None)
 
 
 def take_room(

@@ -346,6 +346,7 @@ from studio.models.evals import EvalRun as EvalRun  # noqa: E402
 from studio.models.gates import CachedResponse as CachedResponse  # noqa: E402
 from studio.models.gates import IngestWindow as IngestWindow  # noqa: E402
 from studio.models.gates import RateWindow as RateWindow  # noqa: E402
+from studio.models.gates import SignInWindow as SignInWindow  # noqa: E402
 from studio.models.ingest import ExternalAgent as ExternalAgent  # noqa: E402
 from studio.models.ingest import IngestedTrace as IngestedTrace  # noqa: E402
 from studio.models.ingest import IngestToken as IngestToken  # noqa: E402

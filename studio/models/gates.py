@@ -1,6 +1,6 @@
 """Rows shared by every process (``studio.gates``): the counted windows of model
-configs' rate limits and of ingest tokens' request rates, and kept answers of the
-response cache."""
+configs' rate limits, of ingest tokens' request rates and of sign-in attempts, and kept
+answers of the response cache."""
 
 from __future__ import annotations
 
@@ -46,6 +46,22 @@ class IngestWindow(CountedWindow):
 
     def __str__(self) -> str:
         return f"{self.token_id} window {self.start}"
+
+
+class SignInWindow(CountedWindow):
+    """The sign-in attempts (the sign-in page and the token exchange together) from one
+    client address, or at one username, in one window (``take_sign_in``)."""
+
+    key = models.CharField(max_length=80)  # "ip:<address>" or "user:<the name's SHA-256>"
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["key", "start"], name="sign_in_window_unique")
+        ]
+        indexes = [models.Index(fields=["start"], name="sign_in_window_start")]
+
+    def __str__(self) -> str:
+        return f"{self.key} window {self.start}"
 
 
 class CachedResponse(models.Model):

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.studio.conftest import _clear_cache, _fast_password_hashing, ada, api, bob, staff
+from tests.studio.conftest import _fast_password_hashing, ada, api, bob, staff
 from tests.support.openai_server import openai_server
 
-__all__ = ["_clear_cache", "_fast_password_hashing", "ada", "api", "bob", "openai_server", "staff"]
+__all__ = ["_fast_password_hashing", "ada", "api", "bob", "openai_server", "staff"]
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,6 @@
-"""Sign-in attempts are rate limited on the page and on the API token endpoint."""
+"""Sign-in attempts are rate limited on the page and on the API token endpoint: one count
+per client address and one per username, shared by the two, kept in the database so that
+every server shares it too (tests/scale/test_shared_rate_limits.py runs two servers)."""
 
 from __future__ import annotations
 
@@ -6,55 +8,140 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
 from django.test import Client
 from rest_framework.test import APIClient
-from rest_framework.throttling import ScopedRateThrottle
+
+from studio.auth import in_words
+from studio.conf import env_rate
+from studio.gates.rate_limits import take_sign_in
+from studio.models import SignInWindow
+
+LIMIT = 5
 
 
-@pytest.fixture
-def low_auth_rate(settings: Any, monkeypatch: pytest.MonkeyPatch) -> int:
-    rates = {**settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], "auth": "5/min"}
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": rates}
-    # DRF's throttles read their rates once, when their class is created.
-    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", rates)
-    return 5
+@pytest.fixture(autouse=True)
+def low_auth_rate(settings: Any) -> None:
+    settings.STUDIO_AUTH_RATE = (LIMIT, 60)
+
+
+WRONG = "wrong"  # a guess
+
+
+def sign_in(client: Client, username: str = "ada", password: str = WRONG) -> Any:
+    return client.post("/accounts/login/", {"username": username, "password": password})
+
+
+def exchange(api: APIClient, username: str = "ada", password: str = WRONG) -> Any:
+    return api.post("/api/auth/token/", {"username": username, "password": password})
 
 
 @pytest.mark.django_db
-def test_the_sign_in_page_answers_429_once_the_attempts_are_used_up(
-    ada: User, low_auth_rate: int
-) -> None:
+def test_the_sign_in_page_answers_429_once_the_attempts_are_used_up(ada: User) -> None:
     client = Client()
-    for _ in range(low_auth_rate):
-        response = client.post("/accounts/login/", {"username": "ada", "password": "wrong"})
-        assert response.status_code == 200  # the form again, with "wrong password"
-    limited = client.post("/accounts/login/", {"username": "ada", "password": "ada-password-1"})
+    for _ in range(LIMIT):
+        wrong = sign_in(client)
+        assert wrong.status_code == 200
+        assert "Please enter a correct username and password." in wrong.content.decode()
+    limited = sign_in(client, password="ada-password-1")
     assert limited.status_code == 429
-    assert limited["Retry-After"] == "60"
+    assert 1 <= int(limited["Retry-After"]) <= 60  # until the minute's window ends
+    wait = limited["Retry-After"]
+    assert f"Too many sign-in attempts. Try again in {wait} seconds." in limited.content.decode()
+    assert "correct username and password" not in limited.content.decode()
     assert "_auth_user_id" not in client.session  # not even the right password gets in
 
 
-@pytest.mark.django_db
-def test_guessing_one_account_from_many_addresses_is_limited_too(
-    ada: User, low_auth_rate: int
-) -> None:
-    for n in range(low_auth_rate):
-        Client(REMOTE_ADDR=f"203.0.113.{n}").post(
-            "/accounts/login/", {"username": "ADA", "password": "wrong"}
-        )
-    response = Client(REMOTE_ADDR="203.0.113.99").post(
-        "/accounts/login/", {"username": "ada", "password": "wrong"}
-    )
-    assert response.status_code == 429
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (1, "1 second"),
+        (42, "42 seconds"),
+        (119, "119 seconds"),
+        (120, "2 minutes"),
+        (121, "3 minutes"),
+        (3600, "60 minutes"),
+    ],
+)
+def test_the_wait_is_told_in_seconds_then_minutes(seconds: int, words: str) -> None:
+    assert in_words(seconds) == words
 
 
 @pytest.mark.django_db
-def test_the_token_endpoint_answers_429_once_the_attempts_are_used_up(
-    ada: User, low_auth_rate: int
-) -> None:
+def test_guessing_one_account_from_many_addresses_is_limited_too(ada: User) -> None:
+    for n in range(LIMIT):
+        sign_in(Client(REMOTE_ADDR=f"203.0.113.{n}"), username="ADA")
+    assert sign_in(Client(REMOTE_ADDR="203.0.113.99")).status_code == 429
+    # another account from a fresh address still has its attempts
+    assert sign_in(Client(REMOTE_ADDR="203.0.113.98"), username="bob").status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_token_endpoint_answers_429_once_the_attempts_are_used_up(ada: User) -> None:
     api = APIClient()
-    for _ in range(low_auth_rate):
-        assert api.post("/api/auth/token/", {"username": "ada", "password": "x"}).status_code == 400
-    response = api.post("/api/auth/token/", {"username": "ada", "password": "ada-password-1"})
+    for _ in range(LIMIT):
+        assert exchange(api).status_code == 400
+    response = exchange(api, password="ada-password-1")
     assert response.status_code == 429
     assert response.json()["code"] == "throttled"
+    assert 1 <= int(response["Retry-After"]) <= 60
+
+
+@pytest.mark.django_db
+def test_the_token_endpoint_counts_the_account_across_addresses(ada: User) -> None:
+    for n in range(LIMIT):
+        assert exchange(APIClient(REMOTE_ADDR=f"198.51.100.{n}")).status_code == 400
+    assert exchange(APIClient(REMOTE_ADDR="198.51.100.99")).status_code == 429
+
+
+@pytest.mark.django_db
+def test_the_page_and_the_token_endpoint_share_one_count(ada: User) -> None:
+    """Alternating between the two gets no more attempts than either alone."""
+    client, api = Client(), APIClient()
+    statuses = [
+        (sign_in(client).status_code if n % 2 else exchange(api).status_code)
+        for n in range(LIMIT + 2)
+    ]
+    assert statuses == [400, 200, 400, 200, 400, 429, 429]
+
+
+@pytest.mark.django_db
+def test_a_token_request_that_is_not_an_object_is_counted_by_address(ada: User) -> None:
+    api = APIClient()
+    for _ in range(LIMIT):
+        assert api.post("/api/auth/token/", ["ada"], format="json").status_code == 400
+    assert exchange(api).status_code == 429
+
+
+@pytest.mark.django_db
+def test_a_new_window_has_room_again_and_the_windows_before_the_last_are_dropped() -> None:
+    start = 1_000 * 60.0  # the start of a minute's window
+    assert [take_sign_in(["ip:a"], start + n) for n in range(LIMIT)] == [None] * LIMIT
+    assert take_sign_in(["ip:a"], start + 10) == 50  # seconds until the next window
+    assert take_sign_in(["ip:a"], start + 60) is None  # the next window
+    take_sign_in(["ip:b"], start + 120)  # two windows on: "a"'s first window goes
+    assert windows() == [("ip:a", 1_001), ("ip:b", 1_002)]
+    take_sign_in(["ip:b"], start + 180)  # and then its second
+    assert windows() == [("ip:b", 1_002), ("ip:b", 1_003)]
+
+
+def windows() -> list[tuple[str, int]]:
+    return list(SignInWindow.objects.order_by("start").values_list("key", "start"))
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("20/min", (20, 60)), ("3/s", (3, 1)), ("100/hour", (100, 3600)), (" 1/day ", (1, 86400))],
+)
+def test_a_rate_reads_as_a_count_and_seconds(
+    monkeypatch: pytest.MonkeyPatch, raw: str, expected: tuple[int, int]
+) -> None:
+    monkeypatch.setenv("STUDIO_AUTH_THROTTLE_RATE", raw)
+    assert env_rate("STUDIO_AUTH_THROTTLE_RATE", "20/min") == expected
+
+
+@pytest.mark.parametrize("raw", ["20", "0/min", "-1/min", "20/fortnight", "x/min", ""])
+def test_a_bad_rate_fails_loudly(monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv("STUDIO_AUTH_THROTTLE_RATE", raw)
+    with pytest.raises(ImproperlyConfigured, match="STUDIO_AUTH_THROTTLE_RATE must be a rate"):
+        env_rate("STUDIO_AUTH_THROTTLE_RATE", "20/min")

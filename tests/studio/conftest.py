@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from asgiref.local import Local
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.tasks import task_backends
 from django.test import Client
 from rest_framework.test import APIClient
@@ -30,12 +29,6 @@ def _allow_loopback_models(settings: Any) -> None:
     """The tests' OpenAI-compatible servers listen on 127.0.0.1, which Studio refuses
     unless the deployment allowlists it (studio.security)."""
     settings.STUDIO_OUTBOUND_ALLOWLIST = ["127.0.0.0/8", "::1", "localhost"]
-
-
-@pytest.fixture(autouse=True)
-def _clear_cache() -> None:
-    """Throttle counters live in the cache: one test's requests never throttle another's."""
-    cache.clear()
 
 
 @pytest.fixture
