@@ -334,6 +334,35 @@ def test_a_span_links_to_its_events_in_the_timeline_and_back(
     expect(page.locator(".wf-run")).to_have_count(1)
 
 
+def test_a_deep_timeline_on_a_phone_keeps_each_events_kind_fork_and_figures_tidy(
+    page: Page, finished: str
+) -> None:
+    """Three agents deep (team, refine, drafter) in a phone's window: an event's kind and
+    its Fork button share a row, and its figures start at the left of the next. They
+    stacked right-aligned, one chip a line, with Fork alone on a line below them."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.goto(f"/sessions/{finished}/")
+        expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+        deep = page.locator(".step .step .step .ev .line:has(.figures .chip):has(.fork-here)")
+        expect(deep.first).to_be_visible()
+        screenshot(page, "timeline-deep-390", full_page=True)
+        lines = deep.evaluate_all(
+            """lines => lines.map(line => {
+                const box = sel => line.querySelector(sel).getBoundingClientRect();
+                const middle = b => (b.top + b.bottom) / 2;
+                return {kind: middle(box(".kind")), fork: middle(box(".fork-here")),
+                        line: line.getBoundingClientRect().left, chip: box(".chip").left};
+            })"""
+        )
+        assert len(lines) >= 3  # the drafter's replies and the checker's
+        for line in lines:
+            assert abs(line["kind"] - line["fork"]) <= 2, line  # one row
+            assert abs(line["chip"] - line["line"]) <= 1, line  # from the left
+    finally:
+        page.set_viewport_size({"width": 1366, "height": 800})
+
+
 def test_cancelling_a_waiting_run_closes_its_open_spans_as_errors(page: Page, api: Api) -> None:
     agent = api.agent(
         {
