@@ -14,6 +14,7 @@ room is told how long until the next window: the core waits
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -64,17 +65,42 @@ def take_ingest(token_id: uuid.UUID, now: float) -> float | None:
 
 def take_sign_in(keys: Sequence[str], now: float) -> float | None:
     """Count one sign-in attempt against each of ``keys`` (the client's address, the
-    username) and return ``None`` while each has room, else the seconds until the window
-    that is full ends: ``STUDIO_AUTH_RATE`` attempts a window of its period. One budget
-    for every server, and for the sign-in page and the token exchange alike. Windows
-    before the last one are dropped, whoever they counted (an address seen once is not
-    kept)."""
+    username) and return ``None`` while each has room, else the seconds until the
+    fullest has room again. One budget for every server, and for the sign-in page and
+    the token exchange alike.
+
+    ``STUDIO_AUTH_RATE`` attempts in any period, not per clock window: the window before
+    counts as much of it as the period still overlaps (a sliding window, approximated
+    from two counts). Fixed windows let twice the rate through, the limit at the end of
+    one window and again at the start of the next. Windows before the last are dropped,
+    whoever they counted, so an address seen once is not kept."""
     limit, window_s = settings.STUDIO_AUTH_RATE
-    room = Q(requests__lt=limit)
+    start = int(now // window_s)
+    overlap = 1 - (now - start * window_s) / window_s  # of the window before
     used = {"requests": F("requests") + 1}
-    waits = [take_room(SignInWindow, {"key": key}, room, used, now, window_s) for key in keys]
-    SignInWindow.objects.filter(start__lt=int(now // window_s) - 1).delete()
-    return max((wait for wait in waits if wait is not None), default=None)
+    waits = []
+    for key in keys:
+        counts = dict(
+            SignInWindow.objects.filter(key=key, start__gte=start - 1).values_list(
+                "start", "requests"
+            )
+        )
+        before, now_count = counts.get(start - 1, 0), counts.get(start, 0)
+        room = Q(requests__lt=math.ceil(limit - before * overlap))
+        if take_room(SignInWindow, {"key": key}, room, used, now, window_s) is not None:
+            waits.append(_sliding_wait(limit, window_s, before, now_count, overlap))
+    SignInWindow.objects.filter(start__lt=start - 1).delete()
+    return max(1.0, *waits) if waits else None  # Retry-After counts whole seconds
+
+
+def _sliding_wait(limit: int, window_s: float, before: int, count: int, overlap: float) -> float:
+    """Seconds until ``count`` attempts in this window and ``before`` in the one before
+    (of which ``overlap`` still counts) come under ``limit``: while this window lasts,
+    as the one before fades; else once this one is the window before and has faded
+    enough."""
+    if count < limit and before:
+        return max(window_s * (overlap - (limit - count) / before), 0.0)
+    return window_s * overlap + window_s * (1 - limit / max(count, limit))
 
 
 def take_room(

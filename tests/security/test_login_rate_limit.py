@@ -4,6 +4,7 @@ every server shares it too (tests/scale/test_shared_rate_limits.py runs two serv
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -22,7 +23,12 @@ LIMIT = 5
 
 @pytest.fixture(autouse=True)
 def low_auth_rate(settings: Any) -> None:
+    """Five a minute, and the attempts of a test within one minute's window: in the
+    first seconds of the next, the one before still counts in full, so a test that
+    straddled two would see no difference, but the limit need not be exact there."""
     settings.STUDIO_AUTH_RATE = (LIMIT, 60)
+    if time.time() % 60 > 55:
+        time.sleep(60 - time.time() % 60)
 
 
 WRONG = "wrong"  # a guess
@@ -114,11 +120,30 @@ def test_a_token_request_that_is_not_an_object_is_counted_by_address(ada: User) 
 
 
 @pytest.mark.django_db
-def test_a_new_window_has_room_again_and_the_windows_before_the_last_are_dropped() -> None:
+def test_the_window_before_counts_as_much_as_the_period_still_overlaps_it() -> None:
+    """A sliding window from two counts: five attempts in the last seconds of one minute
+    leave room for one more early in the next, not five (as fixed windows would)."""
     start = 1_000 * 60.0  # the start of a minute's window
+    late = [take_sign_in(["ip:a"], start + 55 + n) for n in range(LIMIT)]
+    assert late == [None] * LIMIT
+    assert take_sign_in(["ip:a"], start + 61) is None  # 5 x 59/60 of the five count
+    # 1 + 5 x 58/60 = 5.8: refused, until the five count for less than 4: 10 s on
+    assert take_sign_in(["ip:a"], start + 62) == pytest.approx(10)
+    # half-way through the minute, half of the five count: three in this window in all
+    assert [take_sign_in(["ip:a"], start + 90 + n) for n in range(2)] == [None, None]
+    assert take_sign_in(["ip:a"], start + 92) is not None
+    assert take_sign_in(["ip:a"], start + 93) is not None
+    # refused attempts were not counted: a client that keeps trying waits no longer
+    assert windows() == [("ip:a", 1_000), ("ip:a", 1_001)]
+    assert SignInWindow.objects.get(start=1_001).requests == 3
+
+
+@pytest.mark.django_db
+def test_a_full_window_waits_for_its_end_and_old_windows_are_dropped() -> None:
+    start = 1_000 * 60.0
     assert [take_sign_in(["ip:a"], start + n) for n in range(LIMIT)] == [None] * LIMIT
-    assert take_sign_in(["ip:a"], start + 10) == 50  # seconds until the next window
-    assert take_sign_in(["ip:a"], start + 60) is None  # the next window
+    assert take_sign_in(["ip:a"], start + 10) == 50  # seconds until the window ends
+    assert take_sign_in(["ip:a"], start + 90) is None  # half of the five count then
     take_sign_in(["ip:b"], start + 120)  # two windows on: "a"'s first window goes
     assert windows() == [("ip:a", 1_001), ("ip:b", 1_002)]
     take_sign_in(["ip:b"], start + 180)  # and then its second
