@@ -104,6 +104,27 @@ def test_presets_fill_the_form_and_every_field_stays_editable(page: Page) -> Non
     expect(page.locator("#m-preset")).to_have_value("")  # another provider: custom
 
 
+def test_stacked_fields_stand_as_far_apart_with_help_as_without(page: Page) -> None:
+    """On a phone the form is one column. The name's help ended 29 px above the
+    provider, the provider's select 16 px above the base URL: a help line kept a
+    paragraph's bottom margin inside its field."""
+    page.set_viewport_size(NARROW)  # type: ignore[arg-type]
+    open_form(page)
+    gaps = page.evaluate(
+        """names => names.slice(1).map((name, i) => {
+            const field = n => document.querySelector(`[data-field=${n}]`);
+            const shown = [...field(names[i]).children].filter(e => e.offsetParent);
+            const end = shown[shown.length - 1].getBoundingClientRect().bottom;
+            return field(name).getBoundingClientRect().top - end;
+        })""",
+        ["name", "provider", "base_url"],
+    )
+    assert page.locator("[data-field=name] .help").is_visible()  # with help, then without
+    assert not page.locator("[data-field=provider] .help").is_visible()
+    assert abs(gaps[0] - gaps[1]) <= 1, gaps
+    page.set_viewport_size(WIDE)  # type: ignore[arg-type]
+
+
 def test_a_refused_address_says_which_setting_allows_it(
     page: Page, model_server: OpenAIServer
 ) -> None:
