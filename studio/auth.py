@@ -24,9 +24,13 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model, user_logged_out
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.views import LoginView
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models.signals import post_delete, pre_save
 from django.dispatch import receiver
@@ -65,22 +69,61 @@ def sign_in_wait(request: HttpRequest, username: str) -> float | None:
     return take_sign_in(keys, time.time())
 
 
+class _CountedSignIn(AuthenticationForm):
+    """A sign-in form that counts its attempt (``sign_in_wait``) before it checks the
+    password, and over the limit refuses without checking it: the right password does
+    not get in either. In the form, so that every page that signs in with one is
+    limited alike: Studio's and the admin's (``AdminSignInForm``)."""
+
+    wait: float | None = None
+
+    def clean(self) -> dict[str, Any]:
+        request = self.request
+        if request is None:
+            raise TypeError("a sign-in form counts attempts by the request's address: pass it")
+        self.wait = sign_in_wait(request, str(self.data.get("username", "")))
+        if self.wait is not None:
+            logger.warning("sign-in rate limit reached from %s", _client_ip(request))
+            later = in_words(math.ceil(self.wait))
+            raise ValidationError(
+                f"Too many sign-in attempts. Try again in {later}.", code="rate_limited"
+            )
+        return super().clean()
+
+
+class SignInForm(_CountedSignIn):
+    """Studio's sign-in page's form."""
+
+
+class AdminSignInForm(_CountedSignIn, AdminAuthenticationForm):
+    """The admin's sign-in form (staff only), counted as Studio's."""
+
+
+def refused_with_retry_after(response: HttpResponse) -> HttpResponse:
+    """``response`` of a sign-in view, as 429 with ``Retry-After`` when its form was
+    refused for the rate limit."""
+    context = getattr(response, "context_data", None) or {}
+    wait = getattr(context.get("form"), "wait", None)
+    if wait is not None:
+        response.status_code = 429
+        response["Retry-After"] = str(math.ceil(wait))
+    return response
+
+
 class RateLimitedLoginView(LoginView):
     """Django's login view, answering 429 once a client or an account has used up its
     attempts for the period."""
 
+    authentication_form = SignInForm
+
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        wait = sign_in_wait(request, str(request.POST.get("username", "")))
-        if wait is None:
-            return super().post(request, *args, **kwargs)
-        logger.warning("sign-in rate limit reached from %s", _client_ip(request))
-        seconds = math.ceil(wait)
-        form = self.get_form()
-        form.add_error(None, f"Too many sign-in attempts. Try again in {in_words(seconds)}.")
-        response = self.form_invalid(form)
-        response.status_code = 429
-        response["Retry-After"] = str(seconds)
-        return response
+        return refused_with_retry_after(super().post(request, *args, **kwargs))
+
+
+def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    """The admin's sign-in page (``admin.site.login``, with ``AdminSignInForm``),
+    answering 429 as Studio's does."""
+    return refused_with_retry_after(admin.site.login(request, extra_context))
 
 
 def in_words(seconds: int) -> str:

@@ -5,7 +5,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from studio.auth import RateLimitedLoginView
+from studio.auth import RateLimitedLoginView, admin_login
 from studio.web import (
     approvals,
     bundles,
@@ -117,6 +117,8 @@ urlpatterns = [
     path("metrics", metrics.metrics_view, name="metrics"),
     # Browsers ask for /favicon.ico where a page names no icon (a JSON error, a download).
     path("favicon.ico", RedirectView.as_view(url=static("studio/img/favicon.svg")), name="favicon"),
+    # The admin's sign-in page, counted as Studio's (before the admin's own route).
+    path("admin/login/", admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/", include("studio.api.urls")),
 ]

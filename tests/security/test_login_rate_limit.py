@@ -58,6 +58,30 @@ def test_the_sign_in_page_answers_429_once_the_attempts_are_used_up(ada: User) -
     assert "_auth_user_id" not in client.session  # not even the right password gets in
 
 
+@pytest.mark.django_db
+def test_the_admins_sign_in_page_counts_against_the_same_limit(staff: User) -> None:
+    """/admin/login/ is Django's own sign-in view: it must not be a way round the
+    limit to guess a staff password (the accounts most worth guessing)."""
+    client = Client()
+    for n in range(LIMIT):
+        if n % 2:  # the two pages share one count
+            assert sign_in(client, username="stafford").status_code == 200
+        else:
+            wrong = client.post("/admin/login/", {"username": "stafford", "password": WRONG})
+            assert wrong.status_code == 200
+            assert "Please enter the correct username and password" in wrong.content.decode()
+    limited = client.post(
+        "/admin/login/?next=/admin/", {"username": "stafford", "password": "staff-password-1"}
+    )
+    assert limited.status_code == 429
+    assert 1 <= int(limited["Retry-After"]) <= 60
+    page = limited.content.decode()
+    assert "Too many sign-in attempts. Try again in" in page
+    assert 'id="login-form"' in page  # the admin's own page, to try again from
+    assert "_auth_user_id" not in client.session
+    assert client.get("/admin/").status_code == 302  # still signed out
+
+
 @pytest.mark.parametrize(
     ("seconds", "words"),
     [
