@@ -42,6 +42,7 @@ from rest_framework.views import APIView
 
 from studio.db import db_sync_to_async
 from studio.gates.rate_limits import take_sign_in
+from studio.metrics import SIGN_INS_REFUSED
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,10 @@ def sign_in_wait(request: HttpRequest, username: str) -> float | None:
     database)."""
     digest = hashlib.sha256(username.strip().lower().encode()).hexdigest()
     keys = (f"ip:{_client_ip(request)}", f"user:{digest}")
-    return take_sign_in(keys, time.time())
+    wait = take_sign_in(keys, time.time())
+    if wait is not None:
+        SIGN_INS_REFUSED.inc()
+    return wait
 
 
 class _CountedSignIn(AuthenticationForm):

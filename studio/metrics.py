@@ -9,8 +9,9 @@ Two kinds, on one registry:
   person or a pause, and the events stored so far (its rate is events persisted per
   second). One aggregate query each, over indexed columns or the sessions table.
 - Counted in this process, as things happen here: live viewers connected to this
-  server, events this process stored, model and tool call durations it persisted, and
-  live messages the channel layer refused (viewers fill such gaps from the database).
+  server, events this process stored, model and tool call durations it persisted, live
+  messages the channel layer refused (viewers fill such gaps from the database), and
+  sign-in attempts it refused for the rate limit.
   Workers serve no HTTP: their own counts are not scraped; the stored figures are.
 
 ``prometheus-client`` renders the exposition format; the figures are ours.
@@ -50,6 +51,12 @@ CALL_SECONDS = Histogram(
 CHANNEL_DROPS = Counter(
     "studio_channel_layer_drops",
     "Live messages the channel layer refused on this server (viewers resync from the database).",
+    registry=REGISTRY,
+)
+SIGN_INS_REFUSED = Counter(
+    "studio_sign_ins_refused",
+    "Sign-in attempts this server refused for the rate limit (the sign-in pages and the "
+    "token exchange): a rise is someone guessing passwords.",
     registry=REGISTRY,
 )
 _CALL_KINDS = {

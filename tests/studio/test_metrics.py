@@ -151,3 +151,18 @@ async def test_messages_the_channel_layer_refuses_are_counted(
     await publisher.publish(uuid.uuid4())
     after = value(await sync_to_async(scrape)(client), "studio_channel_layer_drops_total")
     assert after == before + 1
+
+
+def test_sign_ins_refused_for_the_rate_limit_are_counted(
+    ada: User, staff: User, settings: Any
+) -> None:
+    settings.STUDIO_AUTH_RATE = (2, 3600)
+    client = staff_client(staff)
+    before = value(scrape(client), "studio_sign_ins_refused_total")
+    guesses = [
+        Client().post("/accounts/login/", {"username": "ada", "password": "guess"})
+        for _ in range(3)
+    ]
+    token = Client().post("/api/auth/token/", {"username": "ada", "password": "guess"})
+    assert [g.status_code for g in guesses] + [token.status_code] == [200, 200, 429, 429]
+    assert value(scrape(client), "studio_sign_ins_refused_total") == before + 2
