@@ -69,14 +69,15 @@ def sign_in_wait(request: HttpRequest, username: str) -> float | None:
     keys = (f"ip:{_client_ip(request)}", f"user:{digest}")
     wait = take_sign_in(keys, time.time())
     if wait is not None:
+        logger.warning("sign-in rate limit reached from %s", _client_ip(request))
         SIGN_INS_REFUSED.inc()
     return wait
 
 
-class _CountedSignIn(AuthenticationForm):
-    """A sign-in form that counts its attempt (``sign_in_wait``) before it checks the
-    password, and over the limit refuses without checking it: the right password does
-    not get in either. In the form, so that every page that signs in with one is
+class SignInForm(AuthenticationForm):
+    """Studio's sign-in form: it counts its attempt (``sign_in_wait``) before it checks
+    the password, and over the limit refuses without checking it (the right password
+    does not get in either). In the form, so that every page that signs in with one is
     limited alike: Studio's and the admin's (``AdminSignInForm``)."""
 
     wait: float | None = None
@@ -87,7 +88,6 @@ class _CountedSignIn(AuthenticationForm):
             raise TypeError("a sign-in form counts attempts by the request's address: pass it")
         self.wait = sign_in_wait(request, str(self.data.get("username", "")))
         if self.wait is not None:
-            logger.warning("sign-in rate limit reached from %s", _client_ip(request))
             later = in_words(math.ceil(self.wait))
             raise ValidationError(
                 f"Too many sign-in attempts. Try again in {later}.", code="rate_limited"
@@ -95,11 +95,7 @@ class _CountedSignIn(AuthenticationForm):
         return super().clean()
 
 
-class SignInForm(_CountedSignIn):
-    """Studio's sign-in page's form."""
-
-
-class AdminSignInForm(_CountedSignIn, AdminAuthenticationForm):
+class AdminSignInForm(SignInForm, AdminAuthenticationForm):
     """The admin's sign-in form (staff only), counted as Studio's."""
 
 
