@@ -62,9 +62,9 @@ def _client_ip(request: HttpRequest) -> str:
 def sign_in_wait(request: HttpRequest, username: str) -> float | None:
     """Count one sign-in attempt against the client's address and against the
     username (so a distributed guess at one account is limited too): ``None`` while
-    both have room, else the seconds until they may try again. The sign-in page and the
-    token exchange share the count, and so do all servers (it is kept in the
-    database)."""
+    both have room, else the seconds until they may try again. Studio's sign-in page,
+    the admin's and the token exchange share the count, and so do all servers (it is
+    kept in the database). Each refusal is logged and counted (``/metrics``)."""
     digest = hashlib.sha256(username.strip().lower().encode()).hexdigest()
     keys = (f"ip:{_client_ip(request)}", f"user:{digest}")
     wait = take_sign_in(keys, time.time())

@@ -49,7 +49,7 @@ class IngestWindow(CountedWindow):
 
 
 class SignInWindow(CountedWindow):
-    """The sign-in attempts (the sign-in page and the token exchange together) from one
+    """The sign-in attempts (both sign-in pages and the token exchange together) from one
     client address, or at one username, in one window (``take_sign_in``)."""
 
     key = models.CharField(max_length=80)  # "ip:<address>" or "user:<the name's SHA-256>"
