@@ -99,7 +99,7 @@ class AdminSignInForm(SignInForm, AdminAuthenticationForm):
     """The admin's sign-in form (staff only), counted as Studio's."""
 
 
-def refused_with_retry_after(response: HttpResponse) -> HttpResponse:
+def _with_retry_after(response: HttpResponse) -> HttpResponse:
     """``response`` of a sign-in view, as 429 with ``Retry-After`` when its form was
     refused for the rate limit."""
     context = getattr(response, "context_data", None) or {}
@@ -117,13 +117,13 @@ class RateLimitedLoginView(LoginView):
     authentication_form = SignInForm
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        return refused_with_retry_after(super().post(request, *args, **kwargs))
+        return _with_retry_after(super().post(request, *args, **kwargs))
 
 
 def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
     """The admin's sign-in page (``admin.site.login``, with ``AdminSignInForm``),
     answering 429 as Studio's does."""
-    return refused_with_retry_after(admin.site.login(request, extra_context))
+    return _with_retry_after(admin.site.login(request, extra_context))
 
 
 def in_words(seconds: int) -> str:

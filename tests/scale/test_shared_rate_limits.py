@@ -15,7 +15,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -63,9 +64,15 @@ def post(server: DaphneServer, token: str) -> tuple[int, str | None]:
         method="POST",
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/x-protobuf"},
     )
+    return answer(urllib.request.urlopen, request)
+
+
+def answer(open_: Callable[..., Any], request: urllib.request.Request) -> tuple[int, str | None]:
+    """(status, Retry-After) of ``request``, sent with ``open_`` (an opener's ``open``,
+    or ``urlopen``), refused or not."""
     try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, answer.headers.get("Retry-After")
+        with open_(request, timeout=30) as answered:
+            return answered.status, answered.headers.get("Retry-After")
     except urllib.error.HTTPError as refused:
         return refused.code, refused.headers.get("Retry-After")
 
@@ -123,11 +130,7 @@ class SignIns:
         request = urllib.request.Request(
             url, data=body.encode(), method="POST", headers={"Content-Type": content_type}
         )
-        try:
-            with self._browser.open(request, timeout=30) as answer:
-                return answer.status, answer.headers.get("Retry-After")
-        except urllib.error.HTTPError as refused:
-            return refused.code, refused.headers.get("Retry-After")
+        return answer(self._browser.open, request)
 
 
 _FORGET_SIGN_INS = """
