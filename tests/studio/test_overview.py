@@ -150,6 +150,26 @@ def test_the_page_needs_a_login_and_shows_the_range(ada: User, history: dict[str
     assert f'value="{default.first.isoformat()}"'.encode() in default_page.content
 
 
+def test_days_with_no_runs_say_so_instead_of_drawing_empty_charts(
+    ada: User, history: dict[str, Session]
+) -> None:
+    client = Client()
+    client.force_login(ada)
+    quiet = client.get("/overview/", {"start": "2026-10-01", "end": "2026-10-14"})
+    assert quiet.status_code == 200
+    body = quiet.content.decode()
+    assert 'data-testid="overview-empty"' in body
+    assert "No runs from Oct. 1, 2026 to Oct. 14, 2026" in body
+    assert 'href="/playground/"' in body
+    # No charts of zeros, no table of fourteen empty days, no script to draw them.
+    assert 'id="overview-data"' not in body and "data-chart=" not in body
+    assert "overview.js" not in body and "Per day" not in body
+    # The pickers stay, to choose other days.
+    assert 'value="2026-10-01"' in body and 'value="2026-10-14"' in body
+    busy = client.get("/overview/", {"start": "2026-11-01", "end": "2026-11-03"}).content
+    assert b"overview-empty" not in busy and b"data-chart=" in busy
+
+
 def test_an_error_figure_links_to_the_sessions_with_a_failed_run(
     ada: User, history: dict[str, Session]
 ) -> None:
