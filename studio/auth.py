@@ -18,18 +18,21 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import secrets
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model, user_logged_out
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import AnonymousUser
 from django.contrib.auth.views import LoginView
+from django.core import signing
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models.signals import post_delete, pre_save
@@ -64,9 +67,14 @@ def sign_in_wait(request: HttpRequest, username: str) -> float | None:
     username (so a distributed guess at one account is limited too): ``None`` while
     both have room, else the seconds until they may try again. Studio's sign-in page,
     the admin's and the token exchange share the count, and so do all servers (it is
-    kept in the database). Each refusal is logged and counted (``/metrics``)."""
-    digest = hashlib.sha256(username.strip().lower().encode()).hexdigest()
-    keys = (f"ip:{_client_ip(request)}", f"user:{digest}")
+    kept in the database). Each refusal is logged and counted (``/metrics``).
+
+    A browser that signed in to the account before counts against its device cookie
+    instead of the account (``remember_device``): anyone may use up an account's count,
+    and the account's owner is not locked out by it on the browsers they use."""
+    account = _account(username)
+    device = _device(request, account)
+    keys = (f"ip:{_client_ip(request)}", f"device:{device}" if device else f"user:{account}")
     wait = take_sign_in(keys, time.time())
     if wait is not None:
         logger.warning("sign-in rate limit reached from %s", _client_ip(request))
@@ -99,15 +107,62 @@ class AdminSignInForm(SignInForm, AdminAuthenticationForm):
     """The admin's sign-in form (staff only), counted as Studio's."""
 
 
-def _with_retry_after(response: HttpResponse) -> HttpResponse:
-    """``response`` of a sign-in view, as 429 with ``Retry-After`` when its form was
-    refused for the rate limit."""
+def _answered(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """``response`` of a sign-in view: 429 with ``Retry-After`` when its form was refused
+    for the rate limit; with the browser's device cookie when it signed in."""
     context = getattr(response, "context_data", None) or {}
     wait = getattr(context.get("form"), "wait", None)
     if wait is not None:
         response.status_code = 429
         response["Retry-After"] = str(math.ceil(wait))
+    elif request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
+        remember_device(request, response, request.user.get_username())
     return response
+
+
+# Device cookies (OWASP's "Slow Down Online Guessing Attacks with Device Cookies")
+
+DEVICE_COOKIE = "studio_device"
+DEVICE_MAX_AGE_S = 90 * 24 * 3600
+_DEVICE_SALT = "studio.auth.device"
+
+
+def _account(username: str) -> str:
+    """The key of a username in the counts: its digest (names tried are not stored)."""
+    return hashlib.sha256(username.strip().lower().encode()).hexdigest()
+
+
+def remember_device(request: HttpRequest, response: HttpResponse, username: str) -> None:
+    """Give the browser that just signed in as ``username`` a device cookie: signed,
+    HttpOnly, naming the account only by its digest and the device by a random id
+    (kept when the browser had one for the account, so its count carries on)."""
+    account = _account(username)
+    device = _device(request, account) or secrets.token_urlsafe(16)
+    response.set_cookie(
+        DEVICE_COOKIE,
+        signing.dumps({"a": account, "d": device}, salt=_DEVICE_SALT, compress=True),
+        max_age=DEVICE_MAX_AGE_S,
+        secure=settings.SESSION_COOKIE_SECURE,
+        httponly=True,
+        samesite="Lax",
+    )
+
+
+def _device(request: HttpRequest, account: str) -> str | None:
+    """The id of the request's device cookie when it was given to a browser that signed
+    in as ``account``; ``None`` for no cookie, another account's, an expired or a
+    forged one."""
+    raw = request.COOKIES.get(DEVICE_COOKIE)
+    if not raw:
+        return None
+    try:
+        value = signing.loads(raw, salt=_DEVICE_SALT, max_age=DEVICE_MAX_AGE_S)
+    except signing.BadSignature:
+        return None
+    if not isinstance(value, dict) or value.get("a") != account:
+        return None
+    device = value.get("d")
+    return device if isinstance(device, str) and device else None
 
 
 class RateLimitedLoginView(LoginView):
@@ -117,13 +172,13 @@ class RateLimitedLoginView(LoginView):
     authentication_form = SignInForm
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        return _with_retry_after(super().post(request, *args, **kwargs))
+        return _answered(request, super().post(request, *args, **kwargs))
 
 
 def admin_login(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
     """The admin's sign-in page (``admin.site.login``, with ``AdminSignInForm``),
     answering 429 as Studio's does."""
-    return _with_retry_after(admin.site.login(request, extra_context))
+    return _answered(request, admin.site.login(request, extra_context))
 
 
 def in_words(seconds: int) -> str:

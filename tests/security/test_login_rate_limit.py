@@ -106,6 +106,101 @@ def test_guessing_one_account_from_many_addresses_is_limited_too(ada: User) -> N
     assert sign_in(Client(REMOTE_ADDR="203.0.113.98"), username="bob").status_code == 200
 
 
+DEVICE = "studio_device"
+
+
+def a_browser_that_signed_in(username: str, password: str, page: str = "/accounts/login/") -> str:
+    """Sign in from a browser of its own; the device cookie it was given."""
+    client = Client(REMOTE_ADDR="192.0.2.1")
+    answer = client.post(page, {"username": username, "password": password})
+    assert answer.status_code == 302
+    return client.cookies[DEVICE].value
+
+
+def with_device(cookie: str, address: str = "192.0.2.1") -> Client:
+    """A later visit of that browser (a new client: signing out would drop its cookies)."""
+    client = Client(REMOTE_ADDR=address)
+    client.cookies[DEVICE] = cookie
+    return client
+
+
+def guess_until_locked(username: str) -> None:
+    """Someone else's guesses at ``username``, from many addresses, until the account's
+    count is used up for browsers it does not know."""
+    for n in range(LIMIT):
+        sign_in(Client(REMOTE_ADDR=f"203.0.113.{n}"), username=username)
+    assert sign_in(Client(REMOTE_ADDR="203.0.113.99"), username=username).status_code == 429
+
+
+@pytest.mark.django_db
+def test_guesses_at_an_account_do_not_lock_out_a_browser_that_signed_in_to_it(ada: User) -> None:
+    """The account's count stops a distributed guess, but anyone could use it up to
+    lock the user out: a browser that signed in to the account before carries a device
+    cookie, and its attempts count against that device instead (and its address)."""
+    cookie = a_browser_that_signed_in("ada", "ada-password-1")
+    guess_until_locked("ada")
+    client = with_device(cookie)
+    assert sign_in(client, password="ada-password-1").status_code == 302
+    assert client.session["_auth_user_id"] == str(ada.pk)
+
+
+@pytest.mark.django_db
+def test_a_device_cookie_has_a_limit_of_its_own(ada: User) -> None:
+    """A stolen device cookie gets no more guesses than the account would have had."""
+    cookie = a_browser_that_signed_in("ada", "ada-password-1")
+    for n in range(LIMIT):
+        assert sign_in(with_device(cookie, f"198.51.100.{n}")).status_code == 200
+    stolen = with_device(cookie, "198.51.100.99")
+    assert sign_in(stolen, password="ada-password-1").status_code == 429
+    # the account's own count was not used: a browser it does not know still has room
+    assert sign_in(Client(REMOTE_ADDR="198.51.100.98")).status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_device_cookie_counts_only_for_its_account_and_cannot_be_forged(
+    ada: User, staff: User
+) -> None:
+    cookie = a_browser_that_signed_in("ada", "ada-password-1")
+    guess_until_locked("stafford")
+    limited = with_device(cookie).post(
+        "/accounts/login/", {"username": "stafford", "password": "staff-password-1"}
+    )
+    assert limited.status_code == 429  # ada's browser is not stafford's
+    guess_until_locked("ada")
+    payload, _, signature = cookie.rpartition(":")
+    forged = f"{payload}:{signature[::-1]}"
+    assert sign_in(with_device(forged), password="ada-password-1").status_code == 429
+    assert sign_in(with_device(""), password="ada-password-1").status_code == 429
+
+
+@pytest.mark.django_db
+def test_the_device_cookie_is_http_only_and_does_not_name_the_account(
+    ada: User, settings: Any
+) -> None:
+    settings.SESSION_COOKIE_SECURE = True
+    client = Client(REMOTE_ADDR="192.0.2.1")
+    assert sign_in(client, password="ada-password-1").status_code == 302
+    morsel = client.cookies[DEVICE]
+    assert morsel["httponly"] and morsel["secure"] and morsel["samesite"] == "Lax"
+    assert int(morsel["max-age"]) == 90 * 24 * 3600
+    assert "ada" not in morsel.value.lower()
+    # a wrong password gives no cookie
+    other = Client(REMOTE_ADDR="192.0.2.2")
+    assert sign_in(other).status_code == 200 and DEVICE not in other.cookies
+
+
+@pytest.mark.django_db
+def test_the_admins_sign_in_page_gives_and_honours_the_device_cookie(staff: User) -> None:
+    cookie = a_browser_that_signed_in("stafford", "staff-password-1", page="/admin/login/")
+    guess_until_locked("stafford")
+    client = with_device(cookie)
+    answer = client.post(
+        "/admin/login/?next=/admin/", {"username": "stafford", "password": "staff-password-1"}
+    )
+    assert answer.status_code == 302
+    assert client.get("/admin/").status_code == 200
+
+
 @pytest.mark.django_db
 def test_the_token_endpoint_answers_429_once_the_attempts_are_used_up(ada: User) -> None:
     api = APIClient()
