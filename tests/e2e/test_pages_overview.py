@@ -35,6 +35,11 @@ def test_the_overview_counts_todays_run_and_links_to_its_session(page: Page, api
     today = page.locator('[data-chart="cost"] .u-legend .u-series').nth(1).locator(".u-value")
     expect(today).to_have_text(row.locator("td").last.inner_text())
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    # One run: the runs and tokens axes tick at whole numbers, not at "0.5 runs".
+    for counted in ("runs", "tokens"):
+        axis = f"document.querySelector('[data-chart={counted}]').plot.axes[1]"
+        ticks = page.evaluate(f"{axis}._splits")
+        assert ticks and all(tick == int(tick) for tick in ticks), (counted, ticks)
     screenshot(page, "overview-light", full_page=True)
     page.emulate_media(color_scheme="dark")
     expect(page.locator(".chart-box canvas")).to_have_count(4)

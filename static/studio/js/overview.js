@@ -18,18 +18,26 @@ const CHARTS = {
 // day's cost is often a fraction of a cent, which a plain tick wrote as "1.2e-4".
 const WRITTEN = data.currency ? { cost: (value) => formatCost(value, data.currency) } : {};
 
+// Runs and tokens are whole numbers: their value axes tick at 1, 2, 5, 10 and so on,
+// never at "0.5 runs" (a day or two of few runs would otherwise get one).
+const WHOLE = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12].flatMap((e) => [1, 2, 5].map((m) => m * 10 ** e));
+const COUNTED = new Set(["runs", "tokens"]);
+
 function colour(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-function options(box, series, write = tick) {
+function options(box, series, write = tick, whole = false) {
   const axis = { stroke: colour("--muted"), grid: { stroke: colour("--line") }, ticks: { stroke: colour("--line") } };
   return {
     width: box.clientWidth,
     height: box.clientHeight - 30,
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
     scales: { x: { time: true } },
-    axes: [{ ...axis }, { ...axis, size: labelWidth, values: (u, ticks) => ticks.map(write) }],
+    axes: [
+      { ...axis },
+      { ...axis, size: labelWidth, values: (u, ticks) => ticks.map(write), ...(whole ? { incrs: WHOLE } : {}) },
+    ],
     series: [
       { label: "Day", value: (u, ts) => (ts == null ? "–" : new Date(ts * 1e3).toISOString().slice(0, 10)) },
       ...series.map(([label, , variable], i) => ({
@@ -68,8 +76,10 @@ function draw() {
   plots = [];
   document.querySelectorAll("[data-chart]").forEach((box) => {
     const series = CHARTS[box.dataset.chart];
-    const chart = options(box, series, WRITTEN[box.dataset.chart]);
-    plots.push(new uPlot(chart, [days, ...series.map(([, values]) => values)], box));
+    const chart = options(box, series, WRITTEN[box.dataset.chart], COUNTED.has(box.dataset.chart));
+    const plot = new uPlot(chart, [days, ...series.map(([, values]) => values)], box);
+    box.plot = plot; // for the page's tests: the ticks uPlot chose
+    plots.push(plot);
   });
 }
 
