@@ -144,7 +144,7 @@ class SessionStatus(models.TextChoices):
     IDLE = "idle"
     QUEUED = "queued"
     RUNNING = "running"
-    WAITING = "waiting", "waiting for approval"
+    WAITING = "waiting", "Waiting for approval"
     PAUSED = "paused"
     SUCCEEDED = "succeeded"
     DEGRADED = "degraded"
