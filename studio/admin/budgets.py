@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from studio import costs, figures
 from studio.models import DaySpend, UserBudget
 
 if TYPE_CHECKING:
@@ -27,16 +28,17 @@ class UserBudgetAdmin(UserBudgetAdminBase):
 
 @admin.register(DaySpend)
 class DaySpendAdmin(DaySpendAdminBase):
-    list_display = [
-        "scope",
-        "day",
-        "cost_spent",
-        "cost_reserved",
-        "tokens_spent",
-        "tokens_reserved",
-    ]
+    list_display = ["scope", "day", "spent", "reserved", "tokens_spent", "tokens_reserved"]
     list_filter = ["day"]
     search_fields = ["scope"]
+
+    @admin.display(description="cost spent", ordering="cost_spent")
+    def spent(self, row: DaySpend) -> str:  # "$0.00025", not the column's "0.0002480000"
+        return figures.cost(row.cost_spent, costs.DEFAULT_CURRENCY)
+
+    @admin.display(description="cost reserved", ordering="cost_reserved")
+    def reserved(self, row: DaySpend) -> str:
+        return figures.cost(row.cost_reserved, costs.DEFAULT_CURRENCY)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

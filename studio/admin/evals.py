@@ -74,7 +74,7 @@ class EvalRunAdmin(ReadOnly, EvalRunAdminBase):
 
 @admin.register(EvalCaseResult)
 class EvalCaseResultAdmin(ReadOnly, EvalCaseResultAdminBase):
-    list_display = ["__str__", "eval_run", "status", "score", "cost", "latency_s", "session"]
+    list_display = ["__str__", "eval_run", "status", "score", "spent", "latency_s", "session"]
     list_filter = ["status"]
     search_fields = ["case_name", "eval_run__owner__username"]
     list_select_related = [
@@ -82,3 +82,7 @@ class EvalCaseResultAdmin(ReadOnly, EvalCaseResultAdminBase):
         "eval_run__dataset_version__dataset",
         "session",
     ]
+
+    @admin.display(description="cost", ordering="cost")
+    def spent(self, row: EvalCaseResult) -> str:  # "0.000152", not "0.0001520000"
+        return "—" if row.cost is None else f"{row.cost.normalize():f}"

@@ -125,7 +125,7 @@ class RunStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
     PAUSED = "paused"  # running, held between steps until resumed (services.resume_run)
-    WAITING = "waiting", "waiting for a person"  # parked: holds no executor (runs.parking)
+    WAITING = "waiting", "Waiting for a person"  # parked: holds no executor (runs.parking)
     SUCCEEDED = "succeeded"
     DEGRADED = "degraded"  # finished past failures a policy let through: error_message says
     FAILED = "failed"

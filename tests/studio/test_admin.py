@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import re
+from datetime import date
+from decimal import Decimal
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -7,7 +11,15 @@ from django.test import Client
 from agents_core import events as core_events
 from agents_core.contracts import Usage
 from studio import figures, services
-from studio.models import Dataset, DatasetVersion, EvalRun, ModelConfig, RunStatus, Session
+from studio.models import (
+    Dataset,
+    DatasetVersion,
+    DaySpend,
+    EvalRun,
+    ModelConfig,
+    RunStatus,
+    Session,
+)
 from studio.runs import records
 from studio.runs.records import Ending
 from studio.services import datasets
@@ -64,6 +76,17 @@ def test_every_studio_admin_page_loads_for_staff(admin_client: Client, ada: User
         f"/admin/studio/run/{run.pk}/change/",
     ]:
         assert admin_client.get(url).status_code == 200, url
+
+
+def test_the_status_filters_name_every_status_alike(admin_client: Client) -> None:
+    """Each status filter lists labels ("Waiting for a person" among "Queued" and
+    "Paused"), not one lower-case name among them."""
+    for page, waiting in (("run", "Waiting for a person"), ("session", "Waiting for approval")):
+        html = admin_client.get(f"/admin/studio/{page}/").content.decode()
+        filters = html[html.index('id="changelist-filter"') :]
+        statuses = re.findall(r'href="\?status__exact=\w+"[^>]*>([^<]+)</a>', filters)
+        assert waiting in statuses and "Paused" in statuses, statuses
+        assert all(label[0].isupper() for label in statuses), statuses
 
 
 def test_agent_versions_show_inline_and_read_only(admin_client: Client, ada: User) -> None:
@@ -232,6 +255,9 @@ def test_eval_runs_and_their_results_are_read_only_for_staff(
         assert response.status_code == 200, url
         assert "greets" in response.content.decode() or url.endswith("/evalrun/")
     assert "smoke v1" in admin_client.get("/admin/studio/evalrun/").content.decode()
+    type(result).objects.filter(pk=result.pk).update(cost=Decimal("0.000152"))
+    listed = admin_client.get("/admin/studio/evalcaseresult/").content.decode()
+    assert '<td class="field-spent">0.000152</td>' in listed  # not "0.0001520000"
     assert admin_client.get("/admin/studio/evalrun/add/").status_code == 403
     page = admin_client.get(f"/admin/studio/evalrun/{eval_run.pk}/change/").content.decode()
     assert 'name="_save"' not in page  # nothing to save: read-only
@@ -240,6 +266,15 @@ def test_eval_runs_and_their_results_are_read_only_for_staff(
     client = Client()
     client.force_login(ada)
     assert client.get("/admin/studio/evalrun/").status_code == 302  # not staff: sign in
+
+
+def test_the_days_spend_list_writes_its_costs_as_costs(admin_client: Client, ada: User) -> None:
+    DaySpend.objects.create(
+        scope=f"user:{ada.pk}", day=date(2026, 12, 6), cost_spent=Decimal("0.000248")
+    )
+    listed = admin_client.get("/admin/studio/dayspend/").content.decode()
+    assert '<td class="field-spent">$0.00025</td>' in listed  # not "0.0002480000"
+    assert '<td class="field-reserved">$0.00</td>' in listed
 
 
 def test_datasets_show_their_versions_read_only_and_a_pinned_one_is_kept(
