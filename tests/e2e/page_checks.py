@@ -2,7 +2,8 @@
 writing down everything wrong with it: a script error or any other console error, a
 Content-Security-Policy violation, a request that failed or answered an error status
 (other than the page's own expected one), a page wider than the window (it would
-scroll sideways), and text sticking out of the box it is in (past a card's edge). Each
+scroll sideways), text sticking out of the box it is in (past a card's edge), and in a
+laptop's window a table cell's one word broken over two lines. Each
 visit opens a fresh tab in the given context, so nothing the previous page left in
 flight (an aborted request, a socket) is blamed on the next one; it loads once, in the
 phone's window, and is then widened to the tablet's and the laptop's.
@@ -139,6 +140,45 @@ STICKING_OUT = (
 }"""
 )
 
+# A table cell of one short word (a status, a cost, an id, a column's name) broken over
+# two lines: "Succee|ded" reads as two things. Long unbroken values (hashes, paths) may
+# break. Lines are told apart by their text's boxes: a box that starts below the bottom
+# of the line before starts a new one. Visually hidden text is not looked at.
+BROKEN_WORDS = (
+    "() => {"
+    + _DESCRIBE
+    + r"""
+  const shown = (node) => {  // not in a visually hidden box (a screen reader's label)
+    const box = node.parentElement.getBoundingClientRect();
+    return box.width > 2 && box.height > 2;
+  };
+  const lines = (cell) => {
+    const boxes = [];
+    const texts = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = texts.nextNode(); node; node = texts.nextNode()) {
+      if (!node.textContent.trim() || !shown(node)) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      boxes.push(...[...range.getClientRects()].filter((r) => r.width > 0 && r.height > 0));
+    }
+    boxes.sort((a, b) => a.top - b.top);
+    let count = 0, bottom = -Infinity;
+    for (const box of boxes) {
+      if (box.top >= bottom - 2) count += 1;
+      bottom = Math.max(bottom, box.bottom);
+    }
+    return count;
+  };
+  return [...document.querySelectorAll("td, th")]
+    .filter((cell) => {
+      const text = cell.textContent.trim();
+      return text && text.length <= 20 && !/\s/.test(text) && lines(cell) > 1;
+    })
+    .slice(0, 6)
+    .map((cell) => `${describe(cell)} "${cell.textContent.trim()}"`);
+}"""
+)
+
 TWO_FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 WINDOWS: tuple[ViewportSize, ...] = (
@@ -256,6 +296,8 @@ def _misfits(page: Page, *, wide: bool) -> list[str]:
     if wide and (boxes := page.evaluate(SCROLLING_BOXES)):
         width = page.viewport_size["width"] if page.viewport_size else "?"
         found.append(f"scrolls sideways inside a {width}px window: " + "; ".join(boxes))
+    if wide and (broken := page.evaluate(BROKEN_WORDS)):
+        found.append("a one-word cell broken over lines: " + "; ".join(broken))
     return found
 
 
