@@ -6,24 +6,34 @@ and a token count alike."""
 from __future__ import annotations
 
 from datetime import timedelta
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
 
 def duration(value: timedelta | float | str | None) -> str:
     """``320 ms``, ``1.5 s``, ``2:05 min``, ``1:02 h`` (a ``timedelta`` or milliseconds;
-    nothing for none, or for the empty string a template gives for a missing value)."""
+    nothing for none, or for the empty string a template gives for a missing value);
+    ``<1 ms`` for a time too short to round to one, which ``0 ms`` would deny."""
     if value is None or value == "":
         return ""
     ms = value / timedelta(milliseconds=1) if isinstance(value, timedelta) else float(value)
+    if 0 < ms < 0.5:
+        return "<1 ms"
     if ms < 1000:
-        return f"{max(0, round(ms))} ms"
+        return f"{_half_up(max(0.0, ms), 0)} ms"
     seconds = ms / 1000
     if seconds < 60:
-        return f"{seconds:.1f} s"
+        return f"{_half_up(seconds, 1)} s"
     minutes = int(seconds // 60)
     if minutes < 60:
         return f"{minutes}:{int(seconds % 60):02d} min"
     return f"{minutes // 60}:{minutes % 60:02d} h"
+
+
+def _half_up(value: float, places: int) -> str:
+    """``value`` to ``places`` decimals, a tie rounded up, as the scripts' ``Math.round``
+    and ``toFixed`` round (Python's ``round`` and ``format`` round a tie to even: 2.5 ms
+    was "2 ms" here and "3 ms" on the live page)."""
+    return str(Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
 
 
 def tokens(figures: dict[str, int] | None) -> str:

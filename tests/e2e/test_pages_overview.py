@@ -9,6 +9,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from studio import figures
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot
 from tests.e2e.test_pages_live import send, wait_for_run_end
@@ -56,3 +57,17 @@ def test_the_overview_counts_todays_run_and_links_to_its_session(page: Page, api
     models.locator("tr", has_text="scripted").get_by_role("link").first.click()
     expect(page.get_by_test_id("ran-filter")).to_contain_text("calling scripted")
     expect(page.get_by_test_id("session-table")).to_contain_text("Counted")
+
+
+def test_the_pages_scripts_write_durations_as_the_server_does(page: Page) -> None:
+    """``formatDuration`` (live pages) and ``studio.figures.duration`` (rendered pages,
+    the admin) write one duration alike, ties and times under a millisecond included."""
+    page.goto("/overview/")
+    values = [0, 0.2, 0.5, 2.5, 320.4, 999.6, 1250, 59_960, 125_000, 3_729_000]
+    written = page.evaluate(
+        "async (values) => { const ui = await import('/static/studio/js/lib/ui.js');"
+        " return values.map((v) => ui.formatDuration(v)); }",
+        values,
+    )
+    assert written == [figures.duration(v) for v in values]
+    assert written[1] == "<1 ms"

@@ -154,7 +154,12 @@ def test_the_session_list_rows_share_one_delete_form(ada: User) -> None:
     ("value", "written"),
     [
         (None, ""),
+        (0, "0 ms"),
+        (0.2, "<1 ms"),
+        (0.5, "1 ms"),
+        (2.5, "3 ms"),  # a tie rounds up, as Math.round does
         (320.4, "320 ms"),
+        (1250, "1.3 s"),  # and as toFixed does
         (timedelta(milliseconds=1500), "1.5 s"),
         (timedelta(minutes=2, seconds=5), "2:05 min"),
         (timedelta(hours=1, minutes=2, seconds=9), "1:02 h"),

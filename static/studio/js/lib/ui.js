@@ -32,6 +32,7 @@ export function confirmDialog(message, { action = "Confirm", danger = true } = {
 
 export function formatDuration(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return "";
+  if (ms > 0 && ms < 0.5) return "<1 ms"; // it took some time: not "0 ms"
   if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
   const s = ms / 1000;
   if (s < 60) return `${s.toFixed(1)} s`;
