@@ -3,9 +3,11 @@ write them (``studio.figures``)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django import template
+from django.utils import timezone
+from django.utils.timesince import timesince
 
 from studio import figures
 from studio.models import Session
@@ -29,3 +31,12 @@ def tokens(counts: dict[str, int] | None) -> str:
 def session_cost(session: Session) -> str:
     """A session's ended runs' cost, all told (``≥`` when some calls' were unknown)."""
     return figures.cost(session.cost, session.cost_currency, complete=session.cost_complete)
+
+
+@register.filter
+def read_ago(moment: datetime) -> str:
+    """``just now`` within a minute (``timesince`` says ``0 minutes``), else ``5 minutes
+    ago``, ``2 days, 3 hours ago``."""
+    if timezone.now() - moment < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(moment)} ago"

@@ -13,11 +13,13 @@ import importlib
 import json
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.utils import timezone
 
 from studio.models import AgentVersion, McpServer, RemoteAgent
 from tests.studio.conftest import client_for, make_agent, signed_in
@@ -79,6 +81,17 @@ def test_the_page_registers_one_and_reads_its_card_with_the_token(ada: User, ech
     assert "Echoes what it is asked." in listed and "a2a_echo" in listed
     assert a2a_server.TOKEN not in listed
     assert a2a_server.TOKEN not in page.get(f"/remote-agents/{remote.pk}/").content.decode()
+    assert "Read just now" in listed and "0 minutes" not in listed
+    RemoteAgent.objects.filter(pk=remote.pk).update(
+        card_fetched_at=timezone.now() - timedelta(minutes=5, seconds=3)
+    )
+    assert "Read 5\xa0minutes ago" in page.get(LIST).content.decode()  # as timesince writes it
+    # Each agent that uses it is one name that does not break; names are separated.
+    uses(ada, "echo")
+    listed = page.get(LIST).content.decode()
+    assert '<td data-label="Used by"><span class="nowrap">helper</span></td>' in listed
+    # The way back to the MCP servers comes first, as every page's way back does.
+    assert listed.index(">MCP servers</a> /") < listed.index("<h1>Remote agents</h1>")
 
 
 def test_a_refused_address_stores_nothing(ada: User, settings: Any) -> None:
@@ -115,7 +128,9 @@ def test_a_malformed_card_is_an_error_that_says_why(
     answer = client_for(ada).post(API, {"name": "odd", "url": url}, format="json")
     assert answer.status_code == 201, answer.json()
     assert said in answer.json()["card_error"] and answer.json()["card"] == {}
-    assert said in signed_in(ada).get(LIST).content.decode()
+    listed = signed_in(ada).get(LIST).content.decode()
+    assert said in listed
+    assert "Tried just now" in listed and "Read just now" not in listed  # nothing was read
 
 
 def test_markup_in_the_card_is_shown_as_text(ada: User, serve_body: Any) -> None:
