@@ -70,7 +70,7 @@ def sign_in_wait(request: HttpRequest, username: str) -> float | None:
     kept in the database). Each refusal is logged and counted (``/metrics``).
 
     A browser that signed in to the account before counts against its device cookie
-    instead of the account (``remember_device``): anyone may use up an account's count,
+    instead of the account (``_remember_device``): anyone may use up an account's count,
     and the account's owner is not locked out by it on the browsers they use."""
     account = _account(username)
     device = _device(request, account)
@@ -116,7 +116,7 @@ def _answered(request: HttpRequest, response: HttpResponse) -> HttpResponse:
         response.status_code = 429
         response["Retry-After"] = str(math.ceil(wait))
     elif request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
-        remember_device(request, response, request.user.get_username())
+        _remember_device(request, response, request.user.get_username())
     return response
 
 
@@ -132,7 +132,7 @@ def _account(username: str) -> str:
     return hashlib.sha256(username.strip().lower().encode()).hexdigest()
 
 
-def remember_device(request: HttpRequest, response: HttpResponse, username: str) -> None:
+def _remember_device(request: HttpRequest, response: HttpResponse, username: str) -> None:
     """Give the browser that just signed in as ``username`` a device cookie: signed,
     HttpOnly, naming the account only by its digest and the device by a random id
     (kept when the browser had one for the account, so its count carries on)."""
