@@ -84,6 +84,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
     paginator = Paginator(filters.filter(sessions), SESSIONS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
     figures = _run_figures([session.pk for session in page.object_list])
+    links = _SessionLinks()
     query = request.GET.copy()
     query.pop("page", None)
     sort = query.get("sort", "")
@@ -100,9 +101,29 @@ def session_list(request: HttpRequest) -> HttpResponse:
             "sort": sort,
             "sort_by_cost": by_cost.urlencode(),
             "here": request.get_full_path(),
-            "rows": [(session, figures.get(session.pk)) for session in page.object_list],
+            "rows": [
+                (session, figures.get(session.pk), links(session.pk))
+                for session in page.object_list
+            ],
         },
     )
+
+
+class _SessionLinks:
+    """A row's links (its timeline, waterfall and delete action), each route reversed
+    once a page and filled in with the row's pk: reversing is ~10 us a call, three a
+    row, a sixth of the list's template time."""
+
+    _SAMPLE = UUID(int=0)
+    _ROUTES = {"timeline": "session-timeline", "waterfall": "session-waterfall",
+               "delete": "session-delete"}  # fmt: skip
+
+    def __init__(self) -> None:
+        self._urls = {key: reverse(name, args=[self._SAMPLE]) for key, name in self._ROUTES.items()}
+
+    def __call__(self, pk: UUID) -> dict[str, str]:
+        sample, value = str(self._SAMPLE), str(pk)
+        return {key: url.replace(sample, value) for key, url in self._urls.items()}
 
 
 def _run_figures(session_ids: list[UUID]) -> dict[UUID, dict[str, Any]]:

@@ -3,6 +3,7 @@ model events, only the user's own, and the page with its links down to the sessi
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -178,10 +179,14 @@ def test_an_error_figure_links_to_the_sessions_with_a_failed_run(
     page = client.get("/overview/", {"start": "2026-11-01", "end": "2026-11-03"})
     day_one = page.context["days"][0]["links"]
     listed = client.get(day_one["errors"])
-    assert [s.pk for s, _ in listed.context["rows"]] == [history["first"].pk]
+    assert [s.pk for s, *_ in listed.context["rows"]] == [history["first"].pk]
+    # The filter form keeps the overview's filters, set ones only, when it is used.
+    form = listed.content.decode().split('role="search"', 1)[1].split("</form>", 1)[0]
+    kept = re.findall(r'<input type="hidden" name="(ran_\w+)" value="([^"]*)">', form)
+    assert kept == [("ran_from", "2026-11-01"), ("ran_to", "2026-11-01"), ("ran_errors", "on")]
     day_two = page.context["days"][1]["links"]
     listed = client.get(day_two["sessions"])
-    assert [s.pk for s, _ in listed.context["rows"]] == [history["second"].pk]
+    assert [s.pk for s, *_ in listed.context["rows"]] == [history["second"].pk]
     nothing = client.get(page.context["days"][2]["links"]["sessions"])
     assert list(nothing.context["rows"]) == []
 
@@ -194,10 +199,10 @@ def test_a_model_figure_links_to_the_sessions_that_called_it(
     page = client.get("/overview/", {"start": "2026-11-01", "end": "2026-11-03"})
     links = {entry["row"].label: entry["links"] for entry in page.context["models"]}
     listed = client.get(links["big-model-1"]["sessions"])
-    assert [s.pk for s, _ in listed.context["rows"]] == [history["second"].pk]
+    assert [s.pk for s, *_ in listed.context["rows"]] == [history["second"].pk]
     assert b"calling big-model-1" in listed.content
     listed = client.get(links["scripted"]["sessions"])
-    assert [s.pk for s, _ in listed.context["rows"]] == [history["first"].pk]
+    assert [s.pk for s, *_ in listed.context["rows"]] == [history["first"].pk]
 
 
 def test_deleting_a_session_takes_its_calls_out_of_the_model_figures(

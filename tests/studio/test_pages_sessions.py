@@ -145,6 +145,9 @@ def test_the_session_list_rows_share_one_delete_form(ada: User) -> None:
     assert re.search(r'<form id="delete-session"[^>]*>\s*<input type="hidden" name="csrf', html)
     actions = re.findall(r'form="delete-session" formaction="([^"]+)"', html)
     assert sorted(actions) == sorted(reverse("session-delete", args=[s.pk]) for s in sessions)
+    for session in sessions:  # each row links to its own pages
+        assert f'<a class="title" href="{reverse("session-timeline", args=[session.pk])}"' in html
+        assert f'href="{reverse("session-waterfall", args=[session.pk])}">Waterfall' in html
     response = client.post(actions[0], {"next": reverse("sessions")})
     assert response.status_code == 302
     assert Session.objects.filter(owner=ada).count() == 2
