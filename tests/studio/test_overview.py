@@ -16,7 +16,7 @@ from studio.overview import DayRange, overview
 from studio.overview.latency import percentile_cont
 from studio.rollups import days
 from studio.rollups.queries import MODEL_CALL
-from tests.studio.conftest import make_agent, make_session
+from tests.studio.conftest import make_agent, make_session, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -154,8 +154,7 @@ def test_the_page_needs_a_login_and_shows_the_range(ada: User, history: dict[str
 def test_days_with_no_runs_say_so_instead_of_drawing_empty_charts(
     ada: User, history: dict[str, Session]
 ) -> None:
-    client = Client()
-    client.force_login(ada)
+    client = signed_in(ada)
     quiet = client.get("/overview/", {"start": "2026-10-01", "end": "2026-10-14"})
     assert quiet.status_code == 200
     body = quiet.content.decode()
