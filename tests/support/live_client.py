@@ -178,6 +178,11 @@ class LiveViewer:
             origin=self.origin,  # type: ignore[arg-type]
             additional_headers={"Cookie": f"sessionid={self.cookie}"},
             max_size=2**24,
+            # No flow control on the client's side: a viewer that stops reading to close
+            # (as a tab does) must still read the server's close frame, which comes after
+            # the frames in flight. With websockets' default (16 frames queued, then it
+            # stops reading the socket) it waited out its 10 s close timeout instead.
+            max_queue=None,
             open_timeout=10,
             sock=sock,
         )
