@@ -72,12 +72,12 @@ def sign_in_wait(request: HttpRequest, username: str) -> float | None:
     A browser that signed in to the account before counts against its device cookie
     instead of the account (``_remember_device``): anyone may use up an account's count,
     and the account's owner is not locked out by it on the browsers they use."""
-    account = _account(username)
+    address, account = _client_ip(request), _account(username)
     device = _device(request, account)
-    keys = (f"ip:{_client_ip(request)}", f"device:{device}" if device else f"user:{account}")
+    keys = (f"ip:{address}", f"device:{device}" if device else f"user:{account}")
     wait = take_sign_in(keys, time.time())
     if wait is not None:
-        logger.warning("sign-in rate limit reached from %s", _client_ip(request))
+        logger.warning("sign-in rate limit reached from %s", address)
         SIGN_INS_REFUSED.inc()
     return wait
 

@@ -50,9 +50,11 @@ class IngestWindow(CountedWindow):
 
 class SignInWindow(CountedWindow):
     """The sign-in attempts (both sign-in pages and the token exchange together) from one
-    client address, or at one username, in one window (``take_sign_in``)."""
+    client address, at one username, or from one known browser, in one window
+    (``take_sign_in``)."""
 
-    key = models.CharField(max_length=80)  # "ip:<address>" or "user:<the name's SHA-256>"
+    # "ip:<address>", "user:<the name's SHA-256>" or "device:<its cookie's id>"
+    key = models.CharField(max_length=80)
 
     class Meta:
         constraints = [
