@@ -18,14 +18,15 @@ def duration(value: timedelta | float | str | None) -> str:
     ms = value / timedelta(milliseconds=1) if isinstance(value, timedelta) else float(value)
     if 0 < ms < 0.5:
         return "<1 ms"
-    if ms < 1000:
-        return f"{_half_up(max(0.0, ms), 0)} ms"
+    # Each unit is chosen by the rounded figure, so 999.7 ms is "1.0 s", not "1000 ms".
+    if ms < 1000 and (whole_ms := _half_up(max(0.0, ms), 0)) != "1000":
+        return f"{whole_ms} ms"
     seconds = ms / 1000
-    if seconds < 60:
-        return f"{_half_up(seconds, 1)} s"
-    minutes = int(seconds // 60)
+    if seconds < 60 and (tenths := _half_up(seconds, 1)) != "60.0":
+        return f"{tenths} s"
+    minutes, rest = divmod(int(_half_up(seconds, 0)), 60)
     if minutes < 60:
-        return f"{minutes}:{int(seconds % 60):02d} min"
+        return f"{minutes}:{rest:02d} min"
     return f"{minutes // 60}:{minutes % 60:02d} h"
 
 

@@ -63,7 +63,7 @@ def test_the_pages_scripts_write_durations_as_the_server_does(page: Page) -> Non
     """``formatDuration`` (live pages) and ``studio.figures.duration`` (rendered pages,
     the admin) write one duration alike, ties and times under a millisecond included."""
     page.goto("/overview/")
-    values = [0, 0.2, 0.5, 2.5, 320.4, 999.6, 1250, 59_960, 125_000, 3_729_000]
+    values = [0, 0.2, 0.5, 2.5, 320.4, 999.6, 1250, 59_960, 119_600, 125_000, 3_599_700, 3_729_000]
     written = page.evaluate(
         "async (values) => { const ui = await import('/static/studio/js/lib/ui.js');"
         " return values.map((v) => ui.formatDuration(v)); }",
@@ -71,3 +71,4 @@ def test_the_pages_scripts_write_durations_as_the_server_does(page: Page) -> Non
     )
     assert written == [figures.duration(v) for v in values]
     assert written[1] == "<1 ms"
+    assert written[5] == "1.0 s"  # the unit follows the rounded figure

@@ -162,9 +162,13 @@ def test_the_session_list_rows_share_one_delete_form(ada: User) -> None:
         (0.5, "1 ms"),
         (2.5, "3 ms"),  # a tie rounds up, as Math.round does
         (320.4, "320 ms"),
+        (999.6, "1.0 s"),  # the unit follows the rounded figure: not "1000 ms"
         (1250, "1.3 s"),  # and as toFixed does
         (timedelta(milliseconds=1500), "1.5 s"),
+        (59_960, "1:00 min"),  # not "60.0 s"
         (timedelta(minutes=2, seconds=5), "2:05 min"),
+        (119_600, "2:00 min"),
+        (3_599_700, "1:00 h"),  # not "60:00 min"
         (timedelta(hours=1, minutes=2, seconds=9), "1:02 h"),
     ],
 )

@@ -33,11 +33,15 @@ export function confirmDialog(message, { action = "Confirm", danger = true } = {
 export function formatDuration(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return "";
   if (ms > 0 && ms < 0.5) return "<1 ms"; // it took some time: not "0 ms"
-  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  // Each unit is chosen by the rounded figure, so 999.7 ms is "1.0 s", not "1000 ms".
+  const whole = Math.max(0, Math.round(ms));
+  if (ms < 1000 && whole < 1000) return `${whole} ms`;
   const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}:${String(Math.floor(s % 60)).padStart(2, "0")} min`;
+  const tenths = s.toFixed(1);
+  if (s < 60 && tenths !== "60.0") return `${tenths} s`;
+  const seconds = Math.round(s);
+  const m = Math.floor(seconds / 60);
+  if (m < 60) return `${m}:${String(seconds % 60).padStart(2, "0")} min`;
   return `${Math.floor(m / 60)}:${String(m % 60).padStart(2, "0")} h`;
 }
 
