@@ -31,7 +31,8 @@ def test_memories_show_as_text_with_a_link_to_their_session(ada: User) -> None:
     assert "&lt;img src=x onerror=alert(1)&gt; likes tea" in page
     assert "<img src=x" not in page
     assert f'href="/sessions/{session.pk}/"' in page and "Tea talk" in page
-    assert "None: added through the API, or its session was deleted" in page
+    assert '<span class="muted">No session</span>' in page
+    assert "One added through the API, or whose session was deleted, has no session." in page
     searched = signed_in(ada).get(LIST, {"q": "dog"}).content.decode()
     assert "has a dog" in searched and "likes tea" not in searched
 
