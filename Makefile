@@ -31,9 +31,11 @@ PG_TESTS := tests/studio/test_session_service.py tests/studio/test_session_cache
 # after PG_TESTS: with API tests running beside it on a second worker, two scale tests'
 # approval relay between servers and the worker timed out (they pass alone).
 PYTEST_XDIST ?= -n 3 --dist loadgroup
-# The slowest tests of each run, named in its output (CI's log too): where to start when
-# the run grows toward CI's 20 minutes.
-PYTEST_REPORT := --durations=25
+# The slowest tests of each run and the files that used the most CPU, named in its output
+# (CI's log too): where to start when the run grows toward CI's 20 minutes. The run keeps
+# both cores busy throughout, so the CPU list is the one to cut from; a slow test may be
+# waiting (tests/support/cpu_report.py).
+PYTEST_REPORT := --durations=25 --cpu-report=15
 
 # Every test run starts well over a hundred Python processes (Daphnes, workers,
 # manage.py): compiled once here, the project's modules are not compiled again in each
