@@ -3,6 +3,7 @@ its child processes' included, alone and under pytest-xdist."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -22,11 +23,14 @@ LINE = re.compile(r"^\s*([\d.]+)s\s+[\d.]+%\s+(\S+)$", re.MULTILINE)
 
 
 def run_pytest(folder: Path, *options: str) -> str:
-    """The output of this interpreter's pytest, with the report's plugin, on ``folder``."""
-    plugins = ["-p", "tests.support.cpu_report", "-p", "no:django", "-p", "no:cacheprovider"]
+    """The output of this interpreter's pytest, with the report's plugin, on ``folder``.
+    Only the plugins named are loaded: the installed ones (Django's, schemathesis',
+    Playwright's...) took each run seconds of CPU, for nothing this test uses."""
+    plugins = ["-p", "tests.support.cpu_report", "-p", "xdist", "-p", "no:cacheprovider"]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", *plugins, *options, str(folder)],
         cwd=ROOT,
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
         capture_output=True,
         text=True,
         timeout=120,
