@@ -100,13 +100,14 @@ class LangChainModel(BaseLlm):
                 text, thinking = _text_of(chunk.content), _thinking_of(chunk)
                 if text or thinking:  # both strings this module made: built, not validated
                     yield built(LlmResponse, text=text, thinking=thinking, partial=True)
+            if not chunks:
+                raise ModelServerError("model stream ended without a message")
+            total = _joined(chunks)  # what the provider sent, so its failures are classified
         except ModelError:
             raise
         except Exception as exc:
             raise (self.classify or classify_error)(exc) from exc
-        if not chunks:
-            raise ModelServerError("model stream ended without a message")
-        yield from_langchain_message(_joined(chunks))
+        yield from_langchain_message(total)
 
     def _bind(self, tools: list[ToolSchema]) -> Runnable[LanguageModelInput, BaseMessage]:
         if not tools:
