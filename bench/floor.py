@@ -45,7 +45,9 @@ Publish = Callable[[str], None]
 
 
 class ScriptedChatModel(BaseChatModel):
-    """Calls the tool, then answers once its result is the last message."""
+    """Calls the tool, then answers ``answer`` once its result is the last message."""
+
+    answer: str = ANSWER
 
     @property
     def _llm_type(self) -> str:
@@ -58,7 +60,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=_decide(messages))])
+        return ChatResult(generations=[ChatGeneration(message=_decide(messages, self.answer))])
 
     async def _agenerate(
         self,
@@ -76,12 +78,12 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        message = _decide(messages)
+        message = _decide(messages, self.answer)
         if message.tool_calls:
             chunk = AIMessageChunk(content="", tool_calls=message.tool_calls, usage_metadata=_USAGE)
             yield ChatGenerationChunk(message=chunk)
             return
-        words = ANSWER.split(" ")
+        words = self.answer.split(" ")
         for index, word in enumerate(words):
             last = index == len(words) - 1
             text = word if last else f"{word} "
@@ -92,21 +94,21 @@ class ScriptedChatModel(BaseChatModel):
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
 
-def _decide(messages: list[BaseMessage]) -> AIMessage:
+def _decide(messages: list[BaseMessage], answer: str) -> AIMessage:
     if messages and isinstance(messages[-1], ToolMessage):
-        return AIMessage(content=ANSWER, usage_metadata=_USAGE)
+        return AIMessage(content=answer, usage_metadata=_USAGE)
     call = {"id": f"call_{len(messages)}", "name": "lookup_weather", "args": {"city": "Paris"}}
     return AIMessage(content="", tool_calls=[{**call, "type": "tool_call"}], usage_metadata=_USAGE)
 
 
-def reference_model() -> Model:
+def reference_model(answer: str = ANSWER) -> Model:
     """The chat model with the tool bound, once, as a hand-written loop would."""
-    return ScriptedChatModel().bind_tools([lookup_weather])
+    return ScriptedChatModel(answer=answer).bind_tools([lookup_weather])
 
 
-def adapter_model(*, streaming: bool = False) -> LangChainModel:
+def adapter_model(*, streaming: bool = False, answer: str = ANSWER) -> LangChainModel:
     """The same chat model behind the SDK's LangChain adapter."""
-    return LangChainModel(ScriptedChatModel(), "bench", streaming=streaming)
+    return LangChainModel(ScriptedChatModel(answer=answer), "bench", streaming=streaming)
 
 
 def new_history() -> list[BaseMessage]:

@@ -172,6 +172,13 @@ def _runner_notes(d: dict[str, Any]) -> str:
         )
     elif "gc_us_per_turn" in d["runner"]:
         text += f"; garbage collection {d['runner']['gc_us_per_turn']:,.0f} us a turn"
+    if "per_chunk" in d:
+        c = d["per_chunk"]
+        text += (
+            f"; a streamed chunk {c['runner_us']:,.0f} us against the reference's"
+            f" {c['reference_us']:,.0f} ({c['ratio']}x); a {c['long_answer_words']}-word"
+            f" answer's turn {c['long_answer_ratio']}x"
+        )
     if "plain_process" in d:
         p = d["plain_process"]
         text += (

@@ -10,6 +10,10 @@ with the same shape of the reference:
 - one session: every turn in the same session (the reference keeps one growing list);
 - streaming: a fresh session per turn on ``astream``, every token published (the
   runner's partial events; the reference's bare ``astream`` loop hands each token on).
+  The benchmark's answer is four words; the same turn with a 100-word answer is timed
+  too, and the streaming row's details give the cost of one streamed chunk on each
+  side (``per_chunk``: the difference between the two answers, over the chunks added),
+  which is what a real model's answer of hundreds of tokens pays most of.
 
 Targets: the runner within 1.5x of the reference (2x streaming). The runner on the
 SDK's own ``ScriptedModel`` (no LangChain at all) is timed too, for the adapter's share.
@@ -53,6 +57,7 @@ from agents_core.events import Event
 from agents_core.llm.resilience import BreakerRegistry
 from bench.common import Measurement, emit, log, mean, parser, percentile, rounded
 from bench.floor import (
+    ANSWER,
     adapter_model,
     new_history,
     reference_model,
@@ -64,14 +69,16 @@ from studio.heap import freeze_startup_heap
 
 TARGET_RATIO = 1.5
 STREAMING_TARGET_RATIO = 2.0
+LONG_ANSWER = " ".join([ANSWER] * 25)
+"""A streamed answer of 100 words (a chunk each), for the cost of a chunk."""
 
 Turn = Callable[[int], Awaitable[None]]
 TurnFactory = Callable[[], Turn]
 
 
-def reference_variant(*, fresh: bool, stream: bool = False) -> TurnFactory:
+def reference_variant(*, fresh: bool, stream: bool = False, answer: str = ANSWER) -> TurnFactory:
     def make() -> Turn:
-        model, history, tokens = reference_model(), new_history(), []
+        model, history, tokens = reference_model(answer), new_history(), []
 
         async def turn(index: int) -> None:
             messages = new_history() if fresh else history
@@ -248,6 +255,19 @@ VARIANTS: dict[str, TurnFactory] = {
 }
 
 
+CHUNK_VARIANTS: dict[str, TurnFactory] = {
+    "reference_stream": VARIANTS["reference_stream"],
+    "runner_stream": VARIANTS["runner_stream"],
+    "reference_stream_long": reference_variant(fresh=True, stream=True, answer=LONG_ANSWER),
+    "runner_stream_long": runner_variant(
+        fresh=True, model=lambda: adapter_model(streaming=True, answer=LONG_ANSWER)
+    ),
+}
+"""The streaming turn with the short and the long answer, for ``per_chunk``: timed in
+rounds of their own, as the long turns allocate far more and would draw the garbage
+collections that the other variants' turns would otherwise meet."""
+
+
 SHAPES = (
     ("fresh_session", "runner_fresh", "reference_fresh", TARGET_RATIO, "a new session per turn"),
     ("one_session", "runner_one", "reference_one", TARGET_RATIO, "one session, {turns} turns"),
@@ -276,6 +296,9 @@ async def main_async(turns: int, warmup: int, rounds: int, budget_s: float) -> N
             t = await measure(
                 VARIANTS, turns=turns, warmup=warmup, rounds=rounds, budget_s=budget_s
             )
+            chunks = await measure(
+                CHUNK_VARIANTS, turns=turns, warmup=warmup, rounds=rounds, budget_s=budget_s
+            )
         finally:
             gc.unfreeze()
     finally:
@@ -293,6 +316,8 @@ async def main_async(turns: int, warmup: int, rounds: int, budget_s: float) -> N
                 scripted / t["reference_fresh"].us_per_turn, 2
             )
             extra["breakdown"] = breakdown(t)
+        if shape == "streaming":
+            extra["per_chunk"] = per_chunk(chunks)
         extra["plain_process"] = {
             "ratio": round(plain[runner].us_per_turn / plain[reference].us_per_turn, 2),
             "us_per_turn": rounded(plain[runner].us_per_turn),
@@ -313,6 +338,22 @@ def breakdown(t: dict[str, Timing]) -> dict[str, float]:
         "reference_us": rounded(t["reference_fresh"].us_per_turn),
         "runner_gc_us": rounded(runner.gc_us_per_turn),
         "reference_gc_us": rounded(t["reference_fresh"].gc_us_per_turn),
+    }
+
+
+def per_chunk(t: dict[str, Timing]) -> dict[str, float]:
+    """What one more streamed chunk costs each side: the 100-word answer's turn less
+    the 4-word one's, over the 96 chunks between them; and the long turn's own ratio."""
+    added = len(LONG_ANSWER.split(" ")) - len(ANSWER.split(" "))
+    runner = (t["runner_stream_long"].us_per_turn - t["runner_stream"].us_per_turn) / added
+    reference = (t["reference_stream_long"].us_per_turn - t["reference_stream"].us_per_turn) / added
+    long_ratio = t["runner_stream_long"].us_per_turn / t["reference_stream_long"].us_per_turn
+    return {
+        "runner_us": rounded(runner),
+        "reference_us": rounded(reference),
+        "ratio": round(runner / reference, 2) if reference > 0 else float("nan"),
+        "long_answer_words": len(LONG_ANSWER.split(" ")),
+        "long_answer_ratio": round(long_ratio, 2),
     }
 
 

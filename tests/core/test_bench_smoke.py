@@ -21,6 +21,10 @@ def test_runner_overhead_compares_every_shape_with_the_reference() -> None:
     assert breakdown["runner_fixed_us"] > 0
     assert {"agent_steps_us", "langchain_and_adapter_us", "runner_gc_us"} <= breakdown.keys()
     assert all(r["details"]["plain_process"]["reference_us_per_turn"] > 0 for r in results)
+    # 96 more streamed chunks in the long answer's turn: milliseconds more on each side.
+    per_chunk = results[2]["details"]["per_chunk"]
+    assert per_chunk["runner_us"] > 0 and per_chunk["reference_us"] > 0
+    assert per_chunk["long_answer_words"] == 100
 
 
 def test_concurrency_compares_turns_per_second_and_memory_with_the_reference() -> None:
