@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import provenance
 from bench.common import log, parser
 from bench.pgdb import drop_orphans
 
@@ -389,16 +390,14 @@ def kept_from(
 
 def table(results: list[dict[str, Any]], failures: dict[str, str], info: dict[str, Any]) -> str:
     only = info.get("only")
-    before = info.get("before")
+    earlier = provenance.describe(info, [script.module for script in SCRIPTS])
     lines = [
         f"Last run: {info['date']}, commit {info['commit']}, {info['elapsed_s']:.0f} s in all"
-        + (f" (only {', '.join(only)})" if only else "")
-        + (
-            f"; the other rows from {before['date']}, commit {before['commit']}." if before else "."
-        ),
+        + (f" (only {', '.join(dict.fromkeys(only))})." if only else "."),
         f"Machine: {info['cpu']}, {info['nproc']} CPUs (`nproc`), {info['memory_gib']} GiB,"
         f" Python {info['python']}; load average {info['load_average']} at the start,"
         f" {info['load_average_end']} at the end.",
+        *([earlier] if earlier else []),
         "",
         "| Benchmark | Value | Target | Met | Notes |",
         "|---|---|---|---|---|",
@@ -441,6 +440,7 @@ def main() -> None:
     if ns.only:  # the other scripts' rows stay as they were measured
         info["only"] = [script.module for script in chosen]
         results, info["before"] = kept_from(ns.jsonl, results, set(info["only"]))
+        info = provenance.trimmed(info, [script.module for script in SCRIPTS])
     ns.jsonl.write_text("".join(json.dumps(r) + "\n" for r in [{"machine": info}, *results]))
     refresh_readme(ns.readme, table(results, failures, info))
     log(f"run_all: {len(results)} measurements in {info['elapsed_s']:.0f} s")

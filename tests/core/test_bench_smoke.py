@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench import provenance
 from bench.run_all import END, START, refresh_readme
 from tests.support.bench import run_bench
 
@@ -65,3 +66,59 @@ def test_run_all_replaces_only_the_results_block(tmp_path: Path) -> None:
     refresh_readme(readme, "new table")
 
     assert readme.read_text() == f"# Benchmarks\n\n{START}\nnew table\n{END}\n\nHow to read them.\n"
+
+
+def _run(date: str, only: list[str] | None, before: dict | None = None, cpu: str = "A") -> dict:
+    run = {"date": date, "commit": date.replace(" ", ""), "cpu": cpu, "only": only}
+    if before is not None:
+        run["before"] = before
+    return run
+
+
+SCRIPT_NAMES = ["runner_overhead", "concurrency", "pages", "waterfall", "worker_runs"]
+
+
+def test_each_kept_row_is_credited_to_the_run_that_last_measured_it() -> None:
+    full = _run("day 1", None, cpu="Intel")
+    pages = _run("day 2", ["pages", "waterfall"], full)
+    workers = _run("day 3", ["worker_runs"], pages)
+    again = _run("day 4", ["pages"], workers)
+    last = _run("day 5", ["runner_overhead"], again)
+
+    credited = [(names, run["date"]) for names, run in provenance.earlier_runs(last, SCRIPT_NAMES)]
+
+    assert credited == [
+        (["pages"], "day 4"),
+        (["worker_runs"], "day 3"),
+        (["waterfall"], "day 2"),
+        (["concurrency"], "day 1"),
+    ]
+    assert provenance.describe(last, SCRIPT_NAMES) == (
+        "Rows kept from earlier runs: `pages` on day 4, commit day4; `worker_runs` on day 3,"
+        " commit day3; `waterfall` on day 2, commit day2; `concurrency` on day 1, commit day1,"
+        " on Intel."
+    )
+
+
+def test_the_chain_keeps_only_the_runs_that_still_have_rows() -> None:
+    full = _run("day 1", None)
+    pages = _run("day 2", ["pages"], full)
+    superseded = _run("day 3", ["pages"], pages)
+    last = _run("day 4", ["worker_runs"], superseded)
+
+    kept = provenance.trimmed(last, SCRIPT_NAMES)
+
+    chain = []
+    run = kept.get("before")
+    while run is not None:
+        chain.append(run["date"])
+        run = run.get("before")
+    assert chain == ["day 3", "day 1"]  # day 2's pages rows were measured again on day 3
+    assert provenance.describe(kept, SCRIPT_NAMES) == provenance.describe(last, SCRIPT_NAMES)
+
+
+def test_a_full_run_credits_no_earlier_run() -> None:
+    last = _run("day 2", None, _run("day 1", None))
+
+    assert provenance.describe(last, SCRIPT_NAMES) == ""
+    assert "before" not in provenance.trimmed(last, SCRIPT_NAMES)
