@@ -17,16 +17,15 @@ Run = dict[str, Any]
 
 def earlier_runs(last: Run, modules: Sequence[str]) -> list[tuple[list[str], Run]]:
     """The runs before ``last`` that still have rows, newest first, each with the
-    scripts (of ``modules``, in their order) whose rows are its."""
+    scripts (of ``modules``, each name once, in their order) whose rows are its."""
     if last.get("only") is None:
         return []
-    names = list(dict.fromkeys(modules))  # a script run twice (two models) is one name
     assigned = set(last["only"])
     found: list[tuple[list[str], Run]] = []
     run = last.get("before")
-    while run is not None and len(assigned) < len(names):
+    while run is not None and len(assigned) < len(modules):
         ran = run.get("only")
-        mine = [m for m in names if m not in assigned and (ran is None or m in ran)]
+        mine = [m for m in modules if m not in assigned and (ran is None or m in ran)]
         if mine:
             found.append((mine, run))
             assigned.update(mine)

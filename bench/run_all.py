@@ -73,6 +73,8 @@ SCRIPTS = (
     Script("big_history", (), ("--events", "800", "--sessions", "8", "--big-events", "200"), 3600),
     Script("overview", (), ("--events", "800", "--sessions", "8", "--big-events", "200"), 3600),
 )
+MODULES = list(dict.fromkeys(script.module for script in SCRIPTS))
+"""Each script's name once, in run order (``history_growth`` runs twice, once a model)."""
 
 
 def run_script(script: Script, quick: bool) -> tuple[list[dict[str, Any]], str | None]:
@@ -390,10 +392,10 @@ def kept_from(
 
 def table(results: list[dict[str, Any]], failures: dict[str, str], info: dict[str, Any]) -> str:
     only = info.get("only")
-    earlier = provenance.describe(info, [script.module for script in SCRIPTS])
+    earlier = provenance.describe(info, MODULES)
     lines = [
         f"Last run: {info['date']}, commit {info['commit']}, {info['elapsed_s']:.0f} s in all"
-        + (f" (only {', '.join(dict.fromkeys(only))})." if only else "."),
+        + (f" (only {', '.join(only)})." if only else "."),
         f"Machine: {info['cpu']}, {info['nproc']} CPUs (`nproc`), {info['memory_gib']} GiB,"
         f" Python {info['python']}; load average {info['load_average']} at the start,"
         f" {info['load_average_end']} at the end.",
@@ -438,9 +440,9 @@ def main() -> None:
             log(f"run_all: dropped {name}, left by a killed script")
     info["load_average_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if ns.only:  # the other scripts' rows stay as they were measured
-        info["only"] = [script.module for script in chosen]
+        info["only"] = list(dict.fromkeys(script.module for script in chosen))
         results, info["before"] = kept_from(ns.jsonl, results, set(info["only"]))
-        info = provenance.trimmed(info, [script.module for script in SCRIPTS])
+        info = provenance.trimmed(info, MODULES)
     ns.jsonl.write_text("".join(json.dumps(r) + "\n" for r in [{"machine": info}, *results]))
     refresh_readme(ns.readme, table(results, failures, info))
     log(f"run_all: {len(results)} measurements in {info['elapsed_s']:.0f} s")

@@ -71,6 +71,8 @@ TARGET_RATIO = 1.5
 STREAMING_TARGET_RATIO = 2.0
 LONG_ANSWER = " ".join([ANSWER] * 25)
 """A streamed answer of 100 words (a chunk each), for the cost of a chunk."""
+ADDED_CHUNKS = len(LONG_ANSWER.split(" ")) - len(ANSWER.split(" "))
+"""The streamed chunks the long answer has more than the benchmark's."""
 
 Turn = Callable[[int], Awaitable[None]]
 TurnFactory = Callable[[], Turn]
@@ -342,11 +344,13 @@ def breakdown(t: dict[str, Timing]) -> dict[str, float]:
 
 
 def per_chunk(t: dict[str, Timing]) -> dict[str, float]:
-    """What one more streamed chunk costs each side: the 100-word answer's turn less
-    the 4-word one's, over the 96 chunks between them; and the long turn's own ratio."""
-    added = len(LONG_ANSWER.split(" ")) - len(ANSWER.split(" "))
-    runner = (t["runner_stream_long"].us_per_turn - t["runner_stream"].us_per_turn) / added
-    reference = (t["reference_stream_long"].us_per_turn - t["reference_stream"].us_per_turn) / added
+    """What one more streamed chunk costs each side: the long answer's turn less the
+    benchmark's, over the chunks between them (``ADDED_CHUNKS``); and the long turn's
+    own ratio."""
+    runner = (t["runner_stream_long"].us_per_turn - t["runner_stream"].us_per_turn) / ADDED_CHUNKS
+    reference = (
+        t["reference_stream_long"].us_per_turn - t["reference_stream"].us_per_turn
+    ) / ADDED_CHUNKS
     long_ratio = t["runner_stream_long"].us_per_turn / t["reference_stream_long"].us_per_turn
     return {
         "runner_us": rounded(runner),
