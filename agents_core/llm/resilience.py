@@ -89,6 +89,64 @@ class BreakerRegistry:
 DEFAULT_BREAKERS = BreakerRegistry()
 
 
+class ChunkDeadline:
+    """The limit on each wait for a model's next chunk (``RunConfig.model_timeout_s``),
+    with one timer an attempt. ``asyncio.timeout`` around every wait made a ``Timeout``
+    and a timer a chunk (~5 us, a third of what the SDK adds to a streamed token).
+
+    ``start`` and ``stop`` bracket each wait; the time between waits (the caller holding
+    a chunk) does not count. The timer, when it fires, looks at the wait under way: one
+    past the limit is cut as ``asyncio.timeout`` cuts it (the waiting task cancelled,
+    and ``stop`` says the cancellation was the limit's and no one else's); one that
+    began later moves the timer to its own end; none leaves the timer off until the
+    next ``start``. A limit of ``None`` never cuts."""
+
+    __slots__ = ("_cancelling", "_cut", "_limit", "_loop", "_since", "_task", "_timer")
+
+    def __init__(self, limit: float | None) -> None:
+        self._limit = limit
+        self._loop = asyncio.get_running_loop()
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[object] | None = None
+        self._since: float | None = None
+        self._cancelling = 0
+        self._cut: asyncio.Task[object] | None = None
+
+    def start(self) -> None:
+        """A wait begins, in the current task."""
+        if self._limit is None:
+            return
+        self._since = now = self._loop.time()
+        self._task = task = asyncio.current_task()
+        self._cancelling = task.cancelling() if task is not None else 0
+        if self._timer is None:
+            self._timer = self._loop.call_at(now + self._limit, self._fire)
+
+    def stop(self) -> bool:
+        """The wait is over; whether the limit cut it (then the cancellation it sent is
+        withdrawn, and a caller's own cancellation, if any, stands)."""
+        self._since = None
+        cut, self._cut = self._cut, None
+        return cut is not None and cut.uncancel() <= self._cancelling
+
+    def close(self) -> None:
+        """The attempt is over: no more waits."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        self._timer = None
+        since, limit = self._since, self._limit
+        if since is None or limit is None or self._task is None:
+            return  # no wait under way: the next start arms it again
+        if self._loop.time() < since + limit:
+            self._timer = self._loop.call_at(since + limit, self._fire)
+            return
+        self._cut = self._task
+        self._task.cancel()
+
+
 @dataclass(slots=True)
 class ResilientCall:
     """Streams one logical model call, retrying retryable failures.
@@ -115,20 +173,26 @@ class ResilientCall:
             self.breaker.before_call(self.model.provider_key)  # a refused call sends nothing
             self.on_attempt()
             stream = self.model.astream(request)
+            limit = ChunkDeadline(self.attempt_timeout_s)
             try:
                 try:
                     while True:
+                        limit.start()
                         try:
-                            async with asyncio.timeout(self.attempt_timeout_s):
-                                chunk = await anext(stream)
+                            chunk = await anext(stream)
                         except StopAsyncIteration:
                             break
-                        except TimeoutError as exc:
-                            raise ModelTimeoutError(
-                                f"model call exceeded {self.attempt_timeout_s}s"
-                            ) from exc
+                        except asyncio.CancelledError as exc:
+                            if limit.stop():
+                                raise ModelTimeoutError(
+                                    f"model call exceeded {self.attempt_timeout_s}s"
+                                ) from exc
+                            raise
+                        finally:
+                            limit.stop()
                         yield chunk
                 finally:  # the attempt's stream is closed before any retry or outcome
+                    limit.close()
                     await stream.aclose()
             except ModelError as exc:
                 self.breaker.record_failure()
