@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, model_validator
 
@@ -34,18 +34,46 @@ def built[M: BaseModel](contract: type[M], /, **values: Any) -> M:
     refuses, and copies it in ``model_copy``): a stored event then keeps one object
     fewer for the garbage collector to walk.
     """
+    make = _makers.get(contract) or _maker(contract)
+    return cast("M", make(values))
+
+
+_makers: dict[type[BaseModel], Callable[[dict[str, Any]], BaseModel]] = {}
+_new, _set = object.__new__, object.__setattr__
+
+
+def _maker(contract: type[BaseModel]) -> Callable[[dict[str, Any]], BaseModel]:
+    """``built`` for one contract: what it reads of the contract read once, and its
+    shared fields sets kept by the fields' names alone (~0.45 us a contract less than
+    looking them up by contract on every call; a streamed token builds three)."""
     template = _templates.get(contract) or _template(contract)
-    data = template.defaults.copy()
-    for name, factory in template.factories:
-        if name not in values:
-            data[name] = factory()
-    data.update(values)
-    instance = contract.__new__(contract)
-    object.__setattr__(instance, "__dict__", data)
-    object.__setattr__(instance, "__pydantic_fields_set__", _fields_set(contract, values))
-    object.__setattr__(instance, "__pydantic_extra__", None)
-    object.__setattr__(instance, "__pydantic_private__", None)
-    return instance
+    defaults, factories = template.defaults, tuple(template.factories)
+    frozen = bool(contract.model_config.get("frozen"))
+    sets: dict[tuple[str, ...], set[str]] = {}
+
+    def make(values: dict[str, Any]) -> BaseModel:
+        data = defaults.copy()
+        for name, factory in factories:
+            if name not in values:
+                data[name] = factory()
+        data.update(values)
+        instance = _new(contract)  # BaseModel has no __new__ of its own
+        _set(instance, "__dict__", data)
+        if frozen:
+            fields = sets.get(key := tuple(values))
+            if fields is None:
+                fields = _fields_set(contract, values)  # the one ``replaced`` shares, too
+                if len(sets) < SHARED_FIELDS_SETS:
+                    sets[key] = fields
+        else:
+            fields = set(values)
+        _set(instance, "__pydantic_fields_set__", fields)
+        _set(instance, "__pydantic_extra__", None)
+        _set(instance, "__pydantic_private__", None)
+        return instance
+
+    _makers[contract] = make
+    return make
 
 
 def replaced[M: BaseModel](instance: M, /, **values: Any) -> M:

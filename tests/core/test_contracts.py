@@ -101,6 +101,17 @@ def test_built_fills_defaults_and_makes_a_fresh_value_for_each_factory() -> None
     assert first.seq is None and first.partial is False and first.schema_version == 2
 
 
+def test_built_models_that_are_not_frozen_each_keep_a_fields_set_of_their_own() -> None:
+    class Draft(BaseModel):
+        title: str = ""
+        body: str = ""
+
+    first, second = built(Draft, title="a"), built(Draft, title="b")
+    first.body = "changed"  # assignment adds to the instance's set: it must be its own
+    assert first.model_fields_set == {"title", "body"}
+    assert second.model_fields_set == {"title"}
+
+
 def test_built_refuses_a_model_with_private_attributes() -> None:
     class Held(BaseModel):
         value: int = 0
