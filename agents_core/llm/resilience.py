@@ -182,6 +182,8 @@ class ResilientCall:
                             chunk = await anext(stream)
                         except StopAsyncIteration:
                             break
+                        except TimeoutError as exc:  # the model's own, unclassified
+                            raise ModelTimeoutError(f"model call timed out: {exc}") from exc
                         except asyncio.CancelledError as exc:
                             if limit.stop():
                                 raise ModelTimeoutError(

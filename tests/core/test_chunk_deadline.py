@@ -144,3 +144,21 @@ async def test_no_limit_never_cuts() -> None:
     model = PacedModel(words=["slow"], delays=[2 * LIMIT_S])
 
     assert await answer(call(model, limit=None)) == "slow"
+
+
+async def test_a_timeout_the_model_raises_itself_is_a_model_timeout_and_retried() -> None:
+    class TimesOutOnce(PacedModel):
+        async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
+            if self.attempts == 0:
+                self.attempts += 1
+                yield LlmResponse(text="one ", partial=True)
+                raise TimeoutError("read timed out")
+            async for response in PacedModel.astream(self, request):
+                yield response
+
+    model = TimesOutOnce(words=["one ", "two"], delays=[0])
+
+    assert await answer(call(model, attempts=2)) == "one two"
+    assert model.attempts == 2
+    with pytest.raises(ModelTimeoutError, match="read timed out"):
+        await answer(call(TimesOutOnce(words=["one "], delays=[0])))
