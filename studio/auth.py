@@ -124,6 +124,9 @@ def _answered(request: HttpRequest, response: HttpResponse) -> HttpResponse:
 
 DEVICE_COOKIE = "studio_device"
 DEVICE_MAX_AGE_S = 90 * 24 * 3600
+DEVICE_ACCOUNTS = 5
+"""Accounts a browser's device cookie remembers (people share a browser, or keep a
+second account): the one signed in to longest ago is forgotten first."""
 _DEVICE_SALT = "studio.auth.device"
 
 
@@ -134,13 +137,19 @@ def _account(username: str) -> str:
 
 def _remember_device(request: HttpRequest, response: HttpResponse, username: str) -> None:
     """Give the browser that just signed in as ``username`` a device cookie: signed,
-    HttpOnly, naming the account only by its digest and the device by a random id
-    (kept when the browser had one for the account, so its count carries on)."""
+    HttpOnly, naming the device by a random id and the accounts signed in to from it by
+    their digests, the newest first and at most ``DEVICE_ACCOUNTS`` (one browser, one
+    id: its attempts at any of them share one count, which carries on)."""
     account = _account(username)
-    device = _device(request, account) or secrets.token_urlsafe(16)
+    device, accounts = _device_cookie(request)
+    accounts = [account, *(a for a in accounts if a != account)][:DEVICE_ACCOUNTS]
     response.set_cookie(
         DEVICE_COOKIE,
-        signing.dumps({"a": account, "d": device}, salt=_DEVICE_SALT, compress=True),
+        signing.dumps(
+            {"a": accounts, "d": device or secrets.token_urlsafe(16)},
+            salt=_DEVICE_SALT,
+            compress=True,
+        ),
         max_age=DEVICE_MAX_AGE_S,
         secure=settings.SESSION_COOKIE_SECURE,
         httponly=True,
@@ -150,19 +159,33 @@ def _remember_device(request: HttpRequest, response: HttpResponse, username: str
 
 def _device(request: HttpRequest, account: str) -> str | None:
     """The id of the request's device cookie when it was given to a browser that signed
-    in as ``account``; ``None`` for no cookie, another account's, an expired or a
-    forged one."""
+    in as ``account``; ``None`` for no cookie, one of other accounts only, an expired or
+    a forged one."""
+    device, accounts = _device_cookie(request)
+    return device if account in accounts else None
+
+
+def _device_cookie(request: HttpRequest) -> tuple[str | None, list[str]]:
+    """The request's device cookie, checked: its device id and its accounts' digests
+    (``(None, [])`` for none, an expired or a forged one). A cookie given before it
+    named several accounts names one, as a string."""
     raw = request.COOKIES.get(DEVICE_COOKIE)
     if not raw:
-        return None
+        return None, []
     try:
         value = signing.loads(raw, salt=_DEVICE_SALT, max_age=DEVICE_MAX_AGE_S)
     except signing.BadSignature:
-        return None
-    if not isinstance(value, dict) or value.get("a") != account:
-        return None
-    device = value.get("d")
-    return device if isinstance(device, str) and device else None
+        return None, []
+    if not isinstance(value, dict):
+        return None, []
+    device, accounts = value.get("d"), value.get("a")
+    if not isinstance(device, str) or not device:
+        return None, []
+    if isinstance(accounts, str):
+        accounts = [accounts]
+    if not isinstance(accounts, list):
+        return None, []
+    return device, [a for a in accounts if isinstance(a, str)][:DEVICE_ACCOUNTS]
 
 
 class RateLimitedLoginView(LoginView):

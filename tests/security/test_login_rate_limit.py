@@ -173,6 +173,62 @@ def test_a_device_cookie_counts_only_for_its_account_and_cannot_be_forged(
     assert sign_in(with_device(""), password="ada-password-1").status_code == 429
 
 
+def signed_in_again(cookie: str, username: str, password: str, address: str) -> str:
+    """The browser holding ``cookie`` signs in as ``username`` from ``address``; its new
+    device cookie."""
+    client = with_device(cookie, address)
+    assert sign_in(client, username=username, password=password).status_code == 302
+    return client.cookies[DEVICE].value
+
+
+@pytest.mark.django_db
+def test_a_browser_that_signed_in_to_two_accounts_is_known_to_both(ada: User, staff: User) -> None:
+    """Signing in to a second account from a browser does not make it a stranger to the
+    first: one person with two accounts is not locked out of either by guesses at it."""
+    cookie = a_browser_that_signed_in("ada", "ada-password-1")
+    cookie = signed_in_again(cookie, "stafford", "staff-password-1", "192.0.2.2")
+    guess_until_locked("ada")
+    guess_until_locked("stafford")
+    for username, password in (("ada", "ada-password-1"), ("stafford", "staff-password-1")):
+        client = with_device(cookie, "192.0.2.3")
+        assert sign_in(client, username=username, password=password).status_code == 302
+
+
+@pytest.mark.django_db
+def test_a_device_cookie_remembers_five_accounts_and_has_one_count_for_them(
+    django_user_model: type[User],
+) -> None:
+    names = [f"user{n}" for n in range(6)]
+    for name in names:
+        django_user_model.objects.create_user(name, password=f"{name}-password")
+    cookie = a_browser_that_signed_in(names[0], f"{names[0]}-password")
+    for n, name in enumerate(names[1:]):
+        cookie = signed_in_again(cookie, name, f"{name}-password", f"192.0.2.{10 + n}")
+    guess_until_locked(names[0])
+    forgotten = with_device(cookie, "198.51.100.1")
+    assert sign_in(forgotten, username=names[0], password="user0-password").status_code == 429
+    # The five it remembers share the browser's one count: guesses at one of them use
+    # up its attempts at the others too.
+    for n in range(LIMIT):
+        assert sign_in(with_device(cookie, f"198.51.100.{10 + n}"), names[1]).status_code == 200
+    known = with_device(cookie, "198.51.100.99")
+    assert sign_in(known, username=names[5], password="user5-password").status_code == 429
+
+
+@pytest.mark.django_db
+def test_a_device_cookie_given_before_it_named_several_accounts_still_counts(ada: User) -> None:
+    from django.core import signing
+
+    from studio.auth import _account
+
+    device = {"a": _account("ada"), "d": "old-browser"}  # the form it had: one account
+    cookie = signing.dumps(device, salt="studio.auth.device", compress=True)
+    guess_until_locked("ada")
+    client = with_device(cookie)
+    assert sign_in(client, password="ada-password-1").status_code == 302
+    assert "_auth_user_id" in client.session
+
+
 @pytest.mark.django_db
 def test_the_device_cookie_is_http_only_and_does_not_name_the_account(
     ada: User, settings: Any
