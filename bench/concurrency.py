@@ -12,7 +12,10 @@ side's figure is its median pass.
 - ``concurrency.memory_per_session``: Python memory still allocated per session once
   every session has run, while the sessions live (the runner, with its session
   service and caches; the reference's message lists), from ``tracemalloc``, in an
-  untimed pass of each. Target <= 1.5x the reference's.
+  untimed pass of each. Target <= 1.5x the reference's. Its details split the runner's
+  into the histories its agent keeps for the sessions' next model calls
+  (``agent_history_kib``) and the rest, the session service's stored events and
+  sessions (``stored_kib``).
 - ``concurrency.peak_rss``: the process's peak RSS (no target).
 """
 
@@ -26,6 +29,7 @@ import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agents_core import LlmAgent, Runner
 from bench.common import Measurement, emit, log, parser, peak_rss_mib, rounded
 from bench.floor import adapter_model, new_history, reference_model, reference_turn
 from bench.workload import make_runner, run_turn
@@ -62,8 +66,12 @@ async def reference_pass(sessions: int, turns: int) -> tuple[float, Any]:
     return time.perf_counter() - started, (model, histories)
 
 
-def retained_bytes_per_session(run: Pass, sessions: int, turns: int) -> float:
-    """Python memory allocated by a pass and still held once it is over."""
+def retained_bytes_per_session(
+    run: Pass, sessions: int, turns: int, release: Callable[[Any], object] | None = None
+) -> tuple[float, float]:
+    """Python memory allocated by a pass and still held once it is over, per session;
+    and how much of it ``release`` frees, given what keeps the sessions alive (0.0
+    without one)."""
     gc.collect()
     tracemalloc.start()
     try:
@@ -71,10 +79,24 @@ def retained_bytes_per_session(run: Pass, sessions: int, turns: int) -> float:
         _, alive = asyncio.run(run(sessions, turns))
         gc.collect()
         retained = tracemalloc.get_traced_memory()[0] - before
+        freed = 0
+        if release is not None:
+            release(alive)
+            gc.collect()
+            freed = retained - (tracemalloc.get_traced_memory()[0] - before)
         del alive
-        return retained / sessions
+        return retained / sessions, freed / sessions
     finally:
         tracemalloc.stop()
+
+
+def forget_histories(runner: Runner) -> None:
+    """Drop the model histories the runner's agent keeps for its sessions' next calls
+    (each session's messages and the LangChain messages made of them): what is left is
+    the session service's stored events and sessions."""
+    agent = runner.agent
+    if isinstance(agent, LlmAgent):
+        agent.histories.clear()
 
 
 def traced_peak_mib(sessions: int, turns: int) -> float:
@@ -148,8 +170,11 @@ def main() -> None:
             },
         )
     )
-    memory = retained_bytes_per_session(runner_pass, ns.sessions, ns.turns) / 1024
-    reference_memory = retained_bytes_per_session(reference_pass, ns.sessions, ns.turns) / 1024
+    memory, history = retained_bytes_per_session(
+        runner_pass, ns.sessions, ns.turns, forget_histories
+    )
+    memory, history = memory / 1024, history / 1024
+    reference_memory = retained_bytes_per_session(reference_pass, ns.sessions, ns.turns)[0] / 1024
     emit(
         Measurement(
             "concurrency.memory_per_session",
@@ -161,6 +186,8 @@ def main() -> None:
                 **shape,
                 "ratio": round(memory / reference_memory, 2),
                 "reference_kib": rounded(reference_memory),
+                "agent_history_kib": rounded(history),
+                "stored_kib": rounded(memory - history),
             },
         )
     )

@@ -252,6 +252,12 @@ def _concurrency_notes(d: dict[str, Any]) -> str:
         text += f"; {d['ratio']}x the reference ({d['reference_turns_per_s']:,.0f} turns/s)"
     if "reference_kib" in d:
         text += f"; {d['ratio']}x the reference ({d['reference_kib']:,.1f} KiB a session)"
+    if "agent_history_kib" in d:
+        text += (
+            f"; of the runner's, the histories its agent keeps for the next calls"
+            f" {d['agent_history_kib']:,.1f} KiB, the stored events and sessions"
+            f" {d['stored_kib']:,.1f}"
+        )
     if "rss_before_run_mib" in d:
         text += (
             f"; RSS before the run {d['rss_before_run_mib']} MiB"

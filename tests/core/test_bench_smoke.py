@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench import provenance
 from bench.run_all import END, START, refresh_readme
 from tests.support.bench import run_bench
@@ -33,7 +35,13 @@ def test_concurrency_compares_turns_per_second_and_memory_with_the_reference() -
 
     assert [r["unit"] for r in results] == ["turns/s", "KiB", "MiB"]
     assert results[0]["details"]["reference_turns_per_s"] > 0
-    assert results[1]["details"]["reference_kib"] > 0
+    memory = results[1]["details"]
+    assert memory["reference_kib"] > 0
+    # Both parts of what the runner keeps are there: the agent's histories and the rest.
+    assert memory["agent_history_kib"] > 0 and memory["stored_kib"] > 0
+    assert memory["agent_history_kib"] + memory["stored_kib"] == pytest.approx(
+        results[1]["value"], abs=0.2
+    )
 
 
 def test_history_growth_fills_the_session_and_compares_its_end_with_the_reference() -> None:
