@@ -26,13 +26,13 @@ PG_TESTS := tests/studio/test_session_service.py tests/studio/test_session_cache
 	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py tests/studio/test_database_pool.py \
 	tests/studio/test_run_worker_concurrency.py
 
-# The first run and PG_TESTS use four pytest-xdist workers on these two cores (most
-# tests wait on a browser or a server: two kept the cores 66% busy, three 68%), each
-# taking whole files (tests/conftest.py; each worker its own test database); PYTEST_XDIST=-n0 runs them in
+# The first run and PG_TESTS use three pytest-xdist workers on these two cores (most
+# tests wait on a browser or a server: two kept the cores 66% busy), each taking whole
+# files (tests/conftest.py; each worker its own test database); PYTEST_XDIST=-n0 runs them in
 # one process, PYTEST_ARGS narrows the first. tests/scale runs alone, in one process,
 # after PG_TESTS: with API tests running beside it on a second worker, two scale tests'
 # approval relay between servers and the worker timed out (they pass alone).
-PYTEST_XDIST ?= -n 4 --dist loadgroup
+PYTEST_XDIST ?= -n 3 --dist loadgroup
 # The slowest tests of each run and the files that used the most CPU, named in its output
 # (CI's log too): where to start when the run grows toward CI's 20 minutes. The run keeps
 # both cores busy throughout, so the CPU list is the one to cut from; a slow test may be

@@ -1,6 +1,6 @@
 """Shared pytest configuration. Suites: core (no Django), studio, e2e, scale.
 
-``make test`` runs the suite on four pytest-xdist workers (``-n 4 --dist loadgroup``):
+``make test`` runs the suite on three pytest-xdist workers (``-n 3 --dist loadgroup``):
 with two, the suite kept this machine's two cores only 66% busy, its tests waiting on
 browsers and servers.
 A worker runs whole files, so a module-scoped server or browser is started once; all of
