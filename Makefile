@@ -29,10 +29,13 @@ PG_TESTS := tests/studio/test_session_service.py tests/studio/test_session_cache
 # The first run and PG_TESTS use three pytest-xdist workers on these two cores (most
 # tests wait on a browser or a server: two kept the cores 66% busy), each taking whole
 # files (tests/conftest.py; each worker its own test database); PYTEST_XDIST=-n0 runs them in
-# one process, PYTEST_ARGS narrows the first. tests/scale runs alone, in one process,
-# after PG_TESTS: with API tests running beside it on a second worker, two scale tests'
-# approval relay between servers and the worker timed out (they pass alone).
+# one process, PYTEST_ARGS narrows the first. tests/scale runs after PG_TESTS, not beside
+# them (with API tests on another worker, two scale tests' approval relay between servers
+# and the worker once timed out), on three workers of its own (SCALE_XDIST): a file
+# each at a time, the longest first, each worker's clusters in Redis databases of their
+# own. Its servers mostly wait: in one process the pass kept the cores a third busy.
 PYTEST_XDIST ?= -n 3 --dist loadgroup
+SCALE_XDIST ?= -n 3 --dist loadgroup
 # The slowest tests of each run and the files that used the most CPU, named in its output
 # (CI's log too): where to start when the run grows toward CI's 20 minutes. The run keeps
 # both cores busy throughout, so the CPU list is the one to cut from; a slow test may be
@@ -59,7 +62,7 @@ test: $(STAMP)
 		echo "$(SCALE_ENV) pytest $(PG_TESTS)"; \
 		$(SCALE_ENV) $(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_REPORT) $(PG_TESTS) && \
 		echo "$(SCALE_ENV) pytest tests/scale" && \
-		$(SCALE_ENV) $(BIN)/python -m pytest $(PYTEST_REPORT) tests/scale; \
+		$(SCALE_ENV) $(BIN)/python -m pytest $(SCALE_XDIST) $(PYTEST_REPORT) tests/scale; \
 	else \
 		echo "PostgreSQL or Redis unreachable: skipping the PostgreSQL run (CI=true fails)"; \
 	fi

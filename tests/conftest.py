@@ -3,10 +3,10 @@
 ``make test`` runs the suite on three pytest-xdist workers (``-n 3 --dist loadgroup``):
 with two, the suite kept this machine's two cores only 66% busy, its tests waiting on
 browsers and servers.
-A worker runs whole files, so a module-scoped server or browser is started once; all of
-tests/scale runs on one worker, one cluster of Daphnes and run workers at a time (they
-share the scale Redis database and would starve each other of the two cores). Each
-worker gets its own Redis channel-layer prefix, since tests flush the channel layer.
+A worker runs whole files, so a module-scoped server or browser is started once.
+tests/scale runs in a pass of its own, on two workers (the Makefile): one cluster of
+Daphnes and run workers on each, in Redis databases of its own (tests/scale/conftest.py).
+Each worker gets its own Redis channel-layer prefix, since tests flush the channel layer.
 
 The end-to-end files go out first: each starts servers and a browser, and takes from
 seconds to minutes however few tests it has. In xdist's own order (the files with the
@@ -28,10 +28,8 @@ from tests.support import daphne_server
 
 
 def xdist_group(nodeid: str) -> str:
-    """The group a test runs in under ``--dist loadgroup``: tests/scale is one group, any
-    other file its own."""
-    path = nodeid.split("::", 1)[0]
-    return "tests/scale" if path.startswith("tests/scale/") else path
+    """The group a test runs in under ``--dist loadgroup``: its file."""
+    return nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # a hook of pytest-xdist
@@ -55,14 +53,30 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return FileGroups(config, log)
 
 
+LONGEST_FIRST = (
+    "tests/scale/test_load.py",
+    "tests/scale/test_worker_runs.py",
+    "tests/scale/test_redis_stall.py",
+    "tests/scale/test_database_loss.py",
+    "tests/scale/test_worker_openai.py",
+    "tests/scale/test_worker_runs_bench.py",
+    "tests/scale/test_server_cost.py",
+)
+"""tests/scale's files that take longest, longest first (20-55 s each on CI's two
+workers, 2026-12-06), whatever their number of tests: the load scenario is one test of
+fifty seconds, and by size it would go out last and end the pass alone."""
+
+
 def end_to_end_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` in the order their groups go out to the workers: tests/e2e first, then
-    the rest, each by its number of tests, most first (xdist's own order)."""
+    """``items`` in the order their groups go out to the workers: ``LONGEST_FIRST``,
+    then tests/e2e, then the rest, each by its number of tests, most first (xdist's own
+    order)."""
     sizes = Counter(xdist_group(item.nodeid) for item in items)
 
-    def order(item: pytest.Item) -> tuple[bool, int]:
+    def order(item: pytest.Item) -> tuple[int, bool, int]:
         group = xdist_group(item.nodeid)
-        return (not group.startswith("tests/e2e/"), -sizes[group])
+        rank = LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
+        return (rank, not group.startswith("tests/e2e/"), -sizes[group])
 
     return sorted(items, key=order)  # stable: a group's tests keep their order
 

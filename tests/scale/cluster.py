@@ -30,13 +30,27 @@ from cryptography.fernet import Fernet
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
+from tests.scale.redis_proxy import RedisProxy, through
 from tests.support.daphne_server import ROOT, DaphneServer
 from tests.support.live_client import ENDED, Api, prepare_live_data
 
 SCALE_REDIS_DB = 14
 """The Redis database the servers and workers under test share; flushed per module.
 ``SCALE_REDIS_DB`` in the environment picks another, so that test runs sharing one Redis
-server (several checkouts on one machine) do not flush each other's."""
+server (several checkouts on one machine) do not flush each other's. Under pytest-xdist
+each worker takes databases of its own below it (``worker_redis_databases``)."""
+
+
+def worker_redis_databases(worker: str | None, base: int) -> tuple[int, int]:
+    """The Redis databases (the clusters', the load scenario's) of pytest-xdist worker
+    ``worker`` (``gw0``, ``gw1``...; ``None`` outside xdist): two a worker, counting down
+    from ``base``. Every test of a worker runs after the last one ended, so the
+    worker's tests share its two; two workers' never meet."""
+    number = int(worker.removeprefix("gw")) if worker else 0
+    scale = base - 2 * number
+    if scale - 1 < 0:
+        raise ValueError(f"no Redis databases left for xdist worker {worker} below {base}")
+    return scale, scale - 1
 
 
 def database_url() -> str:
@@ -322,6 +336,8 @@ class Cluster:
     env: dict[str, str]
     servers: list[DaphneServer]
     setup: dict[str, Any]
+    proxy: RedisProxy | None = None
+    """What the cluster's processes reach Redis through, when it was started with one."""
     current: Worker | None = None
     workers: list[Worker] = field(default_factory=list)
 
@@ -368,15 +384,17 @@ def start_cluster(
     servers: int,
     lease_s: float,
     extra_env: dict[str, str] | None = None,
+    proxy: RedisProxy | None = None,
 ) -> Iterator[Cluster]:
     """``servers`` Daphnes (no worker yet: ``Cluster.worker`` starts one) on a throwaway
     database and the scale Redis database (flushed), with ``agents`` set up;
-    ``extra_env`` for every process."""
+    ``extra_env`` for every process. With a ``proxy``, every process reaches Redis
+    through it."""
     redis.Redis.from_url(scale_redis_url()).flushdb()
     with throwaway_database(migrated=True) as db_url:
         env = {
             "DATABASE_URL": db_url,
-            "REDIS_URL": scale_redis_url(),
+            "REDIS_URL": through(proxy, scale_redis_url()) if proxy else scale_redis_url(),
             "STUDIO_RUN_EXECUTION": "worker",
             # Every process of a deployment shares these.
             "STUDIO_SECRET_KEY": "scale-tests-only-secret-key",
@@ -387,7 +405,9 @@ def start_cluster(
             **(extra_env or {}),
         }
         setup = prepare(DaphneServer(data, dict(env)), agents)
-        started = Cluster(env, [DaphneServer(data, dict(env)) for _ in range(servers)], setup)
+        started = Cluster(
+            env, [DaphneServer(data, dict(env)) for _ in range(servers)], setup, proxy
+        )
         try:
             with ThreadPoolExecutor(servers) as pool:  # each process takes seconds to start
                 for future in [pool.submit(server.start) for server in started.servers]:

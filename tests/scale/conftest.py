@@ -12,7 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.scale.cluster import Cluster, Worker, database_url
+from tests.scale.cluster import (
+    SCALE_REDIS_DB,
+    Cluster,
+    Worker,
+    database_url,
+    worker_redis_databases,
+)
 from tests.scale.reachable import unreachable
 
 
@@ -31,6 +37,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if reason:
         for item in scale:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _redis_databases_of_this_worker() -> Iterator[None]:
+    """This process's Redis databases, in the environment the servers, workers and
+    benchmark scripts it starts inherit: ``SCALE_REDIS_DB`` for the clusters, and
+    ``LOAD_REDIS_DB`` for the load scenario (``bench.load``, which would otherwise use 13).
+    Under pytest-xdist each worker has its own, so that two workers' clusters do not
+    flush each other's channel layers."""
+    base = int(os.environ.get("SCALE_REDIS_DB", SCALE_REDIS_DB))
+    scale, load = worker_redis_databases(os.environ.get("PYTEST_XDIST_WORKER"), base)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SCALE_REDIS_DB", str(scale))
+        patch.setenv("LOAD_REDIS_DB", str(load))
+        yield
 
 
 @pytest.fixture

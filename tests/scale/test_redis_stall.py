@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from cryptography.fernet import Fernet
@@ -25,92 +21,13 @@ from django.utils.module_loading import import_string
 
 from studio import live
 from tests.scale.cluster import Api, Viewer, prepare, redis_url, throwaway_database
+from tests.scale.redis_proxy import RedisProxy, proxy_to, through
 from tests.support.daphne_server import DaphneServer
 
 pytestmark = pytest.mark.timeout(300)
 
 OUTAGE_S = 3.0
 VIEWERS_PER_SERVER = 5
-
-
-class RedisProxy:
-    """A TCP proxy to Redis that can stall or cut every connection through it."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self.listener.getsockname()[1]
-        self.flowing = threading.Event()
-        self.flowing.set()
-        self.refusing = False
-        self.lock = threading.Lock()
-        self.sockets: set[socket.socket] = set()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return  # closed
-            if self.refusing:
-                client.close()
-                continue
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-                upstream.settimeout(None)
-            except OSError:
-                client.close()
-                continue
-            with self.lock:
-                self.sockets |= {client, upstream}
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
-
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                self.flowing.wait()
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            self._drop(source, sink)
-
-    def _drop(self, *sockets: socket.socket) -> None:
-        for sock in sockets:
-            with self.lock:
-                self.sockets.discard(sock)
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-
-    def stall(self, seconds: float) -> None:
-        """Hold every byte in both directions for ``seconds``, then let it through."""
-        self.flowing.clear()
-        time.sleep(seconds)
-        self.flowing.set()
-
-    def cut(self, seconds: float) -> None:
-        """Drop every connection, and refuse new ones for ``seconds``."""
-        self.refusing = True
-        with self.lock:
-            open_now = list(self.sockets)
-        self._drop(*open_now)
-        time.sleep(seconds)
-        self.refusing = False
-
-    def close(self) -> None:
-        self.listener.close()
-        with self.lock:
-            open_now = list(self.sockets)
-        self._drop(*open_now)
-
-
-def through(proxy: RedisProxy, url: str) -> str:
-    """``url`` (a Redis URL) with the proxy's address instead of the server's."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, f"127.0.0.1:{proxy.port}", parts.path, "", ""))
 
 
 def steady_agent(steps: int) -> dict[str, Any]:
@@ -162,8 +79,7 @@ class Stage:
 
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
-    redis = urlsplit(redis_url())
-    proxy = RedisProxy(redis.hostname or "127.0.0.1", redis.port or 6379)
+    proxy = proxy_to(redis_url())
     with throwaway_database(migrated=True) as database_url:
         env = {
             "DATABASE_URL": database_url,
@@ -234,8 +150,7 @@ async def test_the_live_layer_delivers_again_once_redis_is_back(outage: str) -> 
     """Sessions' live messages go through Redis publish/subscribe (the ``live`` layer):
     after an outage its subscription is back, so viewers are live again rather than
     left to the resync."""
-    redis = urlsplit(redis_url())
-    proxy = RedisProxy(redis.hostname or "127.0.0.1", redis.port or 6379)
+    proxy = proxy_to(redis_url())
     config = settings.CHANNEL_LAYERS[live.LAYER]
     layer = import_string(config["BACKEND"])(
         **{**config["CONFIG"], "hosts": [through(proxy, redis_url())], "prefix": "stall-live"}

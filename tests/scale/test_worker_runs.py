@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 
 from tests.scale.cluster import (
     ENDED,
@@ -19,7 +18,6 @@ from tests.scale.cluster import (
     assert_every_seq_in_order,
     careful_agent,
     executor_of,
-    redis_url,
     scale_redis_url,
     scripted_agent,
     start_cluster,
@@ -27,6 +25,7 @@ from tests.scale.cluster import (
     wait_until,
     watch_all,
 )
+from tests.scale.redis_proxy import proxy_to
 from tests.support.daphne_server import DaphneServer
 from tests.support.live_client import Api, prepare_live_data
 from tests.support.mcp_server import serve_silence
@@ -44,9 +43,15 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         scripted_agent("brief", 2, 0.0),
         scripted_agent("slow", 100, 0.05),
     ]
-    # A short lease, so a killed worker's run is recovered within seconds.
-    with start_cluster(tmp_path_factory.mktemp("scale"), agents, servers=2, lease_s=2) as started:
-        yield started
+    # A short lease, so a killed worker's run is recovered within seconds. Redis through
+    # a proxy, to pause it for this cluster alone and count the connections it opens.
+    proxy = proxy_to(scale_redis_url())
+    data = tmp_path_factory.mktemp("scale")
+    try:
+        with start_cluster(data, agents, servers=2, lease_s=2, proxy=proxy) as started:
+            yield started
+    finally:
+        proxy.close()
 
 
 async def test_a_worker_run_started_on_one_server_reaches_a_hundred_viewers_on_both_in_order(
@@ -196,12 +201,15 @@ async def test_a_paused_redis_delays_no_stored_event_and_viewers_catch_up(
     run = api.send(session_id, "play")
     await watch_all(viewers, lambda v: v.last_seq >= 20, 30)
 
-    # CLIENT PAUSE blocks every other client of this (shared) Redis for 3 s without
-    # stopping the server: the worker's publishes and the servers' receives stall.
-    redis.Redis.from_url(redis_url()).execute_command("CLIENT", "PAUSE", "3000", "ALL")
+    # The proxy holds every byte between the cluster and Redis for 3 s, as CLIENT PAUSE
+    # would without pausing other tests' clients: the worker's publishes and the
+    # servers' receives stall.
+    assert cluster.proxy is not None
+    pausing = asyncio.ensure_future(asyncio.to_thread(cluster.proxy.stall, 3.0))
     paused_at = max(viewer.last_seq for viewer in viewers)
 
     finished = await asyncio.to_thread(api.wait_for_run, run["id"], {"succeeded", "failed"}, 60)
+    await pausing
     assert finished["status"] == "succeeded"
     stored = api.events(session_id)
     assert len(stored) > paused_at
@@ -347,8 +355,7 @@ def test_a_worker_keeps_one_event_loop_so_its_runs_reuse_their_redis_connections
     opened new ones every run (three), and so did a run's listener, cancelled while it
     waited for a message. Past its first run, runs open none, but for a pool that
     grows by one when a run happens to use one more connection at once than any before.
-    (Redis counts every connection it accepted; nothing else connects to it while
-    tests/scale run.)"""
+    (The cluster's proxy counts the connections its servers and worker opened.)"""
     api = cluster.api(0)
     session_id = api.new_session(cluster.setup["agents"]["brief"])
 
@@ -356,11 +363,13 @@ def test_a_worker_keeps_one_event_loop_so_its_runs_reuse_their_redis_connections
         run = api.send(session_id, text)
         wait_until(lambda: api.run(run["id"])["status"] in ENDED, 60, f"run {text!r} ended")
 
-    with redis.Redis.from_url(scale_redis_url()) as probe:
-        run_to_its_end("first")
-        before = probe.info("stats")["total_connections_received"]
-        for text in ("second", "third", "fourth", "fifth"):
-            run_to_its_end(text)
-        opened = probe.info("stats")["total_connections_received"] - before
+    proxy = cluster.proxy
+    assert proxy is not None
+    run_to_its_end("first")
+    before = proxy.accepted
+    assert before > 0, "the servers and the worker reach Redis through the proxy"
+    for text in ("second", "third", "fourth", "fifth"):
+        run_to_its_end(text)
+    opened = proxy.accepted - before
 
     assert opened <= 1  # a loop per run: 12; the listener cancelled: 4
