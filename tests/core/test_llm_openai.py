@@ -274,6 +274,9 @@ async def test_a_request_the_server_never_answers_times_out(
     with pytest.raises(ModelTimeoutError):
         await collect(connect(streaming=streaming, timeout_s=0.2), ask("hi"))
 
+    # Sent once and not again. On a busy machine the client can give up before the
+    # server's thread has recorded the request it sent: wait for it to arrive.
+    await asyncio.to_thread(openai_server.wait_for_requests, 1)
     assert len(openai_server.requests) == 1
 
 
