@@ -9,6 +9,13 @@ included, so a module's servers and browser count where they stop) and of the ch
 processes it started and waited for (Daphnes, Chromium, benchmark scripts, manage.py).
 A session-scoped fixture is charged to the first file that asks for it. Under
 pytest-xdist each worker counts its own files and the controller prints the total.
+
+What no process waited for is missing, so the total falls short of what the run used:
+Chromium's renderers (children of its zygote, which outlives its parent and is reaped
+by init), PostgreSQL's and Redis's server processes. With process accounting on
+(``accton``) through a run of the SQLite pass, 2026-12-06: the machine's two cores were
+98% busy for 873 s (1,718 s of CPU), processes used 1,667 s, Chromium's ~610 of them;
+this report counted 1,197. A file that drives a browser costs more than it says.
 """
 
 from __future__ import annotations
