@@ -70,6 +70,9 @@ def test_the_timeline_answers_a_question_and_a_stopped_one_says_so(page: Page, a
     expect(call).to_have_attribute("data-state", "done")
     expect(card).to_contain_text("demo answered: Porto")
     screenshot(page, "timeline-question-answered")
+    # The answered run goes on to its end, which the timeline shows by hiding its run
+    # bar; a message sent before then is refused (409, a run in progress).
+    expect(page.locator("#runbar")).to_be_hidden()
 
     # A second question, then the run is cancelled: the card closes and says how.
     api.post(f"/api/sessions/{session['id']}/messages/", {"text": "and a hotel"})
