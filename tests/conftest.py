@@ -4,7 +4,7 @@
 with two, the suite kept this machine's two cores only 66% busy, its tests waiting on
 browsers and servers.
 A worker runs whole files, so a module-scoped server or browser is started once.
-tests/scale runs in a pass of its own, on two workers (the Makefile): one cluster of
+tests/scale runs in a pass of its own, on three workers (the Makefile): one cluster of
 Daphnes and run workers on each, in Redis databases of its own (tests/scale/conftest.py).
 Each worker gets its own Redis channel-layer prefix, since tests flush the channel layer.
 
@@ -62,7 +62,7 @@ LONGEST_FIRST = (
     "tests/scale/test_worker_runs_bench.py",
     "tests/scale/test_server_cost.py",
 )
-"""tests/scale's files that take longest, longest first (20-55 s each on CI's two
+"""tests/scale's files that take longest, longest first (20-55 s each on CI's three
 workers, 2026-12-06), whatever their number of tests: the load scenario is one test of
 fifty seconds, and by size it would go out last and end the pass alone."""
 

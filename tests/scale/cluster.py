@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import signal
@@ -30,7 +31,7 @@ from cryptography.fernet import Fernet
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from tests.scale.redis_proxy import RedisProxy, through
+from tests.scale.redis_proxy import RedisProxy, proxy_to, through
 from tests.support.daphne_server import ROOT, DaphneServer
 from tests.support.live_client import ENDED, Api, prepare_live_data
 
@@ -384,14 +385,17 @@ def start_cluster(
     servers: int,
     lease_s: float,
     extra_env: dict[str, str] | None = None,
-    proxy: RedisProxy | None = None,
+    through_proxy: bool = False,
 ) -> Iterator[Cluster]:
     """``servers`` Daphnes (no worker yet: ``Cluster.worker`` starts one) on a throwaway
     database and the scale Redis database (flushed), with ``agents`` set up;
-    ``extra_env`` for every process. With a ``proxy``, every process reaches Redis
-    through it."""
+    ``extra_env`` for every process. ``through_proxy``: every process reaches Redis
+    through a ``RedisProxy`` of the cluster's own (``Cluster.proxy``)."""
     redis.Redis.from_url(scale_redis_url()).flushdb()
-    with throwaway_database(migrated=True) as db_url:
+    proxy = proxy_to(scale_redis_url()) if through_proxy else None
+    with contextlib.ExitStack() as cleanup, throwaway_database(migrated=True) as db_url:
+        if proxy:
+            cleanup.callback(proxy.close)
         env = {
             "DATABASE_URL": db_url,
             "REDIS_URL": through(proxy, scale_redis_url()) if proxy else scale_redis_url(),

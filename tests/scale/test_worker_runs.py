@@ -18,14 +18,12 @@ from tests.scale.cluster import (
     assert_every_seq_in_order,
     careful_agent,
     executor_of,
-    scale_redis_url,
     scripted_agent,
     start_cluster,
     task_of,
     wait_until,
     watch_all,
 )
-from tests.scale.redis_proxy import proxy_to
 from tests.support.daphne_server import DaphneServer
 from tests.support.live_client import Api, prepare_live_data
 from tests.support.mcp_server import serve_silence
@@ -45,13 +43,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     ]
     # A short lease, so a killed worker's run is recovered within seconds. Redis through
     # a proxy, to pause it for this cluster alone and count the connections it opens.
-    proxy = proxy_to(scale_redis_url())
     data = tmp_path_factory.mktemp("scale")
-    try:
-        with start_cluster(data, agents, servers=2, lease_s=2, proxy=proxy) as started:
-            yield started
-    finally:
-        proxy.close()
+    with start_cluster(data, agents, servers=2, lease_s=2, through_proxy=True) as started:
+        yield started
 
 
 async def test_a_worker_run_started_on_one_server_reaches_a_hundred_viewers_on_both_in_order(
