@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
+
+from studio.models import SignInWindow
 
 pytestmark = pytest.mark.django_db
 
@@ -31,11 +35,15 @@ def test_a_wrong_password_gets_no_token_and_a_coded_error(ada: User) -> None:
 def test_the_token_endpoint_is_throttled_against_password_guessing(
     ada: User, settings: object
 ) -> None:
-    client = APIClient()
-    statuses = [
-        client.post("/api/auth/token/", {"username": "ada", "password": "x"}).status_code
-        for _ in range(21)
-    ]
+    for _ in range(2):  # again only if the attempts straddled two minutes' windows
+        began, client = time.time(), APIClient()
+        statuses = [
+            client.post("/api/auth/token/", {"username": "ada", "password": "x"}).status_code
+            for _ in range(21)
+        ]
+        if int(began // 60) == int(time.time() // 60):
+            break
+        SignInWindow.objects.all().delete()
     assert statuses[:20] == [400] * 20
     assert statuses[20] == 429
 
