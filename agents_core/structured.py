@@ -19,15 +19,19 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import exceptions as schema_errors
-from jsonschema import validators
-from jsonschema.protocols import Validator
 from pydantic import BaseModel, ValidationError
-from referencing.exceptions import Unresolvable
 
 from agents_core.exceptions import ConfigurationError
+
+if TYPE_CHECKING:
+    from jsonschema import exceptions as schema_errors
+    from jsonschema.protocols import Validator
+
+# jsonschema is imported where a schema is first checked (~0.1 s, with ``referencing``
+# and the metaschemas it loads): every process that imports the SDK paid it at start-up,
+# and most never see an output schema.
 
 MAX_PROBLEMS = 5
 PROBLEM_CHARS = 300
@@ -59,6 +63,8 @@ def schema_problems(schema: object) -> list[tuple[Path, str]]:
     message) pairs, empty when it can be used."""
     if not isinstance(schema, dict):
         return [((), "an output schema must be a JSON object")]
+    from jsonschema import validators
+
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     problems = [
         (tuple(error.absolute_path), _clip(error.message))
@@ -116,6 +122,8 @@ class OutputSchema:
             return schema
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             return cls(schema.model_json_schema(), model=schema)
+        from jsonschema import validators
+
         validator_cls = validators.validator_for(schema, default=validators.Draft202012Validator)
         validator_cls.check_schema(schema)
         return cls(schema, _validator=validator_cls(schema))
@@ -138,6 +146,8 @@ class OutputSchema:
         except ValueError as exc:
             raise OutputInvalid([f"the answer is not JSON ({exc})"]) from None
         if self._validator is not None:
+            from referencing.exceptions import Unresolvable
+
             try:
                 errors = sorted(self._validator.iter_errors(value), key=lambda e: str(e.path))
             except Unresolvable as exc:

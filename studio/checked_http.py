@@ -23,12 +23,14 @@ import asyncio
 import functools
 import ssl
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpcore
 import httpcore2
-import httpx
 import httpx2
+
+if TYPE_CHECKING:
+    import httpx
 
 from agents_core.llm.http import DualTransport, PerLoopTransport
 from studio import security
@@ -216,7 +218,12 @@ def model_transport() -> DualTransport:
 def httpx_transports() -> tuple[httpx.HTTPTransport, httpx.AsyncHTTPTransport]:
     """A blocking and an async ``httpx`` transport that connect only to admitted
     addresses, for the Ollama client. New ones each time: the async pool belongs to
-    the event loop of its first connection, and a model is built per run."""
+    the event loop of its first connection, and a model is built per run.
+
+    ``httpx`` is imported here: with its command-line tool's ``rich``, it took ~0.1 s of
+    every Studio process's start-up, and only these clients use it."""
+    import httpx
+
     ssl_context = _ssl_context()
     sync = httpx.HTTPTransport(verify=ssl_context, trust_env=False)
     sync._pool = httpcore.ConnectionPool(

@@ -13,7 +13,6 @@ import json
 from typing import Any
 
 import regex
-from jsonschema.exceptions import SchemaError
 
 from agents_core.evals.contracts import (
     Case,
@@ -158,6 +157,8 @@ async def check_regex(spec: RegexSpec, case: Case, outcome: Outcome) -> Verdict:
 
 def check_json_schema(spec: JsonSchemaSpec, case: Case, outcome: Outcome) -> Verdict:
     """The final output parses as JSON and is valid against the spec's schema."""
+    from jsonschema.exceptions import SchemaError  # imported by OutputSchema.of first
+
     try:
         schema = OutputSchema.of(spec.json_schema)
         schema.parse(outcome.final_output)

@@ -19,7 +19,6 @@ from typing import Any, Literal
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.db import IntegrityError, OperationalError, transaction
-from jsonschema import validators
 
 from agents_core import approvals as core_approvals
 from agents_core import events as core_events
@@ -170,6 +169,8 @@ def schema_problems(schema: dict[str, Any] | None, args: dict[str, Any]) -> list
     """How ``args`` break the tool's JSON Schema for its arguments (none without one)."""
     if not schema:
         return []
+    from jsonschema import validators  # on first use, as agents_core.structured does
+
     cls = validators.validator_for(schema, default=validators.Draft202012Validator)
     errors = sorted(cls(schema).iter_errors(args), key=lambda e: list(map(str, e.path)))
     return [

@@ -13,7 +13,6 @@ import re
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from studio.a2a import cards
 from studio.agents import specs as agent_specs
 from studio.errors import ConflictError
 from studio.mcp import checks as mcp_checks
@@ -23,7 +22,15 @@ MAX_TOKEN_CHARS = 4_000
 TOKEN_PATTERN = r"^[!-~]*$"  # noqa: S105 (a pattern, not a password)
 """Visible ASCII, no spaces: what an HTTP header carries as is (RFC 6750's b64token and
 more); also the API schema's pattern."""
-refresh_card = cards.refresh
+
+
+def refresh_card(remote: RemoteAgent) -> RemoteAgent:
+    """``studio.a2a.cards.refresh``: ``remote`` with its card fetched again (or the error
+    recorded). The A2A SDK is imported here, on first use: its client and protobuf
+    types took ~0.25 s of every Studio process's start-up, and most never fetch a card."""
+    from studio.a2a import cards
+
+    return cards.refresh(remote)
 
 
 def name_problem(owner: AbstractBaseUser, name: str, instance: RemoteAgent | None) -> str | None:

@@ -1,0 +1,51 @@
+"""What a Studio process loads as it starts: not the libraries that only some requests
+use. Each of these took from ~60 ms (jsonschema) to ~250 ms (the A2A SDK) of the start-up of
+every server, worker and ``manage.py`` command, until they were imported where first
+used. A module-level import slipping back in would cost that again, unseen: this test
+says which module brought it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.daphne_server import ROOT
+
+ON_FIRST_USE = {
+    "a2a": "studio.services.remote_agents.refresh_card (a remote agent's card)",
+    "httpx": "studio.checked_http.httpx_transports (Ollama, A2A)",
+    "jsonschema": "agents_core.structured, studio.services.approvals (a JSON Schema)",
+}
+START = """
+import json, sys
+import django
+django.setup()
+import studio.asgi  # the server's application, with the admin, API and websockets
+from django.urls import get_resolver
+get_resolver().url_patterns  # every view module
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+
+def test_a_server_starts_without_the_libraries_only_some_requests_use(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "studio.settings",
+        "STUDIO_DATA_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", START],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "django" in loaded and "agents_core" in loaded  # it did start
+    early = {name: where for name, where in ON_FIRST_USE.items() if name in loaded}
+    assert not early, f"imported at start-up, instead of in {early}"
