@@ -18,10 +18,14 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.conf import settings
-from django.core.asgi import get_asgi_application
-from django.http.request import split_domain_port, validate_host
-from django.utils.http import is_same_domain
+from studio import heap
+
+heap.pause_collection()  # until the end of this module's start-up (studio.heap)
+
+from django.conf import settings  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
+from django.http.request import split_domain_port, validate_host  # noqa: E402
+from django.utils.http import is_same_domain  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 django_asgi_app = get_asgi_application()
@@ -30,7 +34,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (after Django setup)
 from channels.security.websocket import WebsocketDenier  # noqa: E402
 
-from studio import auth, heap, runs, security  # noqa: E402
+from studio import auth, runs, security  # noqa: E402
 from studio.asgi_types import ASGIApp, Receive, Scope, Send  # noqa: E402
 from studio.routing import websocket_urlpatterns  # noqa: E402
 from studio.traces import otel  # noqa: E402
