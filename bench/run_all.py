@@ -62,6 +62,7 @@ SCRIPTS = (
     Script("live_fanout", (), ("--viewers", "1", "--runs", "1"), 300),
     Script("pages", (), ("--sessions", "30", "--events", "60", "--loads", "1"), 300),
     Script("server_cost", (), ("--requests", "3", "--sockets", "2", "--runs", "1"), 300),
+    Script("startup", (), ("--runs", "1"), 120),
     Script("worker_runs", (), ("--runs", "3", "--steps", "2", "--delay", "0.1"), 300),
     Script(
         "waterfall",
@@ -344,6 +345,11 @@ def _server_cost_notes(d: dict[str, Any]) -> str:
     return f"{d['per']}; {d['sample']}"
 
 
+def _startup_notes(d: dict[str, Any]) -> str:
+    rss = f", RSS {d['rss_mib']} MiB" if d["rss_mib"] is not None else ""
+    return f"{d['what']}: wall {d['wall_s']} s, CPU {d['cpu_s']} s{rss}; median of {d['runs']}"
+
+
 def _worker_runs_notes(d: dict[str, Any]) -> str:
     notes = (
         f"{d['runs']} runs of {d['steps']} tool steps sent at once to one worker, a model call"
@@ -365,6 +371,7 @@ NOTES: dict[str, Callable[[dict[str, Any]], str]] = {
     "live_fanout": _live_notes,
     "pages": _pages_notes,
     "server_cost": _server_cost_notes,
+    "startup": _startup_notes,
     "worker_runs": _worker_runs_notes,
     "long_session": _long_session_notes,
     "waterfall": _waterfall_notes,

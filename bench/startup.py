@@ -1,0 +1,98 @@
+"""What it costs to start a Studio process: paid at every server restart, worker start
+and ``manage.py`` command, and ~220 times by a test pass (its Daphnes and commands).
+
+- ``startup.server``: a Daphne serving Studio (``python -m daphne
+  studio.asgi:application``, as the tests and ``make run-scaled`` start it) on the
+  embedded default (SQLite, an in-memory channel layer), from its start to its first
+  answered ``/healthz``: seconds of wall, with the server's CPU and RSS at that moment
+  in the details.
+- ``startup.server_cpu``: that CPU alone, the figure start-up work changes.
+- ``startup.command``: ``manage.py check`` as a whole process (Django set up, the
+  URLconf loaded and every system check run): seconds of wall and of CPU.
+
+Medians of ``--runs`` starts each, on one migrated data directory. No targets: no issue
+sets one. What start-up imports is kept in check by tests/studio/test_startup_imports.py.
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import Measurement, emit, log, parser, rounded
+from bench.load.run import live_cpu_seconds
+from tests.support.daphne_server import DaphneServer, migrate_data
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"process {pid} has no VmRSS")
+
+
+def server_starts(server: DaphneServer, runs: int) -> list[tuple[float, float, float]]:
+    """(wall s, CPU s, RSS MiB) of each start, up to its first answered /healthz."""
+    starts = []
+    for number in range(runs):
+        began = time.perf_counter()
+        server.start()
+        wall = time.perf_counter() - began
+        assert server.process is not None
+        pid = server.process.pid
+        starts.append((wall, live_cpu_seconds(pid), rss_mib(pid)))
+        server.stop()
+        log(f"server start {number + 1}/{runs}: {wall:.2f} s")
+    return starts
+
+
+def command_runs(server: DaphneServer, runs: int) -> list[tuple[float, float]]:
+    """(wall s, CPU s) of each ``manage.py check``."""
+    timed = []
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        began = time.perf_counter()
+        server.manage("check")
+        wall = time.perf_counter() - began
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        timed.append((wall, cpu))
+    return timed
+
+
+def main() -> None:
+    args = parser(__doc__)
+    args.add_argument("--runs", type=int, default=5, help="starts of each (default 5)")
+    options = args.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as folder:
+        server = DaphneServer(Path(folder) / "data")
+        migrate_data(server)
+        server.manage("check")  # the first start after an install compiles nothing more
+        starts = server_starts(server, options.runs)
+        commands = command_runs(server, options.runs)
+    wall, cpu, rss = (statistics.median(column) for column in zip(*starts, strict=True))
+    server_details = {
+        "runs": options.runs,
+        "what": "python -m daphne studio.asgi:application, to its first /healthz",
+        "wall_s": rounded(wall, 2),
+        "cpu_s": rounded(cpu, 2),
+        "rss_mib": rounded(rss),
+    }
+    emit(Measurement("startup.server", rounded(wall, 2), "s", details=server_details))
+    emit(Measurement("startup.server_cpu", rounded(cpu, 2), "s", details=server_details))
+    command_wall, command_cpu = (statistics.median(c) for c in zip(*commands, strict=True))
+    command_details = {
+        "runs": options.runs,
+        "what": "manage.py check",
+        "wall_s": rounded(command_wall, 2),
+        "cpu_s": rounded(command_cpu, 2),
+        "rss_mib": None,
+    }
+    emit(Measurement("startup.command", rounded(command_wall, 2), "s", details=command_details))
+
+
+if __name__ == "__main__":
+    main()
