@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -13,6 +14,14 @@ from django.core.exceptions import ImproperlyConfigured
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 _PERIODS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def runserver_apps() -> list[str]:
+    """``["daphne"]`` for ``manage.py runserver``, else none. Daphne's app gives
+    runserver its ASGI server (websockets too); loading it imports Twisted and the
+    server (~0.4 s of CPU), which no other command uses, nor Daphne run as
+    ``python -m daphne``, which needs no app."""
+    return ["daphne"] if sys.argv[1:2] == ["runserver"] else []
 
 
 def env_str(name: str, default: str) -> str:

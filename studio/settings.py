@@ -26,6 +26,7 @@ from studio.conf import (
     env_rate,
     env_redis_url,
     env_str,
+    runserver_apps,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -59,7 +60,7 @@ ALLOWED_HOSTS = env_list("STUDIO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("STUDIO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "daphne",
+    *runserver_apps(),  # first, before staticfiles' runserver
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -72,8 +73,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    # The queue of worker execution (STUDIO_RUN_EXECUTION, below); installed in every
-    # configuration so both have one schema, though only workers use it.
+    # Worker execution's queue (STUDIO_RUN_EXECUTION): in all configurations, one schema.
     "django_tasks_db",
     "studio",
 ]

@@ -2,7 +2,11 @@
 use. Each of these took from ~60 ms (jsonschema) to ~250 ms (the A2A SDK) of the start-up of
 every server, worker and ``manage.py`` command, until they were imported where first
 used. A module-level import slipping back in would cost that again, unseen: this test
-says which module brought it."""
+says which module brought it.
+
+Twisted and Daphne's server (~0.4 s) are for Daphne and ``runserver`` alone; every
+other command used to import them with Daphne's app (``studio.conf.runserver_apps``).
+That ``runserver`` is still Daphne's is tests/e2e/test_outbound_startup.py's to see."""
 
 from __future__ import annotations
 
@@ -30,16 +34,15 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 """
 
 
+def environment(data: Path) -> dict[str, str]:
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "studio.settings", "STUDIO_DATA_DIR": str(data)}
+
+
 def test_a_server_starts_without_the_libraries_only_some_requests_use(tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "studio.settings",
-        "STUDIO_DATA_DIR": str(tmp_path),
-    }
     done = subprocess.run(
         [sys.executable, "-c", START],
         cwd=ROOT,
-        env=env,
+        env=environment(tmp_path),
         capture_output=True,
         text=True,
         check=True,
@@ -49,3 +52,17 @@ def test_a_server_starts_without_the_libraries_only_some_requests_use(tmp_path: 
     assert "django" in loaded and "agents_core" in loaded  # it did start
     early = {name: where for name, where in ON_FIRST_USE.items() if name in loaded}
     assert not early, f"imported at start-up, instead of in {early}"
+
+
+def test_a_command_other_than_runserver_loads_no_web_server(tmp_path: Path) -> None:
+    script = "import sys; print(sorted({'daphne', 'twisted', 'autobahn'} & set(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT,
+        env=environment(tmp_path),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.splitlines()[-1] == "[]"
