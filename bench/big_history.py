@@ -23,7 +23,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import Measurement, add_backend_args, each_backend, emit, log, parser, percentile
+from bench.common import (
+    Measurement,
+    add_backend_args,
+    each_backend,
+    emit,
+    log,
+    parser,
+    percentile,
+    start_from_migrated,
+)
 from bench.pgdb import throwaway_database
 
 TARGETS_MS = {
@@ -46,6 +55,7 @@ def setup_django(data_dir: Path, database_url: str | None) -> None:
         os.environ["DATABASE_URL"] = database_url
     else:
         os.environ.pop("DATABASE_URL", None)
+        start_from_migrated(data_dir)
     import django
 
     django.setup()

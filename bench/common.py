@@ -13,12 +13,16 @@ import json
 import math
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+from tests.support.daphne_server import DB_FILE, MIGRATED_DB
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,17 @@ def each_backend(module: str, backends: Sequence[str], chosen: str) -> bool:
         child = [sys.executable, "-m", module, *sys.argv[1:], "--backend", backend]
         subprocess.run(child, check=True)  # noqa: S603 (this script, re-run)
     return True
+
+
+def start_from_migrated(data_dir: Path) -> None:
+    """Start ``data_dir``'s SQLite database as a copy of the migrated one that the
+    process which started this script made (``MIGRATED_DB``: the tests' smoke runs do),
+    if there is one: ``migrate`` then finds nothing to apply (~4 s of CPU less).
+    Without one, ``migrate`` builds the database as before."""
+    template = os.environ.get(MIGRATED_DB)
+    if template and Path(template).is_file():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, data_dir / DB_FILE)
 
 
 def mean(values: Sequence[float]) -> float:

@@ -24,8 +24,9 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
-from bench.common import Measurement, emit, log, parser, peak_rss_mib
+from bench.common import Measurement, emit, log, parser, peak_rss_mib, start_from_migrated
 
 
 def _setup(data_dir: str, runs: int) -> None:
@@ -33,6 +34,7 @@ def _setup(data_dir: str, runs: int) -> None:
     os.environ["STUDIO_RUN_EXECUTION"] = "inline"
     os.environ["STUDIO_MAX_CONCURRENT_RUNS_PER_USER"] = str(runs + 1)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
+    start_from_migrated(Path(data_dir))
     import django
     from django.core.management import call_command
 

@@ -31,7 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import Measurement, add_backend_args, each_backend, emit, log, parser, rounded
+from bench.common import (
+    Measurement,
+    add_backend_args,
+    each_backend,
+    emit,
+    log,
+    parser,
+    rounded,
+    start_from_migrated,
+)
 from bench.pgdb import throwaway_database
 from bench.workload import clone_turn, sample_turn
 
@@ -51,6 +60,7 @@ def setup_django(data_dir: Path, database_url: str | None) -> None:
         os.environ["DATABASE_URL"] = database_url
     else:
         os.environ.pop("DATABASE_URL", None)
+        start_from_migrated(data_dir)
     import django
 
     django.setup()

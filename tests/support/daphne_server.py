@@ -164,13 +164,19 @@ def prepare_data(data_dir: Path, *commands: tuple[str, ...]) -> Path:
 
 def migrate_data(server: DaphneServer) -> None:
     """Give ``server``'s new data directory a migrated database: on SQLite, a copy of
-    one this process (or the one that started it) migrated once. Migrating from nothing
-    takes seconds of CPU (85 migrations' model states), and the suite makes a few dozen
-    data directories; a copy is what ``migrate`` would have written."""
+    ``migrated_template()``. Migrating from nothing takes seconds of CPU (85
+    migrations' model states), and the suite makes a few dozen data directories; a copy
+    is what ``migrate`` would have written."""
     server.data_dir.mkdir(parents=True, exist_ok=True)
     if "DATABASE_URL" in server.environment():
         server.manage("migrate", "--noinput")
         return
+    shutil.copyfile(migrated_template(), server.data_dir / DB_FILE)
+
+
+def migrated_template() -> Path:
+    """An empty SQLite database with every migration applied: migrated once per process
+    (or by the one that started it, ``MIGRATED_DB``) and kept until it exits."""
     template = os.environ.get(MIGRATED_DB)
     if template is None or not Path(template).is_file():
         folder = tempfile.mkdtemp(prefix="studio-migrated-")
@@ -181,7 +187,7 @@ def migrate_data(server: DaphneServer) -> None:
         template = os.environ[MIGRATED_DB] = str(blank.data_dir / DB_FILE)
         with closing(sqlite3.connect(template)) as db:  # all of it in the file
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    shutil.copyfile(template, server.data_dir / DB_FILE)
+    return Path(template)
 
 
 @contextmanager
