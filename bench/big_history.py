@@ -29,9 +29,9 @@ from bench.common import (
     each_backend,
     emit,
     log,
+    migrated_django,
     parser,
     percentile,
-    start_from_migrated,
 )
 from bench.pgdb import throwaway_database
 
@@ -48,20 +48,10 @@ BACKENDS = ("sqlite", "postgresql")
 
 
 def setup_django(data_dir: Path, database_url: str | None) -> None:
+    """Django on ``studio.settings`` and a new database, answering its test client."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "studio.settings"
-    os.environ["STUDIO_DATA_DIR"] = str(data_dir)
     os.environ["STUDIO_ALLOWED_HOSTS"] = "testserver"
-    if database_url:
-        os.environ["DATABASE_URL"] = database_url
-    else:
-        os.environ.pop("DATABASE_URL", None)
-        start_from_migrated(data_dir)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
+    migrated_django(data_dir, database_url)
 
 
 def measure(backend: str, ns: argparse.Namespace) -> None:

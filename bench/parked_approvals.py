@@ -26,20 +26,14 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import Measurement, emit, log, parser, peak_rss_mib, start_from_migrated
+from bench.common import Measurement, emit, log, migrated_django, parser, peak_rss_mib
 
 
 def _setup(data_dir: str, runs: int) -> None:
     os.environ["STUDIO_DATA_DIR"] = data_dir
     os.environ["STUDIO_RUN_EXECUTION"] = "inline"
     os.environ["STUDIO_MAX_CONCURRENT_RUNS_PER_USER"] = str(runs + 1)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
-    start_from_migrated(Path(data_dir))
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    call_command("migrate", verbosity=0)
+    migrated_django(Path(data_dir), None)
 
 
 async def measure(runs: int) -> None:

@@ -37,9 +37,9 @@ from bench.common import (
     each_backend,
     emit,
     log,
+    migrated_django,
     parser,
     rounded,
-    start_from_migrated,
 )
 from bench.pgdb import throwaway_database
 from bench.workload import clone_turn, sample_turn
@@ -51,23 +51,11 @@ BENCH_USER = "bench"
 
 
 def setup_django(data_dir: Path, database_url: str | None) -> None:
-    """Configure Django from ``studio.settings`` as a deployment would: the embedded
-    default (SQLite in ``STUDIO_DATA_DIR``) or ``DATABASE_URL``; then create the schema
-    and the bench user."""
+    """Django on ``studio.settings`` and a new database, with the bench user."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "studio.settings"
-    os.environ["STUDIO_DATA_DIR"] = str(data_dir)  # a new database, secrets in the temp dir
-    if database_url:
-        os.environ["DATABASE_URL"] = database_url
-    else:
-        os.environ.pop("DATABASE_URL", None)
-        start_from_migrated(data_dir)
-    import django
-
-    django.setup()
+    migrated_django(data_dir, database_url)
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
 
-    call_command("migrate", verbosity=0, interactive=False)
     get_user_model().objects.create_user(BENCH_USER)
 
 

@@ -13,7 +13,7 @@ from tests.support.daphne_server import migrated_template
 @pytest.fixture(scope="module", autouse=True)
 def migrated_sqlite() -> None:
     """The scripts' SQLite databases start as copies of one migrated database, made
-    once per process here (``bench.common.start_from_migrated``): each script would
+    once per process here (``bench.common.migrated_django``): each script would
     otherwise migrate its own, ~4 s of CPU apiece."""
     migrated_template()
 

@@ -34,21 +34,26 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 """
 
 
-def environment(data: Path) -> dict[str, str]:
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": "studio.settings", "STUDIO_DATA_DIR": str(data)}
-
-
-def test_a_server_starts_without_the_libraries_only_some_requests_use(tmp_path: Path) -> None:
+def last_line(data: Path, *args: str) -> str:
+    """What ``python <args>`` printed last, run in a new process on ``data``."""
     done = subprocess.run(
-        [sys.executable, "-c", START],
+        [sys.executable, *args],
         cwd=ROOT,
-        env=environment(tmp_path),
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "studio.settings",
+            "STUDIO_DATA_DIR": str(data),
+        },
         capture_output=True,
         text=True,
         check=True,
         timeout=120,
     )
-    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    return done.stdout.splitlines()[-1]
+
+
+def test_a_server_starts_without_the_libraries_only_some_requests_use(tmp_path: Path) -> None:
+    loaded = set(json.loads(last_line(tmp_path, "-c", START)))
     assert "django" in loaded and "agents_core" in loaded  # it did start
     early = {name: where for name, where in ON_FIRST_USE.items() if name in loaded}
     assert not early, f"imported at start-up, instead of in {early}"
@@ -56,13 +61,4 @@ def test_a_server_starts_without_the_libraries_only_some_requests_use(tmp_path: 
 
 def test_a_command_other_than_runserver_loads_no_web_server(tmp_path: Path) -> None:
     script = "import sys; print(sorted({'daphne', 'twisted', 'autobahn'} & set(sys.modules)))"
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", script],
-        cwd=ROOT,
-        env=environment(tmp_path),
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    assert done.stdout.splitlines()[-1] == "[]"
+    assert last_line(tmp_path, "manage.py", "shell", "-c", script) == "[]"
