@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support.daphne_server import DB_FILE, MIGRATED_DB
+from tests.support.daphne_server import DB_FILE, inherited_template
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +82,11 @@ def migrated_django(data_dir: Path, database_url: str | None) -> None:
     migrates its own."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
     os.environ["STUDIO_DATA_DIR"] = str(data_dir)
-    template = os.environ.get(MIGRATED_DB)
     if database_url:
         os.environ["DATABASE_URL"] = database_url
     else:
         os.environ.pop("DATABASE_URL", None)
-        if template and Path(template).is_file():
+        if (template := inherited_template()) is not None:
             data_dir.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(template, data_dir / DB_FILE)
     import django

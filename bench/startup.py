@@ -23,15 +23,8 @@ import time
 from pathlib import Path
 
 from bench.common import Measurement, emit, log, parser, rounded
-from bench.load.run import live_cpu_seconds
+from bench.load.run import live_cpu_seconds, rss_kib
 from tests.support.daphne_server import DaphneServer, migrate_data
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"process {pid} has no VmRSS")
 
 
 def server_starts(server: DaphneServer, runs: int) -> list[tuple[float, float, float]]:
@@ -43,7 +36,10 @@ def server_starts(server: DaphneServer, runs: int) -> list[tuple[float, float, f
         wall = time.perf_counter() - began
         assert server.process is not None
         pid = server.process.pid
-        starts.append((wall, live_cpu_seconds(pid), rss_mib(pid)))
+        rss = rss_kib(pid)
+        if rss is None:
+            raise RuntimeError(f"the server (pid {pid}) is gone")
+        starts.append((wall, live_cpu_seconds(pid), rss / 1024))
         server.stop()
         log(f"server start {number + 1}/{runs}: {wall:.2f} s")
     return starts

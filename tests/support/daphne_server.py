@@ -174,20 +174,28 @@ def migrate_data(server: DaphneServer) -> None:
     shutil.copyfile(migrated_template(), server.data_dir / DB_FILE)
 
 
+def inherited_template() -> Path | None:
+    """The migrated database this process (or the one that started it) already made
+    (``MIGRATED_DB``), if it is still there."""
+    template = os.environ.get(MIGRATED_DB)
+    return Path(template) if template and Path(template).is_file() else None
+
+
 def migrated_template() -> Path:
     """An empty SQLite database with every migration applied: migrated once per process
     (or by the one that started it, ``MIGRATED_DB``) and kept until it exits."""
-    template = os.environ.get(MIGRATED_DB)
-    if template is None or not Path(template).is_file():
-        folder = tempfile.mkdtemp(prefix="studio-migrated-")
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        blank = DaphneServer(Path(folder) / "data")
-        blank.data_dir.mkdir()
-        blank.manage("migrate", "--noinput")
-        template = os.environ[MIGRATED_DB] = str(blank.data_dir / DB_FILE)
-        with closing(sqlite3.connect(template)) as db:  # all of it in the file
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return Path(template)
+    if (template := inherited_template()) is not None:
+        return template
+    folder = tempfile.mkdtemp(prefix="studio-migrated-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    blank = DaphneServer(Path(folder) / "data")
+    blank.data_dir.mkdir()
+    blank.manage("migrate", "--noinput")
+    template = blank.data_dir / DB_FILE
+    os.environ[MIGRATED_DB] = str(template)
+    with closing(sqlite3.connect(template)) as db:  # all of it in the file
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return template
 
 
 @contextmanager
