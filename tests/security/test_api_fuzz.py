@@ -375,7 +375,7 @@ def refused_for_a_schema_reason(response: Any) -> list[tuple[str, str]]:
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("_one_connection", "_offline_at_once")
+@pytest.mark.usefixtures("_one_connection", "_offline_at_once", "long_texts_unfolded")
 @pytest.mark.parametrize("operation", OPERATIONS, ids=[op.label for op in OPERATIONS])
 def test_operation(operation: Any, fixtures: Fixtures) -> None:
     headers = {"Authorization": f"Token {fixtures.token}"}
