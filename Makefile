@@ -43,8 +43,13 @@ SCALE_XDIST ?= -n 3 --dist loadgroup
 PYTEST_REPORT := --durations=25 --cpu-report=15
 
 # Every test run starts well over a hundred Python processes (Daphnes, workers,
-# manage.py): compiled once here, the project's modules are not compiled again in each
-# (where PYTHONDONTWRITEBYTECODE is set, as on these machines, nothing else caches them).
+# manage.py): compiled once here, the project's modules are not compiled again in each.
+# PYTHONDONTWRITEBYTECODE (set on these machines) is not passed on either: with it, no
+# pytest process kept its rewrite of a module's asserts, and each one rewrote every test
+# module and every module of its plugins' packages (~850; hypothesis' and schemathesis'
+# are most) as it imported them: 10 of a full collection's 21 s of CPU. Now the first
+# pass's processes cache them for the later passes and runs.
+unexport PYTHONDONTWRITEBYTECODE
 bytecode: $(COMPILED)
 	$(BIN)/python -m compileall -q -j 0 agents_core studio tests bench manage.py > /dev/null
 
