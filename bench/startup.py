@@ -16,14 +16,13 @@ sets one. What start-up imports is kept in check by tests/studio/test_startup_im
 
 from __future__ import annotations
 
-import resource
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from bench.common import Measurement, emit, log, parser, rounded
-from bench.load.run import live_cpu_seconds, rss_kib
+from bench.load.run import children_cpu_seconds, live_cpu_seconds, rss_kib
 from tests.support.daphne_server import DaphneServer, migrate_data
 
 
@@ -49,13 +48,11 @@ def command_runs(server: DaphneServer, runs: int) -> list[tuple[float, float]]:
     """(wall s, CPU s) of each ``manage.py check``."""
     timed = []
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = children_cpu_seconds()
         began = time.perf_counter()
         server.manage("check")
         wall = time.perf_counter() - began
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        timed.append((wall, cpu))
+        timed.append((wall, children_cpu_seconds() - cpu))
     return timed
 
 

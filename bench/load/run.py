@@ -56,9 +56,6 @@ SHOWN_METRICS = (
 )
 
 
-_TIMES = ("ru_utime", "ru_stime")
-
-
 @dataclass(frozen=True, slots=True)
 class Scale:
     users: int = 200
@@ -107,6 +104,13 @@ def cpu_seconds(pid: int) -> float | None:
         return None
     fields = stat.rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """User and system CPU time of this process's children that have ended and been
+    waited for (``RUSAGE_CHILDREN``): the difference across a child's run is its own."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def live_cpu_seconds(pid: int) -> float:
@@ -211,7 +215,7 @@ def _load(scale: Scale, work: Path) -> dict[str, Any]:
         sampler = threading.Thread(target=memory.watch, args=(pids, scale.sample_s), daemon=True)
         sampler.start()
         cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-        locust_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        locust_before = children_cpu_seconds()
         started = time.monotonic()
         try:
             locust = run_locust(scale, work, setup)
@@ -220,9 +224,7 @@ def _load(scale: Scale, work: Path) -> dict[str, Any]:
             sampler.join()
         took = time.monotonic() - started
         cpu = cores_used(cpu_before, pids, took)
-        locust_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        spent = sum(getattr(locust_after, f) - getattr(locust_before, f) for f in _TIMES)
-        cpu["locust"] = round(spent / took, 2)
+        cpu["locust"] = round((children_cpu_seconds() - locust_before) / took, 2)
         metrics = [scrape(server.url) for server in cluster.servers]
     return {
         "scale": asdict(scale),
