@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot, timeline_rows
@@ -302,6 +302,37 @@ def test_the_socket_continues_after_the_events_the_page_came_with(page: Page, ap
     expect(page.locator("#totals")).to_contain_text(f"Events{len(stored)}")
 
 
+def test_a_timeline_opens_on_its_newest_event_and_follows_it_on_a_laptop_and_a_phone(
+    page: Page, api: Api
+) -> None:
+    # A short session: its side panels (totals, forks, state, artifacts, the dataset
+    # form) are longer than its timeline, beside it on a laptop and below it on a phone.
+    api.model("brief")
+    agent = api.agent({"name": "brief", "model": "brief", "instruction": "Reply: done"})
+    session_id, _ = start(api, agent, "")
+
+    def answer(text: str) -> Locator:
+        """The run's answer in the timeline, once the run has ended."""
+        assert wait_for_run_end(api, send(api, session_id, text)["id"])["status"] == "succeeded"
+        seq = [e["seq"] for e in api.events(session_id) if e["type"] == "agent_message"][-1]
+        return page.locator(f".ev[data-seq='{seq}']")
+
+    first = answer("first")
+    for width in (1366, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        open_timeline(page, session_id)
+        expect(first).to_be_in_viewport()
+        expect(page.locator(".ev[data-seq='1']")).to_be_in_viewport()
+    # On the phone, reading at the timeline's end: the next run's events are followed.
+    expect(answer("second")).to_be_in_viewport()
+    # Reading the panels below it instead: a new run does not pull the page away.
+    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    reading = page.evaluate("window.scrollY")
+    expect(answer("third")).to_be_attached()
+    expect(page.locator("#totals")).to_contain_text(f"Events{len(api.events(session_id))}")
+    assert page.evaluate("window.scrollY") >= reading
+
+
 SEED_10K = """
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -343,6 +374,7 @@ def test_a_session_of_ten_thousand_events_opens_on_its_newest_page(
     session_id = pages_server.manage("shell", "-c", SEED_10K).stdout.strip().splitlines()[-1]
     open_timeline(page, session_id)
     expect(page.locator("[data-seq='10000']")).to_be_attached()
+    expect(page.locator(".ev[data-seq='9999']")).to_be_in_viewport()  # the last answer
     assert len(timeline_rows(page)) == 250  # one page, not ten thousand rows
     earlier = page.locator("#load-earlier")
     expect(earlier).to_have_text("Load earlier events (9750 more)")

@@ -13,6 +13,7 @@ import { formatClock, formatDuration, formatTokens, toast } from "./lib/ui.js";
 
 const MAX_LOADED_EVENTS = 3000; // beyond this the oldest invocations are unloaded again
 const MAX_INBOX = 500; // frames held for the next animation frame (none run in a hidden tab)
+const END_MARGIN_PX = 16; // room left under the newest event when the page follows it
 
 const data = readJsonScript("timeline-data");
 const session = data.session;
@@ -293,16 +294,32 @@ function refreshSide() {
   $("session-state").textContent = Object.keys(state).length ? pretty(state) : "{}";
 }
 
-/** Whether the reader is at the end (so the page follows new events). Measured once a
- * frame, before that frame's first change: reading layout after every event of a fast
- * stream would force a layout per event. */
-function following() {
-  if (refreshPending) return followPending;
-  return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
+/** Where the timeline ends on screen: the bottom of its column, not of the page (the
+ * side panels are often longer, beside it on a wide screen and below it on a narrow one). */
+function timelineEnd() {
+  return timelineEl.parentElement.getBoundingClientRect().bottom;
 }
 
-function scrollToEnd() {
-  window.scrollTo({ top: document.documentElement.scrollHeight });
+/** Whether the reader is at the timeline's end (so the page follows new events): its end
+ * is in the window or just below it. Measured once a frame, before that frame's first
+ * change: reading layout after every event of a fast stream would force a layout per
+ * event. */
+function following() {
+  if (refreshPending) return followPending;
+  const end = timelineEnd();
+  return end >= 0 && end <= window.innerHeight + 160;
+}
+
+/** Brings the timeline's end up to the window's bottom edge; never scrolls back up.
+ * Runs out of view are laid out at an estimated height (`content-visibility`) until they
+ * are drawn, and those scrolled into view may then grow the timeline: it looks again on
+ * the next frames, unless the reader has scrolled meanwhile. */
+function scrollToEnd(settle = 4) {
+  const below = timelineEnd() + END_MARGIN_PX - window.innerHeight;
+  if (below <= 0) return;
+  window.scrollBy(0, below);
+  const left = window.scrollY;
+  if (settle > 0) requestAnimationFrame(() => window.scrollY === left && scrollToEnd(settle - 1));
 }
 
 // ?seq=<n> (the waterfall's links to a span's events): that event, in view and marked.
