@@ -41,6 +41,14 @@ def test_the_overview_counts_todays_run_and_links_to_its_session(page: Page, api
         axis = f"document.querySelector('[data-chart={counted}]').plot.axes[1]"
         ticks = page.evaluate(f"{axis}._splits")
         assert ticks and all(tick == int(tick) for tick in ticks), (counted, ticks)
+    # Latency starts at 0 s (a day's p50 beside its p95 is not magnified into a cliff),
+    # and its ticks are written with the decimals their spacing needs: none alike
+    # ("0.9" twice), none in exponent form ("5.0e-3").
+    for charted in ("latency", "cost"):
+        axis = f"document.querySelector('[data-chart={charted}]').plot.axes[1]"
+        ticks, written = page.evaluate(f"[{axis}._splits, {axis}._values]")
+        assert ticks[0] == 0 and len(set(written)) == len(written), (charted, written)
+        assert not any("e" in label for label in written), (charted, written)
     screenshot(page, "overview-light", full_page=True)
     page.emulate_media(color_scheme="dark")
     expect(page.locator(".chart-box canvas")).to_have_count(4)
@@ -72,3 +80,26 @@ def test_the_pages_scripts_write_durations_as_the_server_does(page: Page) -> Non
     assert written == [figures.duration(v) for v in values]
     assert written[1] == "<1 ms"
     assert written[5] == "1.0 s"  # the unit follows the rounded figure
+
+
+def test_chart_ticks_are_written_with_the_decimals_their_spacing_needs(page: Page) -> None:
+    """A narrow band of latencies ticks 0.005 s apart: each tick reads differently, none
+    in exponent form (the overview's value axes; costs are written as costs)."""
+    page.goto("/overview/")
+    cases = [
+        ([0.89, 0.895, 0.9, 0.905, 0.91], 0.005),
+        ([0, 0.002, 0.004, 0.006], 0.002),
+        ([0, 0.25, 0.5, 0.75], 0.25),
+        ([0, 2500, 5000], 2500),
+    ]
+    written = page.evaluate(
+        "async (cases) => { const ui = await import('/static/studio/js/lib/ui.js');"
+        " return cases.map(([ticks, step]) => ui.formatTicks(ticks, step)); }",
+        cases,
+    )
+    assert written == [
+        ["0.890", "0.895", "0.900", "0.905", "0.910"],
+        ["0.000", "0.002", "0.004", "0.006"],
+        ["0.00", "0.25", "0.50", "0.75"],
+        ["0", "2,500", "5,000"],
+    ]

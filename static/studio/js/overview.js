@@ -3,7 +3,7 @@
 // charts are drawn again when the theme or the width changes. Sizes are set through
 // uPlot's options (CSSOM), never a style attribute, so the page's CSP holds.
 import uPlot from "./vendor/uplot-1.6.31/uPlot.esm.js";
-import { formatCost } from "./lib/ui.js";
+import { formatCost, formatTicks } from "./lib/ui.js";
 
 const data = JSON.parse(document.getElementById("overview-data").textContent);
 const days = data.days.map((d) => Date.parse(`${d}T00:00:00Z`) / 1000);
@@ -27,17 +27,21 @@ function colour(name) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 }
 
-function options(box, series, write = tick, whole = false) {
+// Every figure charted is a count, a time or an amount: its axis starts at 0, so a
+// narrow band (a day's p50 beside its p95) is not drawn as a cliff.
+function fromZero(u, min, max) {
+  return max == null ? [0, 1] : uPlot.rangeNum(0, max, 0.1, true);
+}
+
+function options(box, series, write = null, whole = false) {
   const axis = { stroke: colour("--muted"), grid: { stroke: colour("--line") }, ticks: { stroke: colour("--line") } };
+  const values = write ? (u, ticks) => ticks.map(write) : (u, ticks, index, space, step) => formatTicks(ticks, step);
   return {
     width: box.clientWidth,
     height: box.clientHeight - 30,
     tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
-    scales: { x: { time: true } },
-    axes: [
-      { ...axis },
-      { ...axis, size: labelWidth, values: (u, ticks) => ticks.map(write), ...(whole ? { incrs: WHOLE } : {}) },
-    ],
+    scales: { x: { time: true }, y: { range: fromZero } },
+    axes: [{ ...axis }, { ...axis, size: labelWidth, values, ...(whole ? { incrs: WHOLE } : {}) }],
     series: [
       { label: "Day", value: (u, ts) => (ts == null ? "–" : new Date(ts * 1e3).toISOString().slice(0, 10)) },
       ...series.map(([label, , variable], i) => ({
@@ -46,7 +50,7 @@ function options(box, series, write = tick, whole = false) {
         fill: series.length === 2 && i === 1 ? undefined : `${colour(variable)}33`,
         width: 2,
         spanGaps: false,
-        ...(write === tick ? {} : { value: (u, v) => (v == null ? "--" : write(v)) }),
+        ...(write ? { value: (u, v) => (v == null ? "--" : write(v)) } : {}),
       })),
     ],
   };
@@ -61,12 +65,6 @@ function labelWidth(u, labels, index) {
   u.ctx.font = axis.font[0];
   const text = u.ctx.measureText(longest).width / (window.devicePixelRatio || 1);
   return Math.ceil(axis.ticks.size + axis.gap + text + 8);
-}
-
-// Small costs (a fraction of a cent) keep two significant digits instead of rounding to 0.
-function tick(value) {
-  if (Math.abs(value) >= 1 || value === 0) return value.toLocaleString();
-  return Math.abs(value) >= 0.01 ? String(Number(value.toPrecision(2))) : value.toExponential(1);
 }
 
 let plots = [];

@@ -64,6 +64,15 @@ export function formatCost(amount, currency = "USD", { complete = true } = {}) {
   return complete ? written : `≥ ${written}`;
 }
 
+/** A chart axis's ticks, every one with the decimals their spacing ``step`` needs: none
+ * read alike ("0.895" beside "0.9", not "0.9" twice) and none in exponent form. */
+export function formatTicks(ticks, step) {
+  let places = 0;
+  while (places < 12 && Math.abs(step * 10 ** places - Math.round(step * 10 ** places)) > 1e-6) places += 1;
+  const format = { minimumFractionDigits: places, maximumFractionDigits: places };
+  return ticks.map((tick) => tick.toLocaleString(undefined, format));
+}
+
 export function formatClock(ms) {
   const total = Math.max(0, Math.floor(ms / 100));
   const tenths = total % 10;
