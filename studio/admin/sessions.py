@@ -17,7 +17,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from studio import figures, services
+from studio import event_lines, figures, services
 from studio.admin.site import ReadOnlyInline, pretty_json
 from studio.errors import ConflictError, LimitError
 from studio.models import Event, Run, Session
@@ -52,7 +52,7 @@ class EventInline(ReadOnlyInline):
     model = Event
     formset = PaginatedInlineFormSet
     template = "admin/studio/session/events_inline.html"
-    readonly_fields = ("seq", "type", "author", "branch", "short_text", "created_at")
+    readonly_fields = ("seq", "type", "author", "branch", "said_or_did", "created_at")
     fields = readonly_fields
     ordering = ["seq"]
     page_param = "events_page"
@@ -64,9 +64,12 @@ class EventInline(ReadOnlyInline):
             formset.__name__, (formset,), {"requested_page": page, "page_param": self.page_param}
         )
 
-    @admin.display(description="text")
-    def short_text(self, event: Event) -> str:
-        return event.text if len(event.text) <= 200 else f"{event.text[:199]}…"
+    @admin.display(description="said or did")
+    def said_or_did(self, event: Event) -> str:
+        """Its text, the tools it called and their results, its error (plain text: the
+        admin escapes it)."""
+        line = event_lines.summary(event.to_core())
+        return line if len(line) <= 200 else f"{line[:199]}…"
 
 
 @admin.register(Session)

@@ -141,6 +141,44 @@ def test_session_events_are_inline_read_only_and_paginated(admin_client: Client,
     assert 'name="events-0-seq"' not in first
 
 
+def test_session_events_say_what_they_do_not_only_their_text(
+    admin_client: Client, ada: User
+) -> None:
+    """A tool call, its result and an error have no text: the events' column says what
+    each did, escaped as text (a model's output is never HTML the admin runs)."""
+    session = make_session(ada)
+    said = [
+        core_events.ToolCallPart(call_id="c1", name="calculator", args={"expression": "6 * 7"}),
+        core_events.ToolResponsePart(call_id="c1", name="calculator", result="<b>42</b>"),
+    ]
+    for part in said:
+        event = core_events.Event(
+            type=core_events.EventType.AGENT_MESSAGE
+            if isinstance(part, core_events.ToolCallPart)
+            else core_events.EventType.TOOL_RESPONSE,
+            invocation_id="inv",
+            session_id=session.key,
+            author="helper",
+            parts=[part],
+        )
+        append_event_sync(session.key, event)
+    error = core_events.ErrorInfo(code="tool_failed", message="the disk is full")
+    append_event_sync(
+        session.key,
+        core_events.Event(
+            type=core_events.EventType.ERROR,
+            invocation_id="inv",
+            session_id=session.key,
+            author="helper",
+            error=error,
+        ),
+    )
+    page = admin_client.get(f"/admin/studio/session/{session.pk}/change/").content.decode()
+    assert "→ calculator({&quot;expression&quot;: &quot;6 * 7&quot;})" in page
+    assert "← calculator: &lt;b&gt;42&lt;/b&gt;" in page and "<b>42</b>" not in page
+    assert "! tool_failed: the disk is full" in page
+
+
 def test_saving_a_session_title_in_the_admin_keeps_its_events(
     admin_client: Client, ada: User
 ) -> None:

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agents_core import events as core_events
 from studio import services
+from studio.event_lines import describe
 from studio.models import Agent, RunStatus, Session
 from studio.runs.execute import execute_run
 
@@ -47,20 +48,6 @@ class Command(BaseCommand):
     async def _print(self, event: core_events.Event) -> None:
         if not event.partial:
             self.stdout.write(describe(event))
-
-
-def describe(event: core_events.Event) -> str:
-    """One line per stored event: seq, type, author, and what it says or does."""
-    parts = [f"#{event.seq}", event.type.value, event.author]
-    if event.text:
-        parts.append(f"· {event.text}")
-    parts += [f"→ {call.name}({json.dumps(call.args)})" for call in event.tool_calls]
-    parts += [f"← {result.name}: {result.output}" for result in event.tool_results]
-    if event.error is not None:
-        parts.append(f"! {event.error.code}: {event.error.message}")
-    if event.actions.state_delta:
-        parts.append(f"state {json.dumps(event.actions.state_delta)}")
-    return " ".join(parts)
 
 
 def _find_agent(ref: str, username: str | None) -> Agent:
