@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from studio import figures
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot
 from tests.e2e.test_pages_live import send, wait_for_run_end
+from tests.support.daphne_server import DaphneServer
 
 
 def test_the_overview_counts_todays_run_and_links_to_its_session(page: Page, api: Api) -> None:
@@ -103,3 +104,25 @@ def test_chart_ticks_are_written_with_the_decimals_their_spacing_needs(page: Pag
         ["0.00", "0.25", "0.50", "0.75"],
         ["0", "2,500", "5,000"],
     ]
+
+
+def test_the_pages_scripts_write_times_in_utc_as_the_server_does(
+    browser: Browser, pages_server: DaphneServer
+) -> None:
+    """The server writes times in UTC, 24-hour ("Started Dec 6, 22:05"); a time a script
+    writes on the same page (an event's, a run's in the waterfall) reads the same, in a
+    browser set to New York and to English (US) too."""
+    context = browser.new_context(
+        base_url=pages_server.url, timezone_id="America/New_York", locale="en-US"
+    )
+    try:
+        page = context.new_page()
+        page.goto("/accounts/login/")
+        written = page.evaluate(
+            "async (times) => { const ui = await import('/static/studio/js/lib/ui.js');"
+            " return times.map((t) => ui.formatTime(t)); }",
+            ["2026-01-02T15:04:05Z", "2026-07-01T00:00:09.500+00:00"],
+        )
+    finally:
+        context.close()
+    assert written == ["15:04:05", "00:00:09"]

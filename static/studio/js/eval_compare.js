@@ -3,6 +3,7 @@
 // version in the legend. Drawn by the vendored uPlot as the overview draws its charts:
 // colours from the theme, drawn again when the theme or the width changes.
 import uPlot from "./vendor/uplot-1.6.31/uPlot.esm.js";
+import { formatTicks } from "./lib/ui.js";
 
 const data = JSON.parse(document.getElementById("eval-history").textContent);
 const points = data.points;
@@ -36,19 +37,13 @@ function options(box, [label, , variable], kind) {
     },
     axes: [
       { ...axis, incrs: [1], values: (u, ticks) => ticks.map((i) => (points[i] ? `v${points[i].version}` : "")) },
-      { ...axis, size: 56, values: (u, ticks) => ticks.map(tick) },
+      { ...axis, size: 56, values: (u, ticks, index, space, step) => formatTicks(ticks, step) },
     ],
     series: [
       { label: "Eval", value: (u, ts, s, i) => (i == null ? "–" : when(i)) },
       { label, stroke: colour(variable), fill: `${colour(variable)}22`, width: 2, points: { show: true, size: 7 } },
     ],
   };
-}
-
-// Small costs (a fraction of a cent) keep two significant digits, as on the overview.
-function tick(value) {
-  if (Math.abs(value) >= 1 || value === 0) return value.toLocaleString();
-  return Math.abs(value) >= 0.0001 ? String(Number(value.toPrecision(2))) : value.toExponential(1);
 }
 
 function known(values) {

@@ -65,12 +65,13 @@ export function formatCost(amount, currency = "USD", { complete = true } = {}) {
 }
 
 /** A chart axis's ticks, every one with the decimals their spacing ``step`` needs: none
- * read alike ("0.895" beside "0.9", not "0.9" twice) and none in exponent form. */
+ * read alike ("0.895" beside "0.9", not "0.9" twice) and none in exponent form. Digits
+ * are grouped as the server writes them (en-US), as ``formatTokens`` does. */
 export function formatTicks(ticks, step) {
   let places = 0;
   while (places < 12 && Math.abs(step * 10 ** places - Math.round(step * 10 ** places)) > 1e-6) places += 1;
   const format = { minimumFractionDigits: places, maximumFractionDigits: places };
-  return ticks.map((tick) => tick.toLocaleString(undefined, format));
+  return ticks.map((tick) => tick.toLocaleString("en-US", format));
 }
 
 export function formatClock(ms) {
@@ -86,10 +87,14 @@ export function formatClock(ms) {
 // ms), which pages that never show a time (every page imports this module) skip.
 let timeFormat = null;
 
+/** A time of day as the server writes the page's own times: UTC, 24-hour ("22:05:30"
+ * beside "Started Dec 6, 22:05"), whatever the browser's zone and locale. */
 export function formatTime(iso) {
   if (!iso) return "";
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return "";
-  timeFormat ??= new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  timeFormat ??= new Intl.DateTimeFormat("en-US", {
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZone: "UTC",
+  });
   return timeFormat.format(date);
 }

@@ -45,7 +45,7 @@ export class Versions {
     const isCurrent = version.number === this.current;
     return h("li", { dataset: { version: version.number } },
       h("span", { class: isCurrent ? "badge accent" : "badge" }, `v${version.number}`),
-      h("span", { class: "faint nowrap", title: version.created_at }, `${new Date(version.created_at).toLocaleDateString()} ${formatTime(version.created_at)}`),
+      h("span", { class: "faint nowrap", title: version.created_at }, `${new Date(version.created_at).toISOString().slice(0, 10)} ${formatTime(version.created_at)}`),
       h("span", { class: "note", title: version.note }, isCurrent ? `${version.note || "—"} (current)` : version.note || "—"),
       h("span", { class: "row" },
         isCurrent ? null : h("button", { type: "button", class: "btn small", onclick: () => this.compare(version.number, this.current) }, "Diff"),
