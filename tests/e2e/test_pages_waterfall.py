@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
-from tests.e2e.browser import Api, screenshot
+from tests.e2e.browser import Api, screenshot, until
 from tests.support.daphne_server import DaphneServer
 
 ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
@@ -386,6 +386,18 @@ def test_cancelling_a_waiting_run_closes_its_open_spans_as_errors(page: Page, ap
     assert_page_store_matches_the_api(page, api, session_id)
 
 
+CUT_TICKS = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
+    const track = document.querySelector(".wf-ticks").getBoundingClientRect();
+    done([...document.querySelectorAll(".wf-tick:not(.wf-iter-label)")]
+        .filter((tick) => {
+            const box = tick.getBoundingClientRect();
+            return box.left < track.left - 0.5 || box.right > track.right + 0.5;
+        })
+        .map((tick) => tick.textContent));
+})))"""
+"""The time axis's labels the track cuts off, once the chart has drawn at its width."""
+
+
 def test_the_demo_agents_draw_their_waterfall_out_of_the_box(page: Page, api: Api) -> None:
     agents = {a["name"]: a for a in api.get("/api/agents/")["results"]}
     pipeline = new_session(api, agents["pipeline"], "the demo pipeline")
@@ -405,6 +417,13 @@ def test_the_demo_agents_draw_their_waterfall_out_of_the_box(page: Page, api: Ap
     # The demo model takes its time like a hosted one: most of the run is model time.
     expect(page.locator(".wall-time [data-part=model]")).to_be_visible()
     screenshot(page, "waterfall-demo-pipeline")
+    # Every label of the time axis is whole at any width: one near the right edge is
+    # written left of its line, not cut off by the edge.
+    for width in range(1000, 1400, 40):
+        page.set_viewport_size({"width": width, "height": 800})
+        # (Drawn again a frame or two after the window's new width reaches the chart.)
+        until(lambda: page.evaluate(CUT_TICKS) == [], f"whole axis labels at {width} px", 5)
+    page.set_viewport_size({"width": 1366, "height": 800})
 
     open_waterfall(page, helpdesk)
     expect(row(page, "math_tutor", "agent").locator(".wf-chip.via")).to_have_text("handed over")
@@ -415,6 +434,22 @@ def test_the_demo_agents_draw_their_waterfall_out_of_the_box(page: Page, api: Ap
     page.set_viewport_size({"width": 390, "height": 844})
     screenshot(page, "waterfall-demo-helpdesk-390", full_page=True)
     page.set_viewport_size({"width": 1366, "height": 800})
+
+
+def test_an_axis_label_at_the_tracks_right_edge_is_written_left_of_its_line(page: Page) -> None:
+    """3 s on a 600 px track: a tick each second, the last one on the right edge, where a
+    label written right of its line would be cut off by the edge."""
+    page.goto("/sessions/")
+    ticks = page.evaluate(
+        "async () => (await import('/static/studio/js/lib/waterfall_view.js'))"
+        ".axisTicks(0, 3_000_000, 0, 600)"
+    )
+    assert [(t["label"], round(t["left"]), t["end"]) for t in ticks] == [
+        ("0", 0, False),
+        ("1.0 s", 200, False),
+        ("2.0 s", 400, False),
+        ("3.0 s", 600, True),
+    ]
 
 
 def test_the_waterfall_is_its_owners_only(page: Page, api: Api, pages_server: DaphneServer) -> None:

@@ -16,6 +16,7 @@ import { costHeatOf, heatOf, layoutRun, rowOfSpan } from "./waterfall_layout.js"
 export const ROW_H = 26;
 const OVERSCAN = 12;
 const MIN_WINDOW_US = 100;
+const TICK_LABEL_PX = 56; // room for an axis label right of its line ("2:05 min")
 const SVG = "http://www.w3.org/2000/svg";
 const ICONS = { agent: "◆", model: "✦", tool: "⚙", human: "◷", wait: "◔" };
 const VIA = { tool: "called as a tool", transfer: "handed over" };
@@ -142,22 +143,19 @@ export class WaterfallChart {
     this.drawNow(frame);
   }
 
-  drawAxis({ from, to, x, first, last }) {
-    const origin = this.layout.start;
-    const step = niceStep((to - from) / Math.max(2, this.width / 110));
-    const ticks = [];
-    for (let at = origin + Math.ceil((from - origin) / step) * step; at <= to; at += step) ticks.push(at);
-    this.ticks.replaceChildren(...ticks.map((at) => {
-      const tick = h("span", { class: "wf-tick" }, offsetLabel(at - origin));
-      tick.style.left = `${x(at)}px`;
+  drawAxis({ from, to, first, last }) {
+    const ticks = axisTicks(from, to, this.layout.start, this.width);
+    this.ticks.replaceChildren(...ticks.map(({ label, left, end }) => {
+      const tick = h("span", { class: end ? "wf-tick end" : "wf-tick" }, label);
+      tick.style.left = `${left}px`;
       return tick;
     }));
     this.grid.style.top = `${first * ROW_H}px`;
     this.grid.style.height = `${Math.max(0, last - first + 1) * ROW_H}px`;
     this.grid.style.left = `${this.labelWidth}px`;
-    this.grid.replaceChildren(...ticks.map((at) => {
+    this.grid.replaceChildren(...ticks.map(({ left }) => {
       const line = h("span");
-      line.style.left = `${x(at)}px`;
+      line.style.left = `${left}px`;
       return line;
     }));
   }
@@ -641,6 +639,20 @@ function arrowLayer(id) {
 }
 
 /** A round step (1, 2 or 5 times a power of ten) of at least ``us`` microseconds. */
+/** The time axis of the window [from, to] (µs) on a track ``width`` px wide, for a run
+ * that began at ``origin``: a tick every nice step, about 110 px apart, each with its
+ * label and its offset in px. A label is written right of its line; one too near the
+ * track's right edge (``end``) is written left of it, so the edge does not cut it off. */
+export function axisTicks(from, to, origin, width) {
+  const step = niceStep((to - from) / Math.max(2, width / 110));
+  const ticks = [];
+  for (let at = origin + Math.ceil((from - origin) / step) * step; at <= to; at += step) {
+    const left = (at - from) * (width / Math.max(to - from, 1)); // as the bars are placed
+    ticks.push({ at, label: offsetLabel(at - origin), left, end: left > width - TICK_LABEL_PX });
+  }
+  return ticks;
+}
+
 export function niceStep(us) {
   const power = 10 ** Math.floor(Math.log10(Math.max(us, 1)));
   for (const m of [1, 2, 5, 10]) if (power * m >= us) return power * m;
