@@ -11,10 +11,9 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from pydantic import ValidationError
 
 from studio import costs
-from studio.agents.llms import config_problem, parse_options
+from studio.agents.llms import config_problem, in_words, option_problems
 from studio.agents.prices import price_for
 from studio.mcp import checks as mcp_checks
 from studio.models import Agent, AgentVersion, McpServer, ModelConfig
@@ -116,13 +115,8 @@ class ModelConfigForm(ModelConfigFormBase):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         provider, options = cleaned.get("provider"), cleaned.get("options")
-        if provider and isinstance(options, dict):
-            try:
-                parse_options(provider, options)
-            except ValidationError as exc:
-                self.add_error(
-                    "options", f"{exc.error_count()} problem(s): {exc.errors()[0]['msg']}"
-                )
+        if provider and isinstance(options, dict) and (found := option_problems(provider, options)):
+            self.add_error("options", in_words(found))
         model, base_url = cleaned.get("model", ""), cleaned.get("base_url", "")
         if provider and (problem := config_problem(provider, model, base_url)) is not None:
             self.add_error(problem.field, problem.message)

@@ -88,6 +88,12 @@ def option_problems(provider: str, options: dict[str, Any]) -> list[Problem]:
     return []
 
 
+def in_words(problems: list[Problem]) -> str:
+    """``problems`` on one line, each at its option's name ("base_url: not an option of
+    ..."). Only pydantic's messages: never the values, which may be secrets."""
+    return "; ".join(f"{'.'.join(map(str, p.path)) or 'options'}: {p.message}" for p in problems)
+
+
 def _option_problem(provider: str, error: ErrorDetails) -> Problem:
     path = tuple(error["loc"])
     if error["type"] == "extra_forbidden":

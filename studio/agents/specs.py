@@ -27,7 +27,7 @@ from agents_core.memory import KeyFacts
 from agents_core.tools.base import BaseTool
 from studio import session_cache
 from studio.agents.hooks import hook_registry
-from studio.agents.llms import build_llm
+from studio.agents.llms import build_llm, in_words, option_problems
 from studio.agents.tools import tool_registry
 from studio.agents.versions import StoredSpecs, VersionModels, model_configs, version_models
 from studio.costs import Price
@@ -234,11 +234,15 @@ class _LazyModels(Mapping[str, BaseLlm]):
 
     def __getitem__(self, name: str) -> BaseLlm:
         if name not in self._built:
+            config = self._configs[name]
             try:
-                self._built[name] = build_llm(self._configs[name])
+                self._built[name] = build_llm(config)
             except ValidationError as exc:
+                problems = option_problems(config.provider, config.options) or [
+                    Problem(tuple(e["loc"]), e["type"], e["msg"]) for e in exc.errors()
+                ]
                 raise core_exceptions.ConfigurationError(
-                    f"model {name!r} has invalid options: {exc.error_count()} problem(s)"
+                    f"model {name!r} has invalid options: {in_words(problems)}"
                 ) from None
         return self._built[name]
 

@@ -127,6 +127,25 @@ def test_the_model_config_admin_never_shows_the_key_and_can_replace_it(
     assert "sk-replaced" not in history
 
 
+def test_the_model_config_admin_names_every_option_it_refuses(
+    admin_client: Client, ada: User
+) -> None:
+    form = {
+        "owner": ada.pk,
+        "name": "offline",
+        "provider": "scripted",
+        "base_url": "",
+        "model": "",
+        "options": '{"base_url": "http://localhost:9/v1", "token_delay_s": "soon"}',
+    }
+    response = admin_client.post("/admin/studio/modelconfig/add/", form)
+    assert response.status_code == 200  # the form again, saying why
+    page = response.content.decode()
+    assert "base_url: not an option of Scripted (offline) models (" in page
+    assert "token_delay_s: Input should be a valid number" in page
+    assert not ModelConfig.objects.filter(name="offline").exists()
+
+
 def test_session_events_are_inline_read_only_and_paginated(admin_client: Client, ada: User) -> None:
     session = make_session(ada)
     fill(session, 60)

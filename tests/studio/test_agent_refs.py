@@ -16,7 +16,7 @@ from agents_core.agents import SequentialAgent
 from studio import services
 from studio.agents import specs, versions
 from studio.mcp.client import servers_for_run
-from studio.models import Agent, AgentVersion, Run
+from studio.models import Agent, AgentVersion, ModelConfig, Run
 from tests.studio.conftest import make_agent, make_session
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +75,25 @@ def test_a_tree_naming_the_agent_that_no_longer_validates_fails_saying_which(ada
 
     with pytest.raises(core_exceptions.SpecError, match=r"agent 'helper'.*no longer validates"):
         specs.build(boss)
+
+
+def test_a_model_whose_stored_options_no_longer_validate_fails_the_run_saying_which(
+    ada: User,
+) -> None:
+    """Options saved past the API (an older release, a row written by hand) fail the
+    run that builds the model, naming each option and what is wrong with it."""
+    agent = make_agent(ada, "helper")
+    ModelConfig.objects.filter(owner=ada, name="scripted").update(
+        options={"base_url": "http://localhost:9/v1", "token_delay_s": "soon"}
+    )
+    version = agent.current_version
+    assert version is not None
+    with pytest.raises(core_exceptions.ConfigurationError) as failed:
+        specs.build(version)
+    said = failed.value.message
+    assert said.startswith("model 'scripted' has invalid options: "), said
+    assert "base_url: not an option of Scripted (offline) models (" in said
+    assert "token_delay_s: " in said and "soon" not in said  # the values are not repeated
 
 
 def test_the_stored_specs_list_the_owner_s_agents_only(ada: User, bob: User) -> None:
