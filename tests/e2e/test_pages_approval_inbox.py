@@ -96,3 +96,42 @@ def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
         "deny",
         "not today",
     )
+
+
+def test_on_a_phone_the_menu_shows_the_count_and_a_call_is_decided_without_scrolling_sideways(
+    page: Page, api: Api
+) -> None:
+    agent = api.agent(
+        {
+            "name": "inbox_phone",
+            "model": "scripted",
+            "instruction": "Use the calculator.\nResult: The answer is {last_tool_result}",
+            "tools": [{"name": "calculator", "requires_approval": True}],
+        }
+    )
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/approvals/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "approvals")
+    menu_count = page.locator(".menu-toggle .nav-count")
+    expect(menu_count).to_be_hidden()  # nothing waits
+    session = start_waiting(api, agent, "on the go", "what is 4 + 4")
+    row = page.get_by_test_id("approval-row")
+    expect(row).to_have_count(1)
+    # The navigation is folded behind its button: the button carries the count.
+    expect(menu_count).to_have_text("1")
+    expect(page.locator("#approvals-badge")).to_be_hidden()
+    brand, menu = (page.locator(s).bounding_box() for s in (".brand", ".menu-toggle"))
+    assert brand and menu and menu["y"] < brand["y"] + brand["height"], (brand, menu)  # one row
+    # The row reads top to bottom: its arguments and its buttons in the phone's window.
+    expect(row.get_by_test_id("approval-args")).to_be_in_viewport()
+    approve = row.get_by_role("button", name="Approve", exact=True)
+    expect(approve).to_be_in_viewport(ratio=1)
+    assert page.evaluate("document.querySelector('#inbox').scrollWidth <= innerWidth")
+    screenshot(page, "approval-inbox-phone")
+    approve.click()
+    expect(page.get_by_test_id("inbox-empty")).to_be_visible()
+    expect(menu_count).to_be_hidden()
+    deadline = time.monotonic() + 10
+    while tool_results(api, session) != ["8"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tool_results(api, session) == ["8"]

@@ -44,9 +44,11 @@ if (topbar && menu) {
   });
 }
 
-// The count of approvals waiting for the user, in the navigation of every page, kept
-// live over /ws/approvals/; each change is also told to the page ("studio:inbox").
+// The count of approvals waiting for the user, in the navigation of every page (and on
+// its Menu button, for a narrow screen's folded navigation), kept live over
+// /ws/approvals/; each change is also told to the page ("studio:inbox").
 const badge = document.getElementById("approvals-badge");
+const menuCount = document.getElementById("menu-count");
 if (badge) {
   let pause = 500;
   const connect = () => {
@@ -59,6 +61,11 @@ if (badge) {
       badge.textContent = String(frame.count);
       badge.dataset.count = String(frame.count);
       badge.setAttribute("aria-label", `${frame.count} waiting`);
+      if (menuCount) {
+        menuCount.textContent = String(frame.count);
+        menuCount.dataset.count = String(frame.count);
+        menuCount.setAttribute("aria-label", `${frame.count} approvals waiting`);
+      }
       document.dispatchEvent(new CustomEvent("studio:inbox", { detail: frame }));
     });
     ws.addEventListener("close", (event) => {
