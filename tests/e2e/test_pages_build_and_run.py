@@ -242,6 +242,20 @@ def test_agents_list_searches_duplicates_exports_imports_and_deletes(
     assert "pipeline_copy" not in names
 
 
+def test_on_a_phone_an_agents_buttons_are_under_its_name_not_past_the_edge(page: Page) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/agents/")
+    row = page.locator("tr[data-agent=calculator]")
+    try_it = row.get_by_role("link", name="Try", exact=True)
+    expect(try_it).to_be_in_viewport(ratio=1)
+    expect(row.get_by_role("button", name="Delete")).to_be_visible()
+    table = page.get_by_test_id("agent-table")
+    assert table.evaluate("(el) => el.scrollWidth <= window.innerWidth")
+    screenshot(page, "agents-phone")
+    try_it.click()
+    expect(page.locator("#agent-picker option:checked")).to_have_text("calculator")
+
+
 def test_models_page_never_shows_a_key_and_tests_connections(page: Page, api: Api) -> None:
     secret = "sk-live-do-not-show-0123456789"
     page.goto("/models/new/")
