@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from pydantic import ValidationError
 
 from studio import event_lines, figures, services
 from studio.admin.site import ReadOnlyInline, pretty_json
@@ -67,8 +68,12 @@ class EventInline(ReadOnlyInline):
     @admin.display(description="said or did")
     def said_or_did(self, event: Event) -> str:
         """Its text, the tools it called and their results, its error (plain text: the
-        admin escapes it)."""
-        line = event_lines.summary(event.to_core())
+        admin escapes it); its text alone if its stored payload no longer reads (the
+        admin is where staff look at such a row)."""
+        try:
+            line = event_lines.summary(event.to_core())
+        except ValidationError:
+            line = event.text
         return line if len(line) <= 200 else f"{line[:199]}…"
 
 

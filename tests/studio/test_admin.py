@@ -196,6 +196,10 @@ def test_session_events_say_what_they_do_not_only_their_text(
     assert "→ calculator({&quot;expression&quot;: &quot;6 * 7&quot;})" in page
     assert "← calculator: &lt;b&gt;42&lt;/b&gt;" in page and "<b>42</b>" not in page
     assert "! tool_failed: the disk is full" in page
+    # A row whose payload no longer reads (written by hand) shows its text; the page loads.
+    session.events.filter(seq=1).update(payload={"broken": True}, text="as stored")
+    page = admin_client.get(f"/admin/studio/session/{session.pk}/change/").content.decode()
+    assert "as stored" in page and "! tool_failed: the disk is full" in page
 
 
 def test_saving_a_session_title_in_the_admin_keeps_its_events(

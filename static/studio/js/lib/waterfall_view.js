@@ -638,7 +638,6 @@ function arrowLayer(id) {
   return svg;
 }
 
-/** A round step (1, 2 or 5 times a power of ten) of at least ``us`` microseconds. */
 /** The time axis of the window [from, to] (µs) on a track ``width`` px wide, for a run
  * that began at ``origin``: a tick every nice step, about 110 px apart, each with its
  * label and its offset in px. A label is written right of its line; one too near the
@@ -653,6 +652,7 @@ export function axisTicks(from, to, origin, width) {
   return ticks;
 }
 
+/** A round step (1, 2 or 5 times a power of ten) of at least ``us`` microseconds. */
 export function niceStep(us) {
   const power = 10 ** Math.floor(Math.log10(Math.max(us, 1)));
   for (const m of [1, 2, 5, 10]) if (power * m >= us) return power * m;
