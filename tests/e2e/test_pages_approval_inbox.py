@@ -16,6 +16,18 @@ from tests.e2e.browser import Api, screenshot
 from tests.e2e.page_checks import bottoms
 
 
+def careful_agent(api: Api, name: str) -> dict[str, Any]:
+    """An agent on the scripted model whose calculator calls wait for approval."""
+    return api.agent(
+        {
+            "name": name,
+            "model": "scripted",
+            "instruction": "Use the calculator.\nResult: The answer is {last_tool_result}",
+            "tools": [{"name": "calculator", "requires_approval": True}],
+        }
+    )
+
+
 def start_waiting(api: Api, agent: dict[str, Any], title: str, text: str) -> dict[str, Any]:
     session: dict[str, Any] = api.post("/api/sessions/", {"agent": agent["id"], "title": title})
     api.post(f"/api/sessions/{session['id']}/messages/", {"text": text})
@@ -31,14 +43,7 @@ def tool_results(api: Api, session: dict[str, Any]) -> list[Any]:
 def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
     page: Page, context: BrowserContext, api: Api
 ) -> None:
-    agent = api.agent(
-        {
-            "name": "inbox_careful",
-            "model": "scripted",
-            "instruction": "Use the calculator.\nResult: The answer is {last_tool_result}",
-            "tools": [{"name": "calculator", "requires_approval": True}],
-        }
-    )
+    agent = careful_agent(api, "inbox_careful")
     elsewhere = context.new_page()
     elsewhere.goto("/sessions/")
     page.goto("/approvals/")
@@ -101,14 +106,7 @@ def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
 def test_on_a_phone_the_menu_shows_the_count_and_a_call_is_decided_without_scrolling_sideways(
     page: Page, api: Api
 ) -> None:
-    agent = api.agent(
-        {
-            "name": "inbox_phone",
-            "model": "scripted",
-            "instruction": "Use the calculator.\nResult: The answer is {last_tool_result}",
-            "tools": [{"name": "calculator", "requires_approval": True}],
-        }
-    )
+    agent = careful_agent(api, "inbox_phone")
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto("/approvals/")
     expect(page.locator("body")).to_have_attribute("data-ready", "approvals")
