@@ -14,18 +14,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot
 from tests.e2e.page_checks import bottoms
-
-
-def careful_agent(api: Api, name: str) -> dict[str, Any]:
-    """An agent on the scripted model whose calculator calls wait for approval."""
-    return api.agent(
-        {
-            "name": name,
-            "model": "scripted",
-            "instruction": "Use the calculator.\nResult: The answer is {last_tool_result}",
-            "tools": [{"name": "calculator", "requires_approval": True}],
-        }
-    )
+from tests.e2e.test_pages_playground_approvals import careful_agent
 
 
 def start_waiting(api: Api, agent: dict[str, Any], title: str, text: str) -> dict[str, Any]:
