@@ -48,7 +48,7 @@ if (topbar && menu) {
 // its Menu button, for a narrow screen's folded navigation), kept live over
 // /ws/approvals/; each change is also told to the page ("studio:inbox").
 const badge = document.getElementById("approvals-badge");
-const menuCount = document.getElementById("menu-count");
+const counts = [[badge, "waiting"], [document.getElementById("menu-count"), "approvals waiting"]];
 if (badge) {
   let pause = 500;
   const connect = () => {
@@ -58,13 +58,11 @@ if (badge) {
       const frame = JSON.parse(message.data);
       if (frame.type !== "inbox") return;
       pause = 500;
-      badge.textContent = String(frame.count);
-      badge.dataset.count = String(frame.count);
-      badge.setAttribute("aria-label", `${frame.count} waiting`);
-      if (menuCount) {
-        menuCount.textContent = String(frame.count);
-        menuCount.dataset.count = String(frame.count);
-        menuCount.setAttribute("aria-label", `${frame.count} approvals waiting`);
+      for (const [el, said] of counts) {
+        if (!el) continue;
+        el.textContent = String(frame.count);
+        el.dataset.count = String(frame.count);
+        el.setAttribute("aria-label", `${frame.count} ${said}`);
       }
       document.dispatchEvent(new CustomEvent("studio:inbox", { detail: frame }));
     });
