@@ -166,9 +166,19 @@ def _results(event: core_events.Event, open_calls: dict[str, Step]) -> list[Step
         step.content.update(_result(part))
         step.content.update(_common(event, {}))
         step.result_seq = event.seq
-        if event.started_at is not None:
-            step.latency_ms = (event.created_at - event.started_at).total_seconds() * 1000
+        step.latency_ms = _tool_ms(event)
     return answered
+
+
+def _tool_ms(event: core_events.Event) -> float | None:
+    """What the tool took to run, as the timeline says: its ``latency_ms`` (a wait for
+    approval and storing the response left out); from its start to the response when an
+    older event has only its start."""
+    if event.latency_ms is not None:
+        return event.latency_ms
+    if event.started_at is not None:
+        return (event.created_at - event.started_at).total_seconds() * 1000
+    return None
 
 
 def _result(part: core_events.ToolResponsePart) -> dict[str, Any]:

@@ -73,8 +73,17 @@ class Script:
         )
         return self
 
-    def call(self, tool: str, args: dict[str, Any], result: str, *, agent: str = "root") -> Script:
-        """A reply calling ``tool``, then its response with ``result``."""
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        result: str,
+        *,
+        agent: str = "root",
+        ran_ms: float | None = None,
+    ) -> Script:
+        """A reply calling ``tool``, then its response with ``result`` (which took
+        ``ran_ms`` to run, when given: older events have only their start)."""
         self._calls += 1
         call_id = f"{self.invocation[:6]}-{self._calls}"
         self._add(
@@ -89,6 +98,7 @@ class Script:
             agent,
             parts=[ev.ToolResponsePart(call_id=call_id, name=tool, result=result)],
             started_at=START,
+            latency_ms=ran_ms,
         )
         return self
 

@@ -124,6 +124,13 @@ def test_a_tool_call_and_its_result_are_one_step_and_bookkeeping_is_none() -> No
     assert (steps[3].input_tokens, steps[3].output_tokens, steps[3].latency_ms) == (10, 5, 100.0)
 
 
+def test_a_tool_steps_time_is_what_the_tool_took_to_run_as_the_timeline_says() -> None:
+    run = Script().user("Weather in Oslo?").start()
+    run.call("weather", {"city": "Oslo"}, "sunny", ran_ms=2.5).say("Sunny.").end()
+    (tool,) = [step for step in steps_of(run.events) if step.kind == TOOL]
+    assert tool.latency_ms == 2.5  # not the 4 s from its start to the stored response
+
+
 def test_ids_seqs_and_times_never_make_a_step_differ() -> None:
     one = weather("Oslo", "sunny", "Sunny.")
     run_b = Script(offset=40)  # another invocation, later seqs and times, new call ids
