@@ -13,7 +13,13 @@ from pydantic import Field
 
 from agents_core.contracts import Contract, ToolCall, Usage
 from agents_core.exceptions import ModelError
-from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse
+from agents_core.llm.contracts import (
+    CHARS_PER_TOKEN,
+    BaseLlm,
+    LlmRequest,
+    LlmResponse,
+    estimate_prompt_tokens,
+)
 
 REQUESTS_KEPT = 100
 _TOKEN = re.compile(r"\S+\s*|\s+")
@@ -69,7 +75,6 @@ class ScriptedModel(BaseLlm):
     requests: list[LlmRequest] = field(default_factory=list)
     _position: int = 0
     _call_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _counted: tuple[int, ChatMessage | None, int] = (0, None, 0)
 
     @property
     def provider_key(self) -> str:
@@ -105,7 +110,7 @@ class ScriptedModel(BaseLlm):
             text=text,
             thinking=scripted.thinking,
             tool_calls=[self._call(c) for c in scripted.tool_calls],
-            usage=scripted.usage or self._estimate_usage(request, text),
+            usage=scripted.usage or self._estimate_usage(request, text, scripted.tool_calls),
             model_name=self.name,
             finish_reason="tool_calls" if scripted.tool_calls else "stop",
         )
@@ -136,18 +141,16 @@ class ScriptedModel(BaseLlm):
         self._position += 1
         return step
 
-    def _estimate_usage(self, request: LlmRequest, text: str) -> Usage:
-        """Rough token counts (four characters a token), so offline runs show plausible
-        figures. Conversations grow by appending, so the size of the prefix counted last
-        time is reused (checked by identity at its end) and only new messages are read."""
-        messages = request.messages
-        known, last, chars = self._counted
-        if not (0 < known <= len(messages) and messages[known - 1] is last):
-            known, chars = 0, 0
-        chars += sum(len(m.text) for m in messages[known:])
-        self._counted = (len(messages), messages[-1] if messages else None, chars)
-        prompt = chars + len(request.system_instruction or "")
-        return Usage(input_tokens=prompt // 4, output_tokens=len(text) // 4)
+    def _estimate_usage(
+        self, request: LlmRequest, text: str, calls: Sequence[ScriptedToolCall] = ()
+    ) -> Usage:
+        """Rough token counts, so offline runs show plausible figures: the prompt as the
+        spend guard estimates it (messages with their tool calls, the tools' schemas),
+        the answer's text and the calls it makes at four characters a token."""
+        written = len(text) + sum(len(call.name) + len(str(call.args)) for call in calls)
+        return Usage(
+            input_tokens=estimate_prompt_tokens(request), output_tokens=written // CHARS_PER_TOKEN
+        )
 
     def _call(self, call: ScriptedToolCall) -> ToolCall:
         return ToolCall(

@@ -151,3 +151,21 @@ async def test_a_tool_failure_becomes_an_error_result_the_model_reads_and_the_ru
     assert events[-2].is_final_response()
     assert events[-1].type is EventType.AGENT_END
     assert not any(e.type is EventType.ERROR for e in events)
+
+
+# What the scripted model says a tool round cost (the demo's figures).
+
+
+async def test_the_scripted_model_counts_tool_calls_and_results_as_tokens(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    model = ScriptedModel([tool_call("add", a=120_000_000_000, b=345_000_000_000), reply("Done.")])
+    runner = make_runner(LlmAgent("agent", model=model, tools=[add]), sessions, breakers)
+
+    events = complete(await run_turn(runner))
+
+    calling, answering = [e.usage for e in events if e.type is EventType.AGENT_MESSAGE]
+    assert calling is not None and answering is not None
+    assert calling.output_tokens >= len('add{"a": 120000000000, "b": 345000000000}') // 4
+    # The second call's prompt holds the call and its result (12 digits) on top.
+    assert answering.input_tokens >= calling.input_tokens + calling.output_tokens + 3
