@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from agents_core.evals.contracts import Case
 
@@ -37,7 +38,8 @@ def validation_message(exc: ValidationError) -> str:
     parts = []
     for error in errors[:3]:
         where = ".".join(str(part) for part in error["loc"])
-        parts.append(f"{where}: {error['msg']}" if where else str(error["msg"]))
+        said = plain_message(error)
+        parts.append(f"{where}: {said}" if where else said)
     more = len(errors) - 3
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
 
@@ -48,3 +50,12 @@ def case_from(value: object, where: str) -> Case:
         return Case.model_validate(value)
     except ValidationError as exc:
         raise DatasetFormatError(f"{where}: {validation_message(exc)}") from None
+
+
+def plain_message(error: ErrorDetails) -> str:
+    """pydantic's message for one problem, in the words of the file's author: a nested
+    contract that is not an object reads "should be a JSON object", not "a valid
+    dictionary or instance of CaseInput" (a class they never see)."""
+    if error["type"] == "model_type":
+        return "Input should be a JSON object"
+    return error["msg"]

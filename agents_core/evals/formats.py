@@ -9,6 +9,9 @@ host can show it as it is.
     {"name": "sum", "input": {"turns": ["what is 2 + 2?"]},
      "expect": {"final_output": "4", "tool_calls": [{"name": "calculator"}]}}
 
+A case of one user turn may give it as its ``input``, as CSV's column does:
+``{"name": "sum", "input": "what is 2 + 2?"}``.
+
 **CSV**: a header row, then one case a row. Columns (only ``input`` or ``turns`` is
 required; unknown columns are an error):
 
@@ -37,6 +40,7 @@ from agents_core.evals._files import (
     Format,
     ParsedFile,
     case_from,
+    plain_message,
     validation_message,
 )
 from agents_core.evals.contracts import Case
@@ -65,6 +69,7 @@ __all__ = [
     "ParsedFile",
     "detect_format",
     "parse_file",
+    "plain_message",
     "to_jsonl",
     "validation_message",
 ]
@@ -148,6 +153,8 @@ def parse_jsonl(text: str) -> list[Case]:
             raise DatasetFormatError(f"line {number}: not JSON: {exc}") from None
         if not isinstance(value, dict):
             raise DatasetFormatError(f"line {number}: a case is a JSON object")
+        if isinstance(value.get("input"), str):  # its one user turn, as CSV's input column
+            value["input"] = {"turns": [value["input"]]}
         cases.append(case_from(value, f"line {number}"))
     return cases
 

@@ -103,7 +103,10 @@ def parse_cases(values: Iterable[Any], field: str = "cases") -> list[Case]:
 
 
 def _problems(exc: ValidationError) -> list[Problem]:
-    return [Problem(tuple(error["loc"]), error["type"], error["msg"]) for error in exc.errors()]
+    return [
+        Problem(tuple(error["loc"]), error["type"], formats.plain_message(error))
+        for error in exc.errors()
+    ]
 
 
 def _check_cases(cases: Sequence[Case], field: str) -> None:

@@ -29,7 +29,8 @@ class DatasetForm(forms.Form):
 
 class UploadForm(forms.Form):
     file = forms.FileField(
-        help_text="JSONL (a case a line), CSV (name, input or turns, expected_output, "
+        help_text='JSONL (a case a line: {"name": "sum", "input": "2 + 2?", '
+        '"expect": {"final_output": "4"}}), CSV (name, input or turns, expected_output, '
         "expected_tool_calls, tags) or a Google ADK .evalset.json.",
         widget=forms.ClearableFileInput(attrs={"accept": ".jsonl,.ndjson,.csv,.json"}),
     )

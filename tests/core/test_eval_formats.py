@@ -49,12 +49,24 @@ def test_a_bad_jsonl_line_is_named_with_the_field_that_is_wrong() -> None:
         _parse(text, "jsonl")
 
 
+def test_a_jsonl_cases_input_may_be_its_one_message_as_in_csv() -> None:
+    (case,) = _parse('{"name": "sum", "input": "what is 2 + 2?"}\n', "jsonl")
+
+    assert case.input == CaseInput(turns=["what is 2 + 2?"])
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
         ("{not json", r"^line 1: not JSON"),
         ('["a list"]', r"^line 1: a case is a JSON object"),
         ('{"name": "x", "input": {"turns": ["hi"]}, "colour": 1}', r"^line 1: colour: Extra"),
+        # Never pydantic's "or instance of CaseInput": a class name means nothing here.
+        ('{"name": "x", "input": 3}', r"^line 1: input: Input should be a JSON object$"),
+        (
+            '{"name": "x", "input": "hi", "expect": "4"}',
+            r"^line 1: expect: Input should be a JSON object$",
+        ),
     ],
 )
 def test_jsonl_refuses_what_is_not_a_case(line: str, message: str) -> None:

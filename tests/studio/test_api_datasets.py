@@ -105,6 +105,8 @@ def test_bad_cases_are_refused_with_their_path_and_store_nothing(ada: User) -> N
     assert list(error_paths(empty)) == ["case.input.turns"]
     extra = api.post(base + "cases/", {**case("x"), "colour": 1}, format="json")
     assert list(error_paths(extra)) == ["case.colour"]
+    scalar = api.post(base + "cases/", {"name": "x", "input": 3}, format="json")
+    assert error_paths(scalar) == {"case.input": "Input should be a JSON object"}
     nul = api.post(base + "cases/", case("x", "a\x00b"), format="json")
     assert nul.status_code == 400
     taken = api.post(base + "cases/", case("a"), format="json")
