@@ -247,5 +247,6 @@ def message_event(
         hooks=list(turn.hooks),
         model=turn.model,
         cached=turn.cached,
+        replayed=response.replayed,
         **fields,  # type: ignore[arg-type]
     )

@@ -27,7 +27,8 @@ Model routing (fields with defaults, no new version): a ``model_fallback`` event
 an agent's call moved to the next model of its chain (``fallback``); an agent with a
 chain or a cache names on each ``agent_message`` the model that answered (``model``),
 and ``cached`` marks an answer served from the response cache (no model was called,
-and it costs nothing). A call that must wait for its model's shared rate limit opens a
+and it costs nothing); ``replayed`` likewise an answer a replay played back from its
+record (``agents_core.replay``). A call that must wait for its model's shared rate limit opens a
 wait span with a ``rate_limit_waiting`` event and closes it with a ``rate_limit_wait``
 event (with ``started_at``; with a non-fatal ``error`` when the wait gave up or the run
 ended during it). Runs stored before the opening event have only the closing one.
@@ -301,6 +302,9 @@ class Event(Contract):
     """The model (its registry name) that answered, for agents with a chain or cache."""
     cached: bool = False
     """The answer came from the response cache: no model was called; it costs nothing."""
+    replayed: bool = False
+    """The answer was played back from the record of the run a replay runs again: no
+    model was called; it has no usage and costs nothing."""
     ingested: IngestedInfo | None = None
     """The OpenTelemetry span it was made from, on events of traces ingested over OTLP."""
     span_id: str | None = None

@@ -7,10 +7,12 @@ user message; ``ReplayRunner`` runs an agent tree (the recorded version or anoth
 one) with its models, tools and approvals standing in for the record:
 
 - a model call gets the agent's next recorded reply (agents by name, replies in
-  order) when its request matches the record: the agent's request setup (instruction,
-  tools, output schema, planner and model) is the recorded version's (``reference``),
-  the tools the reply calls are offered, and the tool results the model reads are the
-  recorded ones. The record holds no request, so this is what it can be checked on;
+  order), marked ``replayed`` and without usage (no model spent anything, so no limit,
+  budget or price counts it), when its request matches the record: the agent's
+  request setup (instruction, tools, output schema, planner and model) is the recorded
+  version's (``reference``), the tools the reply calls are offered, and the tool
+  results the model reads are the recorded ones. The record holds no request, so this
+  is what it can be checked on;
 - a tool call gets its recorded result (by call id, for the same tool and arguments),
   its effects (state, transfer, escalation, artifacts) included, without running;
 - an approval or a question gets the recorded decision or answer at once.
@@ -70,6 +72,8 @@ _VOLATILE = frozenset(
         "span_id",
         "parent_span_id",
         "cost",
+        "usage",
+        "replayed",
         "schema_version",
     }
 )
@@ -185,7 +189,8 @@ def replay_copies(recording: Recording, session_id: str) -> list[Event]:
 
 def comparable(events: Iterable[Event]) -> list[dict[str, Any]]:
     """``events`` without what differs between two faithful runs of one turn: ids,
-    seqs, times, latencies, spans and prices. Partial events are left out, and so is
+    seqs, times, latencies, spans, usage and prices (a replay spends nothing), and the
+    mark of an answer played back. Partial events are left out, and so is
     parking on a person (``run_parked``, and an agent starting again in its span
     after it), which is how a run waited, not what it did."""
     out = []

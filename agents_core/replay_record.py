@@ -210,7 +210,7 @@ def _response(event: Event) -> LlmResponse:
         thinking="".join(p.text for p in thinking),
         thinking_signature=thinking[-1].signature if thinking else "",
         tool_calls=calls,
-        usage=event.usage,
         model_name=event.model,
         finish_reason="tool_calls" if calls else "stop",
+        replayed=True,  # played back, not spent: no usage, so nothing counts or costs it
     )

@@ -143,10 +143,10 @@ def priced(
     the event names the model that answered: a fallback's), a compaction summary (at
     ``summary_price``, its summariser's) or a turn's key facts (at its author's price);
     otherwise unchanged (cost unknown). An answer
-    from the response cache costs exactly nothing."""
+    from the response cache, or played back by a replay, costs exactly nothing."""
     if event.cost is not None or event.partial:
         return event
-    if is_model_call(event) and event.cached:
+    if is_model_call(event) and (event.cached or event.replayed):
         free = Cost(amount=Decimal(0), currency=_currency(event, prices, model_prices))
         return event.model_copy(update={"cost": free})
     if is_model_call(event):

@@ -223,7 +223,10 @@ def _describe(tool: BaseTool) -> str:
 
 def _as_turn(turn: ModelTurn, **fields: Any) -> ModelTurn:
     """The stored form of a step: the parsed parts, with the call's usage and latency."""
-    response = LlmResponse(usage=turn.complete.usage, model_name=turn.complete.model_name, **fields)
+    complete = turn.complete
+    response = LlmResponse(
+        usage=complete.usage, model_name=complete.model_name, replayed=complete.replayed, **fields
+    )
     return ModelTurn(
         response=response,
         latency_ms=turn.latency_ms,

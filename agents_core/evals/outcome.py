@@ -101,7 +101,7 @@ def steps_of(events: Iterable[Event]) -> int:
 
 
 def _model_called(event: Event) -> bool:
-    if event.cached:
+    if event.cached or event.replayed:
         return False
     return not any(
         note.stage == "before_model" and note.effect == "short_circuited" for note in event.hooks

@@ -198,6 +198,9 @@ class LlmResponse(Contract):
     model_name: str | None = None
     finish_reason: str | None = None
     partial: bool = False
+    replayed: bool = False
+    """Played back from a replay's record, not made by a model: it spent nothing, so
+    it carries no ``usage`` (``agents_core.replay``)."""
 
 
 class BaseLlm(ABC):

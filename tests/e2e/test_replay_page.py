@@ -56,8 +56,11 @@ def test_the_replay_button_reproduces_the_run_in_a_new_session(page: Page, api: 
     shown = [row for row in replayed if row[1] != "tool_started"]
     assert timeline_rows(page) == shown
     expect(page.locator(".ev.replay-diverged")).to_have_count(0)
+    # Both answers were played back: no tokens, no cost, and each says so.
+    expect(page.locator(".ev.agent_message .chip.cached")).to_have_text(["replayed"] * 2)
     [replay] = api.get(f"/api/runs/?session={replay_session}")["results"]
     assert replay["replay_of"] == run["id"]
+    assert (replay["input_tokens"], replay["output_tokens"]) == (0, 0)
     screenshot(page, "timeline-replayed")
 
 

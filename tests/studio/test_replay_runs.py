@@ -105,6 +105,12 @@ async def test_every_demo_run_replays_to_the_same_events_and_state(
     assert replay.session_id != original.session_id
     recorded, replayed = await events_of(original.session_id), await events_of(replay.session_id)
     assert by_branch(comparable(replayed)) == by_branch(comparable(recorded))
+    # No model was called: the replay spent nothing, and says so on every answer.
+    assert original.cost > 0 and original.input_tokens > 0
+    spent = (replay.cost, replay.cost_complete, replay.input_tokens, replay.output_tokens)
+    assert spent == (0, True, 0, 0)
+    answers = [e for e in replayed if e.type is core_events.EventType.AGENT_MESSAGE]
+    assert answers and all(e.replayed and e.usage is None for e in answers if not e.partial)
     sessions = Session.objects.filter(pk__in=[original.session_id, replay.session_id])
     states = {s.pk: s.state async for s in sessions}
     assert states[replay.session_id] == states[original.session_id]

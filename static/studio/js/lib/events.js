@@ -82,6 +82,7 @@ export function routeMarks(event) {
   const chips = [];
   if (event.model) chips.push(h("span", { class: "chip model", title: "the model that answered" }, `model: ${event.model}`));
   if (event.cached) chips.push(h("span", { class: "chip cached", title: "answered from the response cache: no model was called, it cost nothing" }, "cached"));
+  if (event.replayed) chips.push(h("span", { class: "chip cached", title: "played back from the run this replays: no model was called, it cost nothing" }, "replayed"));
   return chips.length ? h("span", { class: "route" }, chips) : null;
 }
 
