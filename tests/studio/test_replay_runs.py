@@ -139,6 +139,22 @@ async def test_another_version_replays_until_it_diverges_then_runs_live(demo: Us
     )
     assert events[-2].text == "Worked out: 4"  # live from the marker on: the new instruction
     assert replay.status == "succeeded"
+    # Live calls are counted and priced as any run's (here all: the first diverged).
+    live = [e.usage for e in events if e.type is core_events.EventType.AGENT_MESSAGE]
+    assert live and all(usage is not None for usage in live)
+    assert replay.cost > 0 and replay.input_tokens == sum(u.input_tokens for u in live if u)
+
+
+async def test_a_replay_replays_too(demo: User) -> None:
+    original = await ended((await start(demo, "pipeline", "solar power")).pk)
+    await forget_the_models(demo)
+    first = await ended((await post_replay(demo, original)).json()["id"])
+
+    again = await ended((await post_replay(demo, first)).json()["id"])
+
+    assert again.status == "succeeded" and again.cost == 0
+    recorded, replayed = await events_of(original.session_id), await events_of(again.session_id)
+    assert by_branch(comparable(replayed)) == by_branch(comparable(recorded))
 
 
 async def test_replay_refuses_a_version_of_another_agent(demo: User) -> None:
