@@ -112,6 +112,11 @@ urlpatterns = [
         datasets.session_add_turn,
         name="session-dataset-case",
     ),
+    path(
+        "sessions/<uuid:pk>/dataset-card/",
+        datasets.session_turn_card,
+        name="session-dataset-card",
+    ),
     path("files/<str:blob_id>/", files.attached_file, name="attached-file"),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", metrics.metrics_view, name="metrics"),

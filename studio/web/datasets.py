@@ -244,6 +244,16 @@ def _added_case(request: HttpRequest) -> dict[str, Any] | None:
 
 
 @login_required
+@require_GET
+def session_turn_card(request: HttpRequest, pk: UUID) -> HttpResponse:
+    """The session page's "Add a turn to a dataset" card alone: the page swaps it in
+    when a run ends there, so that its turn can be added at once."""
+    session = get_object_or_404(owned_sessions(request), pk=pk)
+    context = {"session": session, **turn_panel(request, session)}
+    return render(request, "studio/_dataset_turn.html", context)
+
+
+@login_required
 @require_POST
 def session_add_turn(request: HttpRequest, pk: UUID) -> HttpResponse:
     session = get_object_or_404(owned_sessions(request), pk=pk)

@@ -5,6 +5,7 @@ next version, with the older one still readable. Screenshots at 1280 and 390 px.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
@@ -28,19 +29,44 @@ def _fits(page: Page) -> None:
     assert page.evaluate(OVERFLOW) is None
 
 
-def _ran(api: Api) -> str:
-    """A session of a scripted calculator agent with one ended turn; its id."""
+def _calculator_session(api: Api, name: str = "dataset_calc", **options: float) -> str:
+    """A new session of a scripted calculator agent (``options``: its model's pace); its id."""
     script = [
         {"tool_calls": [{"name": "calculator", "args": {"expression": "6 * 7"}}]},
         {"text": "It is {last_tool_result}, <b>surely</b>."},
     ]
-    api.model("dataset-e2e-model", script=script, loop=True)
-    spec = {"name": "dataset_calc", "model": "dataset-e2e-model", "tools": [{"name": "calculator"}]}
-    agent = api.agent(spec)
-    session = api.post("/api/sessions/", {"agent": agent["id"], "title": "Six sevens"})
-    run = api.post(f"/api/sessions/{session['id']}/messages/", {"text": "What is 6 * 7?"})
+    api.model(f"{name}-model", script=script, loop=True, **options)
+    agent = api.agent({"name": name, "model": f"{name}-model", "tools": [{"name": "calculator"}]})
+    return str(api.post("/api/sessions/", {"agent": agent["id"], "title": "Six sevens"})["id"])
+
+
+def _ran(api: Api) -> str:
+    """A session of a scripted calculator agent with one ended turn; its id."""
+    session = _calculator_session(api)
+    run = api.post(f"/api/sessions/{session}/messages/", {"text": "What is 6 * 7?"})
     until(lambda: api.get(f"/api/runs/{run['id']}/")["status"] in ENDED, "the run ended")
-    return str(session["id"])
+    return session
+
+
+def test_a_turn_that_ends_while_its_page_is_open_can_be_added_at_once(page: Page, api: Api) -> None:
+    session = _calculator_session(api, "slow_calc", latency_s=0.5)  # a turn takes 1 s or more
+    page.goto(f"/sessions/{session}/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    card = page.get_by_test_id("add-to-dataset")
+    expect(card).to_contain_text("Once a run of this session ends")
+    expect(page.get_by_test_id("to-add-to-dataset")).to_have_count(0)
+
+    api.post(f"/api/sessions/{session}/messages/", {"text": "What is 6 * 7?"})
+    expect(page.locator("#session-status")).to_have_text("succeeded")
+    expect(card.locator("select[name=run] option")).to_have_text([re.compile("What is 6 \\* 7")])
+    expect(page.get_by_test_id("to-add-to-dataset")).to_be_visible()
+
+    card.locator("input[name=dataset]").fill("typed before the next turn ended")
+    api.post(f"/api/sessions/{session}/messages/", {"text": "And 6 * 8?"})
+    expect(card.locator("select[name=run] option")).to_have_count(2)
+    expect(card.locator("select[name=run] option").first).to_contain_text("And 6 * 8?")
+    expect(card.locator("input[name=dataset]")).to_have_value("typed before the next turn ended")
+    expect(page.get_by_test_id("to-add-to-dataset")).to_have_count(1)
 
 
 def test_an_adk_file_uploaded_then_a_sessions_turn_added(page: Page, api: Api) -> None:

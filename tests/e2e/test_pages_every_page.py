@@ -47,6 +47,8 @@ EXCLUDED = {
     "(tests/studio/test_metrics.py)",
     "session-artifacts": "the session page's Artifacts panel alone, a fragment it swaps in "
     "(tests/e2e/test_artifacts.py)",
+    "session-dataset-card": "the session page's Add-to-dataset card alone, a fragment it "
+    "swaps in when a run ends (tests/e2e/test_pages_datasets.py)",
     "attached-file": "an attached file's bytes, served to its owner only, not a page "
     "(tests/studio/test_api_attachments.py)",
     "otlp-traces": "OTLP/HTTP trace ingest for exporters (protobuf or JSON, token auth), "

@@ -43,6 +43,10 @@ def test_the_pages_need_a_signed_in_owner(ada: User, bob: User) -> None:
     session = make_session(ada)
     turn = bobs.post(f"/sessions/{session.pk}/dataset-case/", {"dataset": "mine"})
     assert turn.status_code == 404
+    assert bobs.get(f"/sessions/{session.pk}/dataset-card/").status_code == 404
+    assert Client().get(f"/sessions/{session.pk}/dataset-card/").status_code == 302
+    card = signed_in(ada).get(f"/sessions/{session.pk}/dataset-card/").content.decode()
+    assert card.lstrip().startswith("<section") and "Once a run of this session ends" in card
     assert DatasetVersion.objects.filter(dataset=mine).count() == 1
 
 
@@ -119,6 +123,9 @@ async def test_a_sessions_turn_is_added_from_its_page(ada: User) -> None:
 
     page = (await sync_to_async(client.get)(url)).content.decode()
     assert 'data-testid="add-to-dataset"' in page and "What is (12 + 30) * 2?" in page
+    # The card alone, as the page reads it again when a run ends there.
+    card = (await sync_to_async(client.get)(f"{url}dataset-card/")).content.decode()
+    assert card.lstrip().startswith("<section") and f'<option value="{run.pk}"' in card
     response = await sync_to_async(client.post)(
         f"{url}dataset-case/",
         {"run": str(run.pk), "dataset": "from-sessions", "name": ""},

@@ -8,6 +8,7 @@ import { h, pretty, readJsonScript } from "./lib/dom.js";
 import { isActiveRun, isExecuting, SessionSocket, showConnection, WAITING_LABELS } from "./lib/live.js";
 import { TimelineView } from "./lib/timeline_view.js";
 import { openForkForm } from "./lib/fork.js";
+import { redrawDatasetCard } from "./lib/dataset_card.js";
 import { tallyText } from "./lib/calls.js";
 import { formatClock, formatDuration, formatTokens, toast } from "./lib/ui.js";
 
@@ -79,6 +80,8 @@ const socket = new SessionSocket(session.id, {
     currentRun = frame.run;
     waitingFor = frame.waiting_for;
     if (currentRun) {
+      const before = runs.get(currentRun.id);
+      if ((!before || isActiveRun(before)) && !isActiveRun(currentRun)) redrawDatasetCard();
       runs.set(currentRun.id, currentRun);
       view.setRun(currentRun);
     }
