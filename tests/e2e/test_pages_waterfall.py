@@ -397,6 +397,17 @@ CUT_TICKS = """() => new Promise((done) => requestAnimationFrame(() => requestAn
 })))"""
 """The time axis's labels the track cuts off, once the chart has drawn at its width."""
 
+CROWDED_TICKS = """() => new Promise((done) => requestAnimationFrame(() => {
+    const text = (el) => { const r = document.createRange(); r.selectNodeContents(el);
+                           return [el.textContent, r.getBoundingClientRect()]; };
+    const times = [...document.querySelectorAll(".wf-tick:not(.wf-iter-label)")].map(text);
+    const meet = (a, b) => a.left < b.right && b.left < a.right
+        && a.top < b.bottom && b.top < a.bottom;
+    done([...document.querySelectorAll(".wf-iter-label")].map(text).flatMap(([n, a]) => times
+        .filter(([, b]) => meet(a, b)).map(([t]) => `${n} over ${t}`)));
+}))"""
+"""A loop iteration's number written over a time label on the axis."""
+
 
 def test_the_demo_agents_draw_their_waterfall_out_of_the_box(page: Page, api: Api) -> None:
     agents = {a["name"]: a for a in api.get("/api/agents/")["results"]}
@@ -405,7 +416,10 @@ def test_the_demo_agents_draw_their_waterfall_out_of_the_box(page: Page, api: Ap
     helpdesk = new_session(api, agents["helpdesk"], "the demo helpdesk")
     ended_run(api, pipeline)
     api.post(f"/api/sessions/{helpdesk}/messages/", {"text": "what is 6 * 7?"})
+    loop = new_session(api, agents["refine_loop"], "the demo loop")
     ended_run(api, helpdesk)
+    api.post(f"/api/sessions/{loop}/messages/", {"text": "a slogan for a bakery"})
+    ended_run(api, loop)
 
     open_waterfall(page, pipeline)
     for name in ("pipeline", "researcher", "fact_checker", "writer", "editor"):
@@ -434,6 +448,15 @@ def test_the_demo_agents_draw_their_waterfall_out_of_the_box(page: Page, api: Ap
     page.set_viewport_size({"width": 390, "height": 844})
     screenshot(page, "waterfall-demo-helpdesk-390", full_page=True)
     page.set_viewport_size({"width": 1366, "height": 800})
+
+    # The loop's first pass begins with the run, at "0": its number is written on a line
+    # of its own, never over a time label, at any width.
+    open_waterfall(page, loop)
+    expect(page.locator(".wf-iter-label")).to_have_text(["↻1", "↻2"])
+    for width in (1366, 1280, 1024, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        until(lambda: page.evaluate(CROWDED_TICKS) == [], f"clear loop marks at {width} px", 5)
+    screenshot(page, "waterfall-demo-refine-loop")
 
 
 def test_an_axis_label_at_the_tracks_right_edge_is_written_left_of_its_line(page: Page) -> None:

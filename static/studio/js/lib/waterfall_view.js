@@ -327,8 +327,14 @@ export class WaterfallChart {
   }
 
   /** Loop iterations: a dashed line where each begins, across the rows of the loop's
-   * agents, and its number on the axis. */
+   * agents, and its number on the axis, on a line of its own under the time labels (a
+   * pass that begins at a whole second would write over it). */
   drawMarks({ x, first, last }) {
+    const looped = this.layout.iterations.length > 0;
+    if (this.axis.classList.contains("looped") !== looped) {
+      this.axis.classList.toggle("looped", looped);
+      this.axisHeight = this.axis.offsetHeight; // once, when a run's first loop appears
+    }
     const marks = [];
     for (const mark of this.layout.iterations) {
       const range = mark.lane.rowRange;
