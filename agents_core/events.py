@@ -28,10 +28,11 @@ an agent's call moved to the next model of its chain (``fallback``); an agent wi
 chain or a cache names on each ``agent_message`` the model that answered (``model``),
 and ``cached`` marks an answer served from the response cache (no model was called,
 and it costs nothing); ``replayed`` likewise an answer a replay played back from its
-record (``agents_core.replay``). A call that must wait for its model's shared rate limit opens a
-wait span with a ``rate_limit_waiting`` event and closes it with a ``rate_limit_wait``
-event (with ``started_at``; with a non-fatal ``error`` when the wait gave up or the run
-ended during it). Runs stored before the opening event have only the closing one.
+record (``agents_core.replay``). A call that must wait for its model's shared rate
+limit opens a wait span with a ``rate_limit_waiting`` event and closes it with a
+``rate_limit_wait`` event (with ``started_at``; with a non-fatal ``error`` when the wait
+gave up or the run ended during it). Runs stored before the opening event have only
+the closing one.
 
 Files (a part kind, no new version: older events simply have none): a user message may
 carry ``FilePart`` references to files stored once, outside the event, by content
