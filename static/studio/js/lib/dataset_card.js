@@ -1,8 +1,9 @@
 // The session page's "Add a turn to a dataset" card is drawn by the server with the
 // turns that had ended when the page was read. When a run ends on the page, its turn
 // can be added too: the card is read again (its own route) and put in place,
-// keeping whatever the reader had typed or picked, and the header gets its "Add to
-// dataset" link if this was the session's first ended run.
+// keeping whatever the reader had typed or picked. (The header's "Add to dataset" link
+// is always there: one that appeared as a run ended would move the page under the
+// pointer just as the reader reaches for the run's next step, such as Resume.)
 
 /** Draw the card again from the server; a failure leaves the old card as it was. */
 export async function redrawDatasetCard() {
@@ -20,13 +21,6 @@ export async function redrawDatasetCard() {
   if (!fresh) return;
   keepEntries(card, fresh);
   card.replaceWith(document.adoptNode(fresh));
-  if (fresh.querySelector("form") && !document.querySelector('[data-testid="to-add-to-dataset"]')) {
-    const link = document.createElement("a");
-    Object.assign(link, { className: "btn", href: "#add-to-dataset", title: "Make an eval case of one of this session's turns" });
-    link.dataset.testid = "to-add-to-dataset";
-    link.textContent = "Add to dataset";
-    document.querySelector('[data-testid="export-bundle"]')?.before(link);
-  }
 }
 
 /** What the reader changed in ``card``'s fields, carried over to ``fresh``'s. */
