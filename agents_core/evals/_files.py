@@ -53,9 +53,10 @@ def case_from(value: object, where: str) -> Case:
 
 
 def plain_message(error: ErrorDetails) -> str:
-    """pydantic's message for one problem, in the words of the file's author: a nested
-    contract that is not an object reads "should be a JSON object", not "a valid
-    dictionary or instance of CaseInput" (a class they never see)."""
+    """pydantic's message for one problem of a case, in its author's words (a file's
+    or an API caller's): a nested contract that is not an object reads "should be a
+    JSON object", not "a valid dictionary or instance of CaseInput" (a class they
+    never see)."""
     if error["type"] == "model_type":
         return "Input should be a JSON object"
     return error["msg"]

@@ -81,8 +81,10 @@ export function hookMarks(event) {
 export function routeMarks(event) {
   const chips = [];
   if (event.model) chips.push(h("span", { class: "chip model", title: "the model that answered" }, `model: ${event.model}`));
-  if (event.cached) chips.push(h("span", { class: "chip cached", title: "answered from the response cache: no model was called, it cost nothing" }, "cached"));
-  if (event.replayed) chips.push(h("span", { class: "chip cached", title: "played back from the run this replays: no model was called, it cost nothing" }, "replayed"));
+  // An answer no model made: the response cache's, or one a replay played back.
+  const free = event.cached ? ["cached", "answered from the response cache"]
+    : event.replayed ? ["replayed", "played back from the run this replays"] : null;
+  if (free) chips.push(h("span", { class: "chip cached", title: `${free[1]}: no model was called, it cost nothing` }, free[0]));
   return chips.length ? h("span", { class: "route" }, chips) : null;
 }
 
