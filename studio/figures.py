@@ -52,10 +52,13 @@ def tokens(figures: dict[str, int] | None) -> str:
 def cost(amount: Decimal | str | None, currency: str = "USD", *, complete: bool = True) -> str:
     """``$0.0012``, ``$12.35``, ``0.50 EUR``: two significant digits below one, cents
     above (``formatCost`` in ``ui.js`` alike); ``≥ $0.0012`` when some calls' costs are
-    unknown; nothing when none is known."""
+    unknown; nothing when none is known, or when only calls of unknown cost were made
+    (``≥ $0.00`` says nothing)."""
     if amount is None or amount == "":
         return ""
     value = Decimal(amount)
+    if value == 0 and not complete:
+        return ""
     places = 2 if value >= 1 or value == 0 else min(max(2, 1 - value.adjusted()), 10)
     text = str(value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN))
     written = f"${text}" if currency == "USD" else f"{text} {currency}"

@@ -32,7 +32,10 @@ __all__ = [
     "waiting_for",
 ]
 
-WaitingFor = Literal["model", "tool", "approval", "answer", "paused", "rate_limit"] | None
+WaitingFor = (
+    Literal["model", "tool", "approval", "answer", "paused", "rate_limit", "elsewhere"] | None
+)
+"""``elsewhere``: an ingested run's agent runs outside Studio (``studio.live.status``)."""
 
 
 def waiting_for(ledger: CallLedger, run_status: str | None) -> WaitingFor:

@@ -185,7 +185,9 @@ def _tool_call(span: GenAiSpan, common: dict[str, Any]) -> list[core_events.Even
     response = core_events.Event(
         type=EventType.TOOL_RESPONSE,
         span_id=span.span_id,
+        started_at=span.start,  # the tool ran for its whole span: no approval to wait on
         created_at=span.end,
+        latency_ms=_ms(span.end - span.start),
         parts=[
             core_events.ToolResponsePart(
                 call_id=_clip(span.tool_call_id, 200),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 
 from studio import wire
-from studio.ledger import CallLedger, ledger_of, waiting_for
+from studio.ledger import CallLedger, WaitingFor, ledger_of, waiting_for
 from studio.live.protocol import Status
-from studio.models import Run, RunStatus, Session
+from studio.models import IngestedTrace, Run, RunStatus, Session
 
 
 def snapshot(session_pk: uuid.UUID) -> Status:
@@ -25,8 +25,12 @@ def snapshot(session_pk: uuid.UUID) -> Status:
     if not run.is_active and run.owner_process:
         run.status, run.ended_at = RunStatus.RUNNING, None
         run.error_code = run.error_message = ""
-    # Only a running run waits on a call: the others need no read of their events.
+    # Only a running run waits on a call: the others need no read of their events. What
+    # an ingested one waits on is not known here: its agent runs elsewhere.
     awaits = run.status in (RunStatus.RUNNING, RunStatus.WAITING)
-    ledger = ledger_of(run) if awaits else CallLedger()
-    waiting = waiting_for(ledger, run.status)
+    waiting: WaitingFor
+    if awaits and IngestedTrace.objects.filter(run_id=run.pk).exists():
+        waiting = "elsewhere"
+    else:
+        waiting = waiting_for(ledger_of(run) if awaits else CallLedger(), run.status)
     return Status(wire.run_payload(run), waiting, last_seq or 0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -97,6 +98,8 @@ def _ingest_trace(
     trace, created = _trace_for(owner_id, trace_id, spans)
     seen = set(trace.span_ids)
     fresh = _unseen(spans, seen)
+    if fresh and (earliest := min(s.start for s in fresh)) < (trace.run.started_at or earliest):
+        _start_at(trace.run, earliest)  # a parent sent after its children began before them
     key, invocation = trace.session.key, trace.run.invocation_id
     opened = set(trace.placeholder_ids)
     placeholders = _placeholders(fresh, seen | opened)
@@ -196,9 +199,18 @@ def _new_trace(owner_id: int, trace_id: str, spans: list[GenAiSpan]) -> Ingested
         started_at=first.start,
         start_seq=0,
     )
+    _start_at(run, first.start)
     return IngestedTrace.objects.create(
         owner_id=owner_id, trace_id=trace_id, agent=agent, session=session, run=run
     )
+
+
+def _start_at(run: Run, start: datetime) -> None:
+    """The run began with its trace's earliest span, however late the spans were sent:
+    an external run is never queued, so it was made when it started (its wall time,
+    duration and latency then read as the trace's own)."""
+    Run.objects.filter(pk=run.pk).update(created_at=start, started_at=start)
+    run.created_at = run.started_at = start
 
 
 def _external_agent(owner_id: int, name: str) -> ExternalAgent:

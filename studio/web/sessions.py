@@ -79,8 +79,9 @@ def _live_urls() -> dict[str, str]:
 @require_GET
 def session_list(request: HttpRequest) -> HttpResponse:
     filters = SessionFilterForm(request.GET, owner=request.user)  # type: ignore[arg-type]
-    # The list never shows a session's state, which can be large JSON: not loaded.
-    sessions = owned_sessions(request).defer("state")
+    # The list never shows a session's state, which can be large JSON: not loaded. An
+    # ingested session's agent is its trace's (one join, not a query a row).
+    sessions = owned_sessions(request).defer("state").select_related("ingested__agent")
     paginator = Paginator(filters.filter(sessions), SESSIONS_PER_PAGE)
     page = paginator.get_page(request.GET.get("page"))
     figures = _run_figures([session.pk for session in page.object_list])

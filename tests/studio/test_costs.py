@@ -155,6 +155,8 @@ def test_the_price_table_knows_dated_snapshots_and_no_other_variants() -> None:
         (Decimal(0), "USD", True, "$0.00"),
         (Decimal("0.5"), "EUR", True, "0.50 EUR"),
         (Decimal("0.0012"), "USD", False, "≥ $0.0012"),
+        # Nothing priced but calls of unknown cost (an ingested trace's): unknown, not "≥ $0.00".
+        (Decimal(0), "USD", False, ""),
         (None, "USD", True, ""),
     ],
 )

@@ -22,10 +22,12 @@ from studio.models import (
 )
 from studio.services import tokens
 from tests.support.otlp_spans import (
+    SpanSpec,
     agent_trace,
     json_body,
     new_trace_id,
     request_of,
+    start_of,
 )
 
 PROTOBUF = "application/x-protobuf"
@@ -84,6 +86,49 @@ def test_a_protobuf_trace_becomes_one_finished_run_drawn_as_agent_model_and_tool
     answers = [s.attributes["text"] for s in spans.values() if s.kind == "model"]
     assert "An apple costs 0.5 EUR." in answers
     assert wires_of(trace.session)[0]["type"] == "user_message"
+
+
+def sent_later(specs: list[SpanSpec], *, seconds: float = 10.0) -> list[SpanSpec]:
+    """The spans as an exporter sends them: after they ended, ``seconds`` later."""
+    for spec in specs:
+        spec.start_s -= seconds
+        spec.end_s -= seconds
+    return specs
+
+
+@pytest.mark.django_db
+def test_an_ingested_runs_wall_time_is_its_traces_split_as_studios_own(ada: User) -> None:
+    """The run lasts from its first span's start to its root's end, however late the
+    spans were sent; its tool call is tool time (its span is the tool's latency), not
+    runner overhead, and nothing of it was queued."""
+    trace_id = new_trace_id()
+    post(request_of(*sent_later(agent_trace(trace_id))).SerializeToString(), token_for(ada))
+    trace = IngestedTrace.objects.get(owner=ada, trace_id=trace_id)
+    response = next(w for w in wires_of(trace.session) if w["type"] == "tool_response")
+    assert response["latency_ms"] == 400.0  # execute_tool ran from 1.1 s to 1.5 s
+    run = Run.objects.get(pk=trace.run_id)
+    assert run.created_at == run.started_at
+    assert run.timing == {
+        "total_ms": 3000.0,  # the root span: 0 s to 3 s
+        "queued_ms": 0.0,
+        "model_ms": 2200.0,  # two chat spans, 0.9 s and 1.3 s
+        "tools_ms": 400.0,
+        "human_ms": 0.0,
+        "overhead_ms": 400.0,
+    }
+
+
+@pytest.mark.django_db
+def test_a_root_sent_after_its_children_moves_the_runs_start_back_to_its_own(
+    ada: User,
+) -> None:
+    root, *children = sent_later(agent_trace(new_trace_id()))
+    token = token_for(ada)
+    post(request_of(*children).SerializeToString(), token)
+    post(request_of(root).SerializeToString(), token)
+    run = Run.objects.get(pk=IngestedTrace.objects.get(owner=ada).run_id)
+    assert run.started_at == run.created_at == start_of(root)
+    assert run.timing["total_ms"] == 3000.0 and run.timing["queued_ms"] == 0.0
 
 
 @pytest.mark.django_db

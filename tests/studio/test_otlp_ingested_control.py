@@ -6,6 +6,7 @@ is still the owner's to do."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -92,3 +93,18 @@ def test_the_timeline_of_an_ingested_run_offers_no_control(ada: User) -> None:
     assert "Continue in playground" not in html
     assert 'id="replay-run"' not in html
     assert '"ingested": true' in html  # the page script hides pause, cancel, resume and fork
+
+
+def test_the_session_list_names_an_ingested_sessions_agent_and_offers_no_continue(
+    ada: User,
+) -> None:
+    trace = ingest(ada, finished=True)
+    page = signed_in(ada).get("/sessions/").content.decode()
+    row = page[page.index(f'data-session="{trace.session.pk}"') :]
+    row = re.sub(r"\s+", " ", row[: row.index("</tr>")])
+    assert re.search(r"<td>shopper <span [^>]*>external</span></td>", row)
+    assert [m for m in re.findall(r'class="btn small[^"]*"[^>]*>(\w+)<', row)] == [
+        "Waterfall",
+        "Delete",
+    ]
+    assert 'data-testid="cost">—<' in row  # no call's cost is known: not "≥ $0.00"

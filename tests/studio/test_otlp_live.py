@@ -30,8 +30,11 @@ async def test_a_viewer_gets_each_request_s_events_live_then_the_run_s_end(ada: 
     backlog = len(viewer.events)
     assert viewer.run_status == "running" and backlog >= 3  # user message, placeholder, call
 
+    # Studio cannot know what an agent running elsewhere waits on: it says so.
+    assert viewer.status is not None and viewer.status["waiting_for"] == "elsewhere"
     await send(ada, tool)
     await viewer.until(lambda v: len(v.events_of_type("tool_response")) == 1)
+    assert viewer.status["waiting_for"] == "elsewhere"  # not "the model", a guess
     await send(ada, second, root)
     await viewer.until(lambda v: v.run_status == "succeeded")
     assert viewer.seqs == list(range(1, len(viewer.seqs) + 1))  # in order, none twice

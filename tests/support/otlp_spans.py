@@ -9,6 +9,7 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
@@ -63,6 +64,15 @@ class SpanSpec:
 BASE_NS = int(time.time()) * NS
 
 
+def start_of(spec: SpanSpec) -> datetime:
+    """When the span starts, as Studio stores it."""
+    return datetime.fromtimestamp(0, UTC) + timedelta(microseconds=start_ns(spec) // 1000)
+
+
+def start_ns(spec: SpanSpec) -> int:
+    return BASE_NS + int(spec.start_s * NS)
+
+
 def span_of(spec: SpanSpec) -> Span:
     span = Span(
         trace_id=bytes.fromhex(spec.trace_id),
@@ -70,7 +80,7 @@ def span_of(spec: SpanSpec) -> Span:
         parent_span_id=bytes.fromhex(spec.parent) if spec.parent else b"",
         name=spec.name,
         kind=spec.kind,  # type: ignore[arg-type]
-        start_time_unix_nano=BASE_NS + int(spec.start_s * NS),
+        start_time_unix_nano=start_ns(spec),
         end_time_unix_nano=BASE_NS + int(spec.end_s * NS),
         attributes=key_values(spec.attributes),
     )

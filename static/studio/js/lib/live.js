@@ -191,4 +191,5 @@ export const WAITING_LABELS = {
   answer: "waiting for your answer",
   paused: "paused until resumed",
   rate_limit: "waiting for the model's rate limit",
+  elsewhere: "running elsewhere: each step shows once it ends", // an ingested trace
 };

@@ -58,6 +58,7 @@ export function formatTokens(input, output, cached = 0) {
 export function formatCost(amount, currency = "USD", { complete = true } = {}) {
   const value = Number(amount);
   if (amount === null || amount === undefined || amount === "" || !Number.isFinite(value)) return "";
+  if (value === 0 && !complete) return ""; // only calls of unknown cost: "≥ $0.00" says nothing
   const places = value >= 1 || value === 0 ? 2 : Math.min(Math.max(2, 1 - Math.floor(Math.log10(value))), 10);
   const text = value.toFixed(places);
   const written = currency === "USD" ? `$${text}` : `${text} ${currency}`;
