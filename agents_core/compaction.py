@@ -13,11 +13,22 @@ limit, and it is read from and kept in the response cache when the agent has one
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from agents_core.event_filters import apply_compaction, should_include_event
-from agents_core.events import CompactionRange, Event, EventActions, EventType, TextPart
+from agents_core.events import (
+    CompactionRange,
+    Event,
+    EventActions,
+    EventType,
+    TextPart,
+    new_id,
+    utc_now,
+)
 from agents_core.exceptions import AgentsCoreError, ConfigurationError
 from agents_core.llm.contracts import (
     BaseLlm,
@@ -103,6 +114,7 @@ async def compact(
         messages=[ChatMessage(role="user", text=transcript(covered))],
         purpose="summary",
     )
+    started, clock = utc_now(), time.monotonic()
     try:
         summary = await _gated_summary(config, request, gates)
     except AgentsCoreError:
@@ -116,7 +128,32 @@ async def compact(
         parts=[TextPart(text=summary.text.strip())],
         usage=summary.usage,
         actions=EventActions(compaction=CompactionRange(start_seq=1, end_seq=cut)),
+        **after_turn_span(events, invocation_id, started, clock),
     )
+
+
+def after_turn_span(
+    events: Sequence[Event], invocation_id: str, started: datetime, clock: float
+) -> dict[str, Any]:
+    """The span fields of a model call made once the turn's agent is done (this summary,
+    the key facts ``agents_core.memory`` saves): a span of its own under the turn's root
+    agent, from ``started`` and as long as since ``clock`` (``time.monotonic()`` then)."""
+    root = next(
+        (
+            e.span_id
+            for e in reversed(events)
+            if e.type is EventType.AGENT_START
+            and e.parent_span_id is None
+            and e.invocation_id == invocation_id
+        ),
+        None,
+    )
+    return {
+        "span_id": new_id(),
+        "parent_span_id": root,
+        "started_at": started,
+        "latency_ms": (time.monotonic() - clock) * 1000,
+    }
 
 
 TRANSCRIPT_CHARS = 2_000

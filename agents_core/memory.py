@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from agents_core.compaction import transcript
+from agents_core.compaction import after_turn_span, transcript
 from agents_core.events import Event, EventType, TextPart, new_id, utc_now
 from agents_core.exceptions import ToolExecutionError
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
@@ -249,7 +249,7 @@ async def save_key_facts(
         purpose="summary",
     )
     answer = None
-    started = time.monotonic()
+    started, clock = utc_now(), time.monotonic()
     try:
         async for chunk in wanted.model.astream(request):
             if not chunk.partial:
@@ -271,7 +271,7 @@ async def save_key_facts(
         author=wanted.agent,
         parts=[TextPart(text=fact) for fact in saved],
         usage=answer.usage if answer else None,
-        latency_ms=(time.monotonic() - started) * 1000,
+        **after_turn_span(events, invocation_id, started, clock),
     )
 
 

@@ -40,6 +40,8 @@ SPAN_EVENT_TYPES: frozenset[str] = frozenset(
         EventType.AGENT_START,
         EventType.AGENT_END,
         EventType.AGENT_MESSAGE,
+        EventType.MEMORY_SAVED,
+        EventType.COMPACTION,
         EventType.TOOL_RESPONSE,
         EventType.APPROVAL_REQUEST,
         EventType.APPROVAL_DECISION,
@@ -64,6 +66,8 @@ _WAIT_OPENED: Mapping[str, str] = {
 _WAIT_CLOSED = frozenset(
     {EventType.APPROVAL_DECISION, EventType.USER_ANSWER, EventType.RUN_RESUMED}
 )
+_AFTER_TURN = {EventType.MEMORY_SAVED: "key facts", EventType.COMPACTION: "summary"}
+"""The model calls a runner makes once its agent is done, and their span's name."""
 
 
 class Span(Contract):
@@ -73,8 +77,8 @@ class Span(Contract):
     parent_span_id: str | None
     kind: SpanKind
     name: str
-    """The agent's name, the tool's name, ``model``, ``approval``, ``question``,
-    ``pause`` or (a ``wait``) ``rate_limit``."""
+    """The agent's name, the tool's name, ``model`` (``key facts``, ``summary`` after a
+    turn), ``approval``, ``question``, ``pause`` or (a ``wait``) ``rate_limit``."""
     author: str
     """The agent the span belongs to."""
     branch: str | None
@@ -139,7 +143,7 @@ class SpanTree:
             self._agent(wire)
         elif kind == EventType.AGENT_END:
             self._close(wire, "ok")
-        elif kind == EventType.AGENT_MESSAGE:
+        elif kind == EventType.AGENT_MESSAGE or kind in _AFTER_TURN:
             self._model(wire)
         elif kind == EventType.TOOL_RESPONSE:
             self._tool_response(wire)
@@ -258,11 +262,12 @@ class SpanTree:
                 self._tool_call(wire, part)
             return
         start = _time(wire.get("started_at") or wire["created_at"])
-        built = self._open(wire, "model", "model", start)
+        built = self._open(wire, "model", _AFTER_TURN.get(wire["type"], "model"), start)
         if built is None or wire.get("partial"):
             return
         built.fields["start"] = start  # the call began before its first streamed chunk
-        text = "".join(p.get("text", "") for p in wire.get("parts", ()) if p["kind"] == "text")
+        texts = (p.get("text", "") for p in wire.get("parts", ()) if p["kind"] == "text")
+        text = ("\n" if wire["type"] in _AFTER_TURN else "").join(texts)  # facts a line each
         built.attributes["text"] = _clip(text)
         built.attributes["tool_calls"] = [p["name"] for p in calls]
         usage = wire.get("usage") or {}

@@ -17,12 +17,16 @@ from agents_core import (
     LoopAgent,
     ParallelAgent,
     SequentialAgent,
+    Usage,
     function_tool,
 )
 from agents_core.approvals import ApprovalDecision, ApprovalPolicy
+from agents_core.compaction import CompactionConfig
 from agents_core.contracts import Cost
 from agents_core.events import new_id
 from agents_core.llm.resilience import BreakerRegistry
+from agents_core.llm.scripted import ScriptedResponse
+from agents_core.memory import InMemoryMemoryService, KeyFacts, MemoryConfig
 from agents_core.policies import Condition, PolicyRule
 from agents_core.span_costs import SpanCost
 from agents_core.span_upgrade import upgrade
@@ -30,7 +34,7 @@ from agents_core.spans import Span, SpanTree, spans_of
 from agents_core.testing import ScriptedModel, reply, tool_call
 from agents_core.tools.agent_tool import AgentTool
 from agents_core.tools.control import exit_loop_tool
-from tests.core.run_helpers import complete, make_runner
+from tests.core.run_helpers import complete, make_runner, run_turn
 
 
 @function_tool
@@ -320,3 +324,47 @@ async def test_a_rule_s_decision_on_a_call_is_on_that_call_s_span_not_a_model_ca
     }
     assert rewritten.attributes["result"] == "1"  # ran with the rule's arguments
     assert not any("policy" in s.attributes for s in spans if s.kind != "tool")
+
+
+async def test_the_key_facts_and_summary_calls_after_a_turn_are_model_spans_of_its_root(
+    sessions: InMemorySessionService, breakers: BreakerRegistry
+) -> None:
+    """The model calls a runner makes once its agent is done (saving key facts to memory,
+    summarising the session) are spans under the root agent, timed, with their tokens and
+    cost: a waterfall shows them and a run's wall time counts them as the model's."""
+    used = Usage(input_tokens=90, output_tokens=12)
+    model = ScriptedModel(
+        [reply("Hello Ada."), reply("Welcome back.")],
+        summaries=[ScriptedResponse(text='["Ada is the user"]', usage=used)] * 3,
+    )
+    runner = make_runner(
+        LlmAgent("helper", model=model),
+        sessions,
+        breakers,
+        memory=MemoryConfig(InMemoryMemoryService(), KeyFacts(model=model, agent="helper")),
+        compaction=CompactionConfig(model, threshold=2, keep_last=1),
+    )
+    await run_turn(runner, "I am Ada")
+    events = complete(await run_turn(runner, "I am back"))  # past the threshold: compacted
+    saved, summary = events[-2:]
+    assert (saved.type, summary.type) == (EventType.MEMORY_SAVED, EventType.COMPACTION)
+    (answer,) = [e for e in events if e.type is EventType.AGENT_MESSAGE]
+    prices = {answer.id: usd("0.0001"), saved.id: usd("0.0002"), summary.id: usd("0.0003")}
+    spans = spans_of(
+        (e.model_copy(update={"cost": prices[e.id]}) if e.id in prices else e).to_wire()
+        for e in events
+    )
+    root = next(s for s in spans if s.parent_span_id is None)
+    facts, summarised = named(spans, "model", "key facts"), named(spans, "model", "summary")
+    for span, event in ((facts, saved), (summarised, summary)):
+        assert span.parent_span_id == root.span_id and span.status == "ok"
+        assert (span.input_tokens, span.output_tokens) == (90, 12)
+        assert span.end == event.created_at and root.end is not None
+        assert root.end <= span.start <= span.end  # after the agent was done
+        assert event.latency_ms is not None and event.started_at == span.start
+    assert facts.cost == SpanCost(
+        amount=Decimal("0.0002"), currency="USD", complete=True, calls=1, unknown=0
+    )
+    assert root.cost == SpanCost(
+        amount=Decimal("0.0006"), currency="USD", complete=True, calls=3, unknown=0
+    )

@@ -459,6 +459,25 @@ def test_the_demo_agents_draw_their_waterfall_out_of_the_box(page: Page, api: Ap
     screenshot(page, "waterfall-demo-refine-loop")
 
 
+def test_the_key_facts_call_after_a_turn_is_drawn_costed_and_timed_as_the_model_s(
+    page: Page, api: Api
+) -> None:
+    """Saving a turn's key facts to memory is a model call after the agent is done: a
+    span of the root agent's lane, in the header's model time and cost."""
+    api.model("facts_wf", script=[{"text": "Noted, Ada."}], loop=True)
+    spec = {"name": "facts_wf", "model": "facts_wf", "instruction": "You remember."}
+    agent = api.agent({**spec, "memory": {"tools": False, "save_at_end": True}})
+    session_id = new_session(api, agent, "key facts")
+    api.post(f"/api/sessions/{session_id}/messages/", {"text": "I am Ada from Oslo"})
+    assert ended_run(api, session_id)["status"] == "succeeded"
+    open_waterfall(page, session_id)
+    expect(row(page, "key facts", "model")).to_have_count(1)
+    assert_page_store_matches_the_api(page, api, session_id)  # lib/spans.js reads it alike
+    spans = api.get(f"/api/runs/{last_run(api, session_id)['id']}/spans/")["spans"]
+    root = next(s for s in spans if s["parent_span_id"] is None)
+    assert root["cost"]["calls"] == 2  # the answer and the key facts
+
+
 def test_an_axis_label_at_the_tracks_right_edge_is_written_left_of_its_line(page: Page) -> None:
     """3 s on a 600 px track: a tick each second, the last one on the right edge, where a
     label written right of its line would be cut off by the edge."""

@@ -15,6 +15,7 @@ from studio import costs, services, wire
 from studio.agents.prices import price_for
 from studio.models import Event, ModelConfig, ModelDay, Run, Session
 from studio.runs.execute import execute_run
+from studio.traces.reads import run_spans
 from tests.studio.conftest import (
     client_for,
     error_paths,
@@ -187,6 +188,16 @@ async def test_a_turns_key_facts_call_is_stored_priced_and_counted_in_its_run(ad
     assert saved.cost is not None and finished.cost > saved.cost.amount
     day = await ModelDay.objects.aget(owner=ada, model="scripted")
     assert day.calls == await own.acount()
+    # The waterfall shows the call under the root agent, at its cost, and the run's wall
+    # time counts it as the model's (not as runner overhead).
+    spans = await sync_to_async(run_spans)(finished)
+    (facts_span,) = [s for s in spans if s.kind == "model" and s.name == "key facts"]
+    root = next(s for s in spans if s.parent_span_id is None)
+    assert facts_span.parent_span_id == root.span_id and facts_span.end_seq == row.seq
+    assert facts_span.cost is not None and facts_span.cost.amount == saved.cost.amount
+    assert root.cost is not None and root.cost.amount == finished.cost
+    model_time = sum(s.duration_ms or 0 for s in spans if s.kind == "model")
+    assert finished.timing["model_ms"] == pytest.approx(model_time, abs=0.01)
 
 
 def create_model(user: User, **fields: Any) -> Any:

@@ -13,6 +13,8 @@
 import { callCostOf, rollUpCosts } from "./span_costs.js";
 
 const PREVIEW_CHARS = 2000; // agents_core.spans.PREVIEW_CHARS
+// agents_core.spans._AFTER_TURN: model calls a runner makes once its agent is done
+const AFTER_TURN = { memory_saved: "key facts", compaction: "summary" };
 const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
 const IDENTIFIER = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]*$/u;
 
@@ -103,6 +105,8 @@ export class SpanStore {
         this.parked(wire);
         break;
       case "agent_message":
+      case "memory_saved":
+      case "compaction":
         this.model(wire);
         break;
       case "tool_response":
@@ -281,11 +285,12 @@ export class SpanStore {
       return;
     }
     const start = micros(wire.started_at || wire.created_at);
-    const span = this.open(wire, "model", "model", start);
+    const span = this.open(wire, "model", AFTER_TURN[wire.type] ?? "model", start);
     if (!span || wire.partial) return;
     span.start = start; // the call began before its first streamed chunk
     const parts = wire.parts || [];
-    const text = parts.filter((p) => p.kind === "text").map((p) => p.text ?? "").join("");
+    const texts = parts.filter((p) => p.kind === "text").map((p) => p.text ?? "");
+    const text = texts.join(wire.type in AFTER_TURN ? "\n" : ""); // key facts a line each
     const calls = parts.filter((p) => p.kind === "tool_call");
     span.attributes.text = clip(text);
     span.attributes.tool_calls = calls.map((p) => p.name);
