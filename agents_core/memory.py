@@ -238,7 +238,9 @@ async def save_key_facts(
     ``MAX_KEY_FACTS`` facts are kept, each cut to ``MAX_MEMORY_CHARS``. A failing model
     (whatever it raises) is logged and gives no event: the turn has already ended well,
     and memory is no reason to fail it. A memory store that fails part-way is logged
-    too; the event then names the facts stored before it failed.
+    too; the event then names the facts stored before it failed. A fact the agent
+    already remembers of the user (the same words, case and spacing aside) is not
+    stored again: the model reads earlier turns too, and names their facts again.
     """
     wanted = config.key_facts
     if wanted is None:
@@ -260,8 +262,9 @@ async def save_key_facts(
     saved: list[str] = []
     try:
         for fact in parse_facts(answer.text if answer else ""):
-            await config.service.add(user_id, wanted.agent, fact, session_id)
-            saved.append(fact)
+            if not await _remembered(config.service, user_id, wanted.agent, fact):
+                await config.service.add(user_id, wanted.agent, fact, session_id)
+                saved.append(fact)
     except Exception:  # a memory store's own errors are not the SDK's
         logger.warning("key facts not all saved: the memory store failed", exc_info=True)
     return Event(
@@ -273,6 +276,17 @@ async def save_key_facts(
         usage=answer.usage if answer else None,
         **after_turn_span(events, invocation_id, started, clock),
     )
+
+
+async def _remembered(service: MemoryService, user_id: str, agent: str, fact: str) -> bool:
+    """Whether ``agent`` remembers ``fact`` of ``user_id`` already, in the same words."""
+    same = _words(fact)
+    found = await service.search(user_id, agent, fact, MAX_KEY_FACTS)
+    return any(_words(memory.text) == same for memory in found)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.casefold().split())
 
 
 def parse_facts(answer: str) -> list[str]:

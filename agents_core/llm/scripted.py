@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -167,16 +168,24 @@ def _fill(text: str, request: LlmRequest) -> str:
 
 
 def digest(request: LlmRequest) -> str:
-    """A scripted summary of a compaction request's transcript: how many messages the
-    user sent, and the first and last of them."""
+    """A scripted answer to a summary request, from its transcript: asked for a JSON
+    array (``agents_core.memory``'s key facts), the user's last messages, a fact each;
+    else (a compaction) how many messages the user sent, and the first and last."""
     transcript = "\n".join(m.text for m in request.messages)
     asked = [
         line.removeprefix("user: ") for line in transcript.splitlines() if line.startswith("user: ")
     ]
+    if "JSON array" in (request.system_instruction or ""):
+        return json.dumps([_clip(text, 200) for text in asked[-KEY_FACTS_KEPT:]])
     if not asked:
         return "An earlier conversation, with no messages from the user."
     first, last = _clip(asked[0]), _clip(asked[-1])
-    return f"Summary of {len(asked)} earlier messages from the user, from “{first}” to “{last}”."
+    messages = "message" if len(asked) == 1 else "messages"
+    return f"Summary of {len(asked)} earlier {messages} from the user, from “{first}” to “{last}”."
+
+
+KEY_FACTS_KEPT = 3
+"""The user's messages a scripted key-facts answer lists."""
 
 
 def _clip(text: str, chars: int = 80) -> str:

@@ -183,3 +183,19 @@ def test_memory_is_for_model_agents_and_saving_at_end_for_the_root() -> None:
             "saving key facts ends a whole turn: set it on the root agent",
         ),
     }
+
+
+async def test_key_facts_are_what_the_user_said_and_each_is_stored_once() -> None:
+    """The offline demo model's key facts are the user's own words, a fact a message
+    (not a compaction digest saying how many messages there were)."""
+    model = ScriptedModel([reply("Noted."), reply("Noted again.")])
+    spec = _spec(tools=False, save_at_end=True)
+    service = InMemoryMemoryService()
+    runner = _runner(model, spec, MemoryConfig(service, build_key_facts(spec, models={"m": model})))
+    await _turn(runner, "s", "My favourite colour is teal.")
+    await _turn(runner, "s", "I live in Lisbon.")
+    # The second turn's answer names the first fact again: it is not stored twice.
+    assert [m.text for m in service.memories] == [
+        "My favourite colour is teal.",
+        "I live in Lisbon.",
+    ]
