@@ -34,6 +34,7 @@ from studio.models import (
     ACTIVE_RUN_STATUSES,
     FINISHED_RUN_STATUSES,
     ApprovalDecision,
+    Event,
     IngestedTrace,
     Run,
     RunStatus,
@@ -319,11 +320,17 @@ def _models(
 ) -> tuple[dict[str, str], str, dict[str, str]]:
     """The model of each agent of ``run``'s version, of its compaction summaries, and of
     each model config by name (for answers that name the config that gave them): from
-    ``read``, what its executor read, or read now."""
+    ``read``, what its executor read, or read now. A run with no version (one ingested
+    over OTLP) names its calls' models itself: each answer's ``model``."""
     if read is None and (version := run.session.agent_version) is not None:
         read = versions.version_models(version)
     if read is None:
-        return {}, "", {}
+        answers = Event.objects.filter(
+            session_id=run.session_id, invocation_id=run.invocation_id, type="agent_message"
+        )
+        named = answers.filter(payload__model__isnull=False).exclude(payload__model=None)
+        models = named.values_list("payload__model", flat=True).order_by().distinct()
+        return {}, "", {model: model for model in models if isinstance(model, str) and model}
     return read.agent_models, read.summary_model, read.config_models
 
 

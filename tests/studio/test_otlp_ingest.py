@@ -17,6 +17,7 @@ from studio.models import (
     Event,
     IngestedTrace,
     IngestToken,
+    ModelDay,
     Run,
     Session,
 )
@@ -116,6 +117,21 @@ def test_an_ingested_runs_wall_time_is_its_traces_split_as_studios_own(ada: User
         "human_ms": 0.0,
         "overhead_ms": 400.0,
     }
+
+
+@pytest.mark.django_db
+def test_an_ingested_runs_model_calls_are_counted_under_the_model_its_spans_name(
+    ada: User,
+) -> None:
+    """The overview's "By model" and ``/api/costs/?group_by=model`` read the calls'
+    model: the trace's (``gen_ai.request.model``), not "unknown model"."""
+    trace_id = new_trace_id()
+    post(request_of(*agent_trace(trace_id)).SerializeToString(), token_for(ada))
+    run = Run.objects.get(pk=IngestedTrace.objects.get(owner=ada, trace_id=trace_id).run_id)
+    calls = Event.objects.filter(run=run, type="agent_message").exclude(payload__span_id=None)
+    assert sorted(calls.values_list("model", flat=True)) == ["gpt-test", "gpt-test"]
+    day = ModelDay.objects.get(owner=ada)
+    assert (day.model, day.calls, day.unknown) == ("gpt-test", 2, 2)  # no price: unknown
 
 
 @pytest.mark.django_db
