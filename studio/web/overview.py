@@ -77,7 +77,7 @@ def _row(row: Row, links: dict[str, str]) -> dict[str, Any]:
     return {
         "row": row,
         "links": links,
-        "tokens": row.input_tokens + row.output_tokens,
+        "tokens": f"{row.input_tokens + row.output_tokens:,}",  # as every page writes them
         "cost": _cost_text(row),
     }
 

@@ -230,3 +230,14 @@ def test_model_day_totals_equal_the_sums_of_the_calls_of_ended_runs(
         for g in days.grouped(calls, "session__owner_id")
     }  # fmt: skip
     assert kept == summed and len(kept) == 3
+
+
+def test_token_counts_are_written_with_grouped_digits_as_every_page_writes_them(
+    ada: User,
+) -> None:
+    session = make_session(ada, make_agent(ada, "talker"))
+    end(add_run(session, DAY1, 2, tokens=(12_000, 345)))
+    body = signed_in(ada).get("/overview/", {"start": "2026-11-01", "end": "2026-11-03"})
+    text = re.sub(r"\s+", " ", body.content.decode())
+    assert "<strong>12,345</strong> tokens" in text  # the summary line
+    assert text.count('<td class="num">12,345</td>') == 2  # its day's row and its agent's
