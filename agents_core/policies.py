@@ -180,8 +180,10 @@ class PolicyVerdict:
 
     def refusal(self) -> str:
         """What the model reads when a call is denied."""
-        why = f": {self.rule.reason}" if self.rule.reason else ""
-        return f"denied by policy {self.rule.name!r}{why}. The call did not run."
+        reason = self.rule.reason
+        said = f"denied by policy {self.rule.name!r}" + (f": {reason}" if reason else "")
+        stop = "" if said.endswith((".", "!", "?")) else "."  # a reason written as a sentence
+        return f"{said}{stop} The call did not run."
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,8 @@ demo agents run with no network and no API key. It is deliberately simple and re
 the request it is given:
 
 - right after one of its own tool calls returns, it answers with its instruction's
-  ``Result:`` line, or "The result is {last_tool_result}."; when a person denied the
-  call, it says so in a sentence (with their reason) instead;
+  ``Result:`` line, or "The result is {last_tool_result}."; when a person or a policy
+  denied the call, it says so in a sentence (with the reason) instead;
 - it calls a tool only when its instruction names the tool:
   ``transfer_to_agent`` goes to the offered agent whose name and description best
   match the user's words; ``calculator`` gets the arithmetic found in the user's last
@@ -41,7 +41,7 @@ def respond(request: LlmRequest) -> ScriptedResponse:
     instruction = request.system_instruction or ""
     last = request.messages[-1] if request.messages else None
     if last is not None and last.role == "tool":
-        if last.text.startswith(f"{DENIED}:"):
+        if last.text.startswith((f"{DENIED}:", POLICY_REFUSAL)):
             return ScriptedResponse(text=_denied_reply(last.name or "tool", last.text))
         results, _ = _directives(instruction, "Result")
         return ScriptedResponse(text=results[0] if results else "The result is {last_tool_result}.")
@@ -81,7 +81,15 @@ def _answered(messages: Sequence[ChatMessage], tool: str) -> bool:
 
 
 def _denied_reply(tool: str, refusal: str) -> str:
-    """What the demo agent says when a person declined its call: a sentence."""
+    """What the demo agent says when a person or a policy refused its call: a sentence."""
+    if refusal.startswith(POLICY_REFUSAL):  # denied by policy 'name': reason. The call ...
+        rule, _, rest = refusal.removeprefix(POLICY_REFUSAL).partition("'")
+        reason = rest.removeprefix(":").strip().removesuffix("The call did not run.").strip()
+        why = f" ({reason.rstrip('.')})" if reason.rstrip(".") else ""
+        return (
+            f"I did not run the {tool} tool: the policy {rule} refused the call{why}. "
+            "Tell me how you would like me to go on."
+        )
     _, found, reason = refusal.partition("Reason:")
     reason = reason.strip().rstrip(".")
     because = f" You said: {reason}." if found and reason else ""
@@ -89,6 +97,10 @@ def _denied_reply(tool: str, refusal: str) -> str:
         f"I did not run the {tool} tool, because you declined the call.{because} "
         "Tell me how you would like me to go on."
     )
+
+
+POLICY_REFUSAL = "denied by policy '"
+"""How a policy's refusal starts (``agents_core.policies.PolicyVerdict.refusal``)."""
 
 
 def _call(name: str, **args: str) -> ScriptedResponse:

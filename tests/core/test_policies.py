@@ -301,3 +301,18 @@ def test_specs_carry_policies_and_the_approval_flag_becomes_a_rule() -> None:
         ("cap", "rewrite"),
         ("requires_approval", "ask"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("reason", "refusal"),
+    [
+        ("Powers are not allowed here.", "denied by policy 'r': Powers are not allowed here."),
+        ("Really not!", "denied by policy 'r': Really not!"),
+        ("payments over 100 need finance", "denied by policy 'r': payments over 100 need finance."),
+        ("", "denied by policy 'r'."),
+    ],
+)
+def test_a_refusal_ends_its_reason_with_one_stop(reason: str, refusal: str) -> None:
+    engine = PolicyEngine.of([PolicyRule(name="r", action="deny", reason=reason)])
+    verdict = engine.decide("tool", "pay", {})
+    assert verdict is not None and verdict.refusal() == f"{refusal} The call did not run."

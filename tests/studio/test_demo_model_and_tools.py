@@ -111,6 +111,16 @@ def test_the_demo_model_transfers_to_the_best_matching_agent() -> None:
             "I did not run the calculator tool, because you declined the call. "
             "Tell me how you would like me to go on.",
         ),
+        (
+            "denied by policy 'no-powers': Powers are not allowed here. The call did not run.",
+            "I did not run the calculator tool: the policy no-powers refused the call "
+            "(Powers are not allowed here). Tell me how you would like me to go on.",
+        ),
+        (
+            "denied by policy 'no-powers'. The call did not run.",
+            "I did not run the calculator tool: the policy no-powers refused the call. "
+            "Tell me how you would like me to go on.",
+        ),
     ],
 )
 def test_after_a_denied_call_the_demo_model_says_so_in_a_sentence(
