@@ -8,11 +8,12 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 
-from studio.models import Agent, ModelDay, Run, RunStatus
+from studio.models import Agent, ExternalAgent, ModelDay, Run, RunStatus
 from studio.overview import latency
+from studio.overview.latency import RUN_AGENT
 
 ERROR_STATUSES = (RunStatus.FAILED, RunStatus.INTERRUPTED)
 UNKNOWN_MODEL = "unknown model"
@@ -51,6 +52,8 @@ class Row:
     calls: int = 0
     cost: dict[str, Decimal] = field(default_factory=dict)
     cost_incomplete: int = 0
+    external: bool = False
+    """An agent's row: one built elsewhere, whose runs were ingested over OTLP."""
 
     def add_cost(self, currency: str, amount: Decimal | None) -> None:
         if amount is not None and currency:
@@ -89,7 +92,7 @@ def overview(owner: AbstractBaseUser, span: DayRange) -> Figures:
 
 def _run_groups(runs: QuerySet[Run]) -> QuerySet[Any]:
     return (
-        runs.annotate(day=TruncDate("created_at"), agent=F("session__agent_version__agent_id"))
+        runs.annotate(day=TruncDate("created_at"), agent=RUN_AGENT)
         .values("day", "agent", "cost_currency")
         .annotate(
             n=Count("id"),
@@ -113,9 +116,14 @@ def _add_runs(target: Row, row: dict[str, Any]) -> None:
 
 
 def _name_agents(agents: dict[Any, Row]) -> None:
-    names = dict(Agent.objects.filter(pk__in=[k for k in agents if k]).values_list("pk", "name"))
+    keys = [key for key in agents if key]
+    names = dict(Agent.objects.filter(pk__in=keys).values_list("pk", "name"))
+    external = dict(ExternalAgent.objects.filter(pk__in=keys).values_list("pk", "name"))
     for key, row in agents.items():
-        row.label = names.get(key, "(no agent)")
+        if key in external:
+            row.label, row.external = f"{external[key]} (external)", True
+        else:
+            row.label = names.get(key, "(no agent)")
 
 
 def _models(owner: AbstractBaseUser, span: DayRange) -> list[Row]:

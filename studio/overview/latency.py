@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Aggregate, F, FloatField, Func, QuerySet
-from django.db.models.functions import TruncDate
+from django.db.models.functions import Coalesce, TruncDate
 
 FRACTIONS = (0.5, 0.95)
 MAX_SAMPLES = 200_000
@@ -57,11 +57,15 @@ def percentile_cont(values: list[float], fraction: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+RUN_AGENT = Coalesce(F("session__agent_version__agent_id"), F("session__ingested__agent_id"))
+"""A run's agent: its version's, or for a run ingested over OTLP, its external agent."""
+
+
 def by_day_and_agent(
     runs: QuerySet[Any],
 ) -> tuple[dict[date, Percentiles], dict[Hashable, Percentiles]]:
     """p50 and p95 latency in seconds of ``runs`` (ended, started) per day and per
-    agent id (``session__agent_version__agent_id``)."""
+    agent id (``RUN_AGENT``)."""
     timed = runs.filter(started_at__isnull=False, ended_at__isnull=False)
     if connection.vendor == "postgresql":
         return _in_database(timed, "day"), _in_database(timed, "agent")
@@ -71,7 +75,7 @@ def by_day_and_agent(
 def _in_database(runs: QuerySet[Any], key: str) -> dict[Any, Percentiles]:
     seconds = _Seconds(F("ended_at") - F("started_at"))
     rows = (
-        runs.annotate(day=TruncDate("created_at"), agent=F("session__agent_version__agent_id"))
+        runs.annotate(day=TruncDate("created_at"), agent=RUN_AGENT)
         .values(key)
         .annotate(**{f"p{i}": _PercentileCont(seconds, f) for i, f in enumerate(FRACTIONS)})
         .order_by()
@@ -82,10 +86,12 @@ def _in_database(runs: QuerySet[Any], key: str) -> dict[Any, Percentiles]:
 def _in_python(runs: QuerySet[Any]) -> tuple[dict[date, Percentiles], dict[Any, Percentiles]]:
     rows = (
         runs.annotate(
-            day=TruncDate("created_at"), seconds=_SqliteSeconds(F("ended_at"), F("started_at"))
+            day=TruncDate("created_at"),
+            agent=RUN_AGENT,
+            seconds=_SqliteSeconds(F("ended_at"), F("started_at")),
         )
         .order_by()
-        .values_list("day", "session__agent_version__agent_id", "seconds")[:MAX_SAMPLES]
+        .values_list("day", "agent", "seconds")[:MAX_SAMPLES]
     )
     days: dict[date, list[float]] = defaultdict(list)
     agents: dict[Any, list[float]] = defaultdict(list)

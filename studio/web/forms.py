@@ -67,6 +67,8 @@ class SessionFilterForm(forms.Form):
     ran_to = forms.DateField(required=False, widget=forms.HiddenInput)
     ran_errors = forms.BooleanField(required=False, widget=forms.HiddenInput)
     ran_model = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
+    external_agent = forms.UUIDField(required=False, widget=forms.HiddenInput)
+    """An agent built elsewhere (the overview's row of one): its ingested sessions."""
 
     def __init__(self, *args: Any, owner: AbstractBaseUser, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -86,6 +88,8 @@ class SessionFilterForm(forms.Form):
         data = self.cleaned_data
         if data["agent"] is not None:
             sessions = sessions.filter(agent_version__agent=data["agent"])
+        if data["external_agent"] is not None:
+            sessions = sessions.filter(ingested__agent_id=data["external_agent"])
         if data["status"]:
             sessions = sessions.filter(status=data["status"])
         if data["created_from"] is not None:

@@ -51,7 +51,7 @@ def overview_page(request: HttpRequest) -> HttpResponse:
             "figures": figures,
             "span": span,
             "days": [_row(r, _links(r.key, r.key)) for r in figures.days],
-            "agents": [_row(r, _links(span.first, span.last, agent=r.key)) for r in figures.agents],
+            "agents": [_row(r, _agent_links(span, r)) for r in figures.agents],
             "models": [_row(r, _links(span.first, span.last, model=r.key)) for r in figures.models],
             "total": _row(figures.total, _links(span.first, span.last)),
             "chart": _chart(figures),
@@ -59,11 +59,21 @@ def overview_page(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _links(first: date, last: date, agent: Any = None, model: str = "") -> dict[str, str]:
+def _agent_links(span: DayRange, row: Row) -> dict[str, str]:
+    if row.external:  # an agent built elsewhere: its ingested sessions
+        return _links(span.first, span.last, external_agent=row.key)
+    return _links(span.first, span.last, agent=row.key)
+
+
+def _links(
+    first: date, last: date, agent: Any = None, model: str = "", external_agent: Any = None
+) -> dict[str, str]:
     """The session list filtered to the runs a row counts, and to its failed ones."""
     query: dict[str, str] = {"ran_from": first.isoformat(), "ran_to": last.isoformat()}
     if agent is not None:
         query["agent"] = str(agent)
+    if external_agent is not None:
+        query["external_agent"] = str(external_agent)
     if model:
         query["ran_model"] = model
     sessions = reverse("sessions")

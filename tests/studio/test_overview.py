@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from studio.models import Event, ModelConfig, ModelDay, Run, RunStatus, Session
+from studio.models import Event, IngestedTrace, ModelConfig, ModelDay, Run, RunStatus, Session
 from studio.overview import DayRange, overview
 from studio.overview.latency import percentile_cont
 from studio.rollups import days
@@ -241,3 +241,22 @@ def test_token_counts_are_written_with_grouped_digits_as_every_page_writes_them(
     text = re.sub(r"\s+", " ", body.content.decode())
     assert "<strong>12,345</strong> tokens" in text  # the summary line
     assert text.count('<td class="num">12,345</td>') == 2  # its day's row and its agent's
+
+
+def test_an_ingested_traces_agent_has_its_own_row_linked_to_its_sessions(ada: User) -> None:
+    """An agent built elsewhere (its traces sent over OTLP) is named, marked external,
+    and its row's link lists its sessions only: not "(no agent)"."""
+    from tests.studio.test_otlp_ingest import post, token_for
+    from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
+
+    studio_run = add_run(make_session(ada, make_agent(ada, "talker")), date.today(), 2)
+    end(studio_run)
+    assert post(request_of(*agent_trace(new_trace_id())).SerializeToString(), token_for(ada))
+    trace = IngestedTrace.objects.get(owner=ada)
+    today = date.today().isoformat()
+    page = signed_in(ada).get("/overview/", {"start": today, "end": today})
+    rows = {item["row"].label: item for item in page.context["agents"]}
+    assert set(rows) == {"talker", "shopper (external)"}
+    assert rows["shopper (external)"]["row"].runs == 1
+    listed = signed_in(ada).get(rows["shopper (external)"]["links"]["sessions"])
+    assert [s.pk for s in listed.context["page"].object_list] == [trace.session_id]
