@@ -17,6 +17,10 @@ from studio.models import Agent, Session
 class SessionSerializer(serializers.ModelSerializer[Session]):
     agent = serializers.SerializerMethodField()
     agent_name = serializers.SerializerMethodField()
+    external_agent = serializers.SerializerMethodField(
+        help_text="The agent built elsewhere whose trace this session holds (sent over "
+        "OTLP, read-only); `null` for a session of one of your agents."
+    )
     agent_version = serializers.IntegerField(
         source="agent_version.number", read_only=True, allow_null=True
     )
@@ -48,6 +52,7 @@ class SessionSerializer(serializers.ModelSerializer[Session]):
             "title",
             "agent",
             "agent_name",
+            "external_agent",
             "agent_version",
             "status",
             "state",
@@ -74,6 +79,11 @@ class SessionSerializer(serializers.ModelSerializer[Session]):
     def get_agent(self, session: Session) -> str | None:
         version = session.agent_version
         return str(version.agent_id) if version else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_external_agent(self, session: Session) -> str | None:
+        trace = getattr(session, "ingested", None)  # RelatedObjectDoesNotExist: an AttributeError
+        return trace.agent.name if trace is not None else None
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_agent_name(self, session: Session) -> str | None:

@@ -218,7 +218,7 @@ class SessionViewSet(
     """Your sessions: conversations with one agent version, their stored events, and the
     runs that add to them."""
 
-    queryset = Session.objects.select_related("agent_version__agent")
+    queryset = Session.objects.select_related("agent_version__agent", "ingested__agent")
     serializer_class = ss.SessionSerializer
     permission_classes = [*viewsets.GenericViewSet.permission_classes, IsOwner]
     pagination_class = SessionPagination

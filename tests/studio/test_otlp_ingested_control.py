@@ -108,3 +108,14 @@ def test_the_session_list_names_an_ingested_sessions_agent_and_offers_no_continu
         "Delete",
     ]
     assert 'data-testid="cost">—<' in row  # no call's cost is known: not "≥ $0.00"
+
+
+def test_the_sessions_api_names_an_ingested_sessions_external_agent(
+    api: APIClient, ada: User
+) -> None:
+    trace = ingest(ada, finished=True)
+    (listed,) = api.get("/api/sessions/").json()["results"]
+    one = api.get(f"/api/sessions/{trace.session.pk}/").json()
+    for body in (listed, one):
+        assert (body["agent"], body["agent_name"]) == (None, None)  # no agent of Studio's
+        assert body["external_agent"] == "shopper"
