@@ -140,13 +140,15 @@ def _placeholders(fresh: list[GenAiSpan], known: set[str]) -> dict[str, GenAiSpa
 
 
 def _name_after_root(trace: IngestedTrace, root: GenAiSpan) -> None:
-    """The root span names the trace's agent and session best: spans that came before
-    it may have had only the service's name."""
+    """The root span names the trace's agent best, and a session titled after its agent
+    (no user's words came first): spans that came before it may have had only the
+    service's name."""
     name = root.agent[:200]
     if name != trace.agent.name:
         trace.agent = _external_agent(trace.owner_id, name)
-    title = f"{name} · {root.name}"[:200]
-    Session.objects.filter(pk=trace.session_id).update(title=title)
+    if not trace.run.message:
+        title = f"{name} · {root.name}"[:200]
+        Session.objects.filter(pk=trace.session_id).update(title=title)
 
 
 def _unseen(spans: Iterable[GenAiSpan], seen: set[str]) -> list[GenAiSpan]:
@@ -189,12 +191,14 @@ def _new_trace(owner_id: int, trace_id: str, spans: list[GenAiSpan]) -> Ingested
     first = min(spans, key=lambda s: s.start)
     agent_name = _agent_name(spans)
     agent = _external_agent(owner_id, agent_name)
-    title = f"{agent_name} · {first.name}"[:200]
+    asked = _first_input(spans)
+    # Titled as Studio's own sessions are, by what the user asked; else after its agent.
+    title = (asked or f"{agent_name} · {first.name}")[:200]
     session = Session.objects.create(owner_id=owner_id, title=title, status=SessionStatus.RUNNING)
     run = Run.objects.create(
         session=session,
         invocation_id=trace_id,
-        message=_first_input(spans)[:10_000],
+        message=asked[:10_000],
         status=RunStatus.RUNNING,
         started_at=first.start,
         start_seq=0,

@@ -35,7 +35,8 @@ def test_the_sdk_exporter_s_trace_becomes_a_finished_run_with_every_span(
     trace_id = run_to_end(server, make_ingest_token(server, "ada"), steps=3, delay=0.05)
     api = Api(server.url, setup["token"])
     session = ingested_session(api)
-    assert session["title"].startswith("weather_bot")
+    assert session["external_agent"] == "weather_bot"  # named by the root span
+    assert session["title"] == "What is the weather in city 0?"  # the user's first words
     spans = api.ok("GET", f"/api/sessions/{session['id']}/spans/")
     spans = spans["spans"] if isinstance(spans, dict) else spans
     kinds = sorted(s["kind"] for s in spans)

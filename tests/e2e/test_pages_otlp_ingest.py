@@ -19,12 +19,12 @@ from tests.support.daphne_server import DaphneServer
 from tests.support.otel_agent import make_ingest_token, start_agent
 
 
-def wait_for_session(api: Api, trace_marker: str, within: float = 30.0) -> dict[str, Any]:
+def wait_for_session(api: Api, agent: str, within: float = 30.0) -> dict[str, Any]:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         listed = api.get("/api/sessions/?page_size=100")
         rows = listed["results"] if isinstance(listed, dict) else listed
-        found = [r for r in rows if trace_marker in (r.get("title") or "")]
+        found = [r for r in rows if r.get("external_agent") == agent]
         if found:
             return dict(found[0])
         time.sleep(0.1)

@@ -70,6 +70,8 @@ def test_a_protobuf_trace_becomes_one_finished_run_drawn_as_agent_model_and_tool
     run = Run.objects.get(pk=trace.run_id)
     assert (run.status, run.input_tokens, run.output_tokens) == ("succeeded", 32, 13)
     assert run.message == "What does an apple cost?"
+    # Titled as Studio titles its own sessions: by what the user asked.
+    assert trace.session.title == "What does an apple cost?"
     spans = {s.span_id: s for s in spans_of(wires_of(trace.session))}
     kinds = sorted((s.kind, s.name) for s in spans.values())
     assert kinds == [
@@ -132,6 +134,20 @@ def test_an_ingested_runs_model_calls_are_counted_under_the_model_its_spans_name
     assert sorted(calls.values_list("model", flat=True)) == ["gpt-test", "gpt-test"]
     day = ModelDay.objects.get(owner=ada)
     assert (day.model, day.calls, day.unknown) == ("gpt-test", 2, 2)  # no price: unknown
+
+
+@pytest.mark.django_db
+def test_a_trace_with_no_users_words_is_titled_after_its_agent_named_by_its_root(
+    ada: User,
+) -> None:
+    root, _, tool, _ = agent_trace(new_trace_id())
+    token = token_for(ada)
+    post(request_of(tool).SerializeToString(), token)  # the service's name only, so far
+    session = IngestedTrace.objects.get(owner=ada).session
+    assert session.title == "shop-agent · execute_tool price_of"
+    post(request_of(root).SerializeToString(), token)
+    session.refresh_from_db()
+    assert session.title == "shopper · invoke_agent shopper"
 
 
 @pytest.mark.django_db
