@@ -58,6 +58,12 @@ def test_a_memory_written_in_one_session_is_recalled_in_the_next(page: Page, api
     form = "form.filters"
     ends = bottoms(page, f"{form} [name=q]", f"{form} [name=agent]", f"{form} button")
     assert max(ends) - min(ends) <= 1, ends
+    # The memory's text is what the page is for: its field spans half the table.
+    text, table = (
+        page.locator(sel).first.bounding_box()
+        for sel in ("[data-testid=memory-text]", "[data-testid=memory-table]")
+    )
+    assert text is not None and table is not None and text["width"] >= 0.4 * table["width"]
     screenshot(page, "memories-page")
     link.click()
     expect(page.locator(".tool[data-tool=remember]")).to_be_visible()
