@@ -116,7 +116,7 @@ async def compact(
     )
     started, clock = utc_now(), time.monotonic()
     try:
-        summary = await _gated_summary(config, request, gates)
+        summary, cached = await _gated_summary(config, request, gates)
     except AgentsCoreError:
         logger.warning("compaction skipped: the summariser failed", exc_info=True)
         return None
@@ -127,6 +127,7 @@ async def compact(
         author=author,
         parts=[TextPart(text=summary.text.strip())],
         usage=summary.usage,
+        cached=cached,
         actions=EventActions(compaction=CompactionRange(start_seq=1, end_seq=cut)),
         **after_turn_span(events, invocation_id, started, clock),
     )
@@ -186,22 +187,22 @@ def _cut(text: str) -> str:
 
 async def _gated_summary(
     config: CompactionConfig, request: LlmRequest, gates: ModelGates | None
-) -> LlmResponse:
-    """The summary from the cache, or from the summariser once its rate limit admits it
-    (then kept in the cache)."""
+) -> tuple[LlmResponse, bool]:
+    """The summary from the cache (``True``: no model was called), or from the
+    summariser once its rate limit admits it (then kept in the cache)."""
     name = config.model_name
     if gates is None or name is None:
-        return await _summarise(config.summarizer, request)
+        return await _summarise(config.summarizer, request), False
     cache = gates.response_cache if config.cache_ttl_s else None
     if cache is not None and (kept := await cache.get(name, request)) is not None:
-        return kept.model_copy(update={"usage": None})  # nothing was spent
+        return kept.model_copy(update={"usage": None}), True  # nothing was spent
     if gates.rate_limiter is not None:
         output = config.summarizer.max_output_tokens or 0
         await admitted(gates.rate_limiter, name, estimate_prompt_tokens(request) + output)
     summary = await _summarise(config.summarizer, request)
     if cache is not None and config.cache_ttl_s:
         await cache.put(name, request, summary, config.cache_ttl_s)
-    return summary
+    return summary, False
 
 
 async def _summarise(model: BaseLlm, request: LlmRequest) -> LlmResponse:

@@ -114,15 +114,6 @@ def _price_of(
     return prices.get(event.author)
 
 
-def _currency(
-    event: core_events.Event,
-    prices: Mapping[str, Price],
-    model_prices: Mapping[str, Price] | None,
-) -> str:
-    price = _price_of(event, prices, model_prices)
-    return price.currency if price else DEFAULT_CURRENCY
-
-
 def is_model_call(event: core_events.Event) -> bool:
     """Whether ``event`` is a complete model answer (what a cost belongs to)."""
     return (
@@ -142,16 +133,18 @@ def priced(
     agent in ``prices`` (by agent name; by model config name in ``model_prices`` when
     the event names the model that answered: a fallback's), a compaction summary (at
     ``summary_price``, its summariser's) or a turn's key facts (at its author's price);
-    otherwise unchanged (cost unknown). An answer
-    from the response cache, or played back by a replay, costs exactly nothing."""
+    otherwise unchanged (cost unknown). An answer or a summary from the response cache,
+    or played back by a replay, costs exactly nothing."""
     if event.cost is not None or event.partial:
         return event
-    if is_model_call(event) and (event.cached or event.replayed):
-        free = Cost(amount=Decimal(0), currency=_currency(event, prices, model_prices))
+    summary = event.type is core_events.EventType.COMPACTION
+    if (is_model_call(event) or summary) and (event.cached or event.replayed):
+        price = summary_price if summary else _price_of(event, prices, model_prices)
+        free = Cost(amount=Decimal(0), currency=price.currency if price else DEFAULT_CURRENCY)
         return event.model_copy(update={"cost": free})
     if is_model_call(event):
         price = _price_of(event, prices, model_prices)
-    elif event.type is core_events.EventType.COMPACTION:
+    elif summary:
         price = summary_price
     elif event.type is core_events.EventType.MEMORY_SAVED:
         price = prices.get(event.author)  # the key facts came from the root's model

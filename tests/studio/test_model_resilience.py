@@ -316,3 +316,9 @@ def test_an_agent_with_a_cache_takes_a_compaction_summary_from_it(
     assert fresh["parts"][0]["text"] == kept["parts"][0]["text"] == "the summary"
     assert fresh["usage"] is not None and kept["usage"] is None
     assert len(server.requests) == 3
+    # No model was called for the kept one: marked so, it costs exactly nothing (as a
+    # cached answer does), not an unknown amount that leaves its run's cost incomplete.
+    assert (fresh["cached"], kept["cached"]) == (False, True)
+    assert kept["cost"] == {"amount": "0", "currency": "USD"}
+    second_run = Run.objects.filter(session_id=kept["session_id"]).latest("created_at")
+    assert second_run.cost_complete
