@@ -118,7 +118,8 @@ def _add_runs(target: Row, row: dict[str, Any]) -> None:
 def _name_agents(agents: dict[Any, Row]) -> None:
     keys = [key for key in agents if key]
     names = dict(Agent.objects.filter(pk__in=keys).values_list("pk", "name"))
-    external = dict(ExternalAgent.objects.filter(pk__in=keys).values_list("pk", "name"))
+    rest = [key for key in keys if key not in names]  # agents built elsewhere, if any
+    external = dict(ExternalAgent.objects.filter(pk__in=rest).values_list("pk", "name"))
     for key, row in agents.items():
         if key in external:
             row.label, row.external = f"{external[key]} (external)", True

@@ -200,10 +200,9 @@ def _new_trace(owner_id: int, trace_id: str, spans: list[GenAiSpan]) -> Ingested
         invocation_id=trace_id,
         message=asked[:10_000],
         status=RunStatus.RUNNING,
-        started_at=first.start,
         start_seq=0,
     )
-    _start_at(run, first.start)
+    _start_at(run, first.start)  # created_at too, which create() sets to now
     return IngestedTrace.objects.create(
         owner_id=owner_id, trace_id=trace_id, agent=agent, session=session, run=run
     )

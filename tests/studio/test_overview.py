@@ -17,6 +17,8 @@ from studio.overview.latency import percentile_cont
 from studio.rollups import days
 from studio.rollups.queries import MODEL_CALL
 from tests.studio.conftest import make_agent, make_session, signed_in
+from tests.studio.test_otlp_ingest import post, token_for
+from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
 
 pytestmark = pytest.mark.django_db
 
@@ -246,9 +248,6 @@ def test_token_counts_are_written_with_grouped_digits_as_every_page_writes_them(
 def test_an_ingested_traces_agent_has_its_own_row_linked_to_its_sessions(ada: User) -> None:
     """An agent built elsewhere (its traces sent over OTLP) is named, marked external,
     and its row's link lists its sessions only: not "(no agent)"."""
-    from tests.studio.test_otlp_ingest import post, token_for
-    from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
-
     studio_run = add_run(make_session(ada, make_agent(ada, "talker")), date.today(), 2)
     end(studio_run)
     assert post(request_of(*agent_trace(new_trace_id())).SerializeToString(), token_for(ada))
