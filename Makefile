@@ -18,13 +18,13 @@ run: $(COMPILED)
 	@echo "Studio: http://$(HOST):$(PORT)/  (sign in as demo / demo)"
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
-# The second run repeats the session contract and API tests on PostgreSQL (PG_TESTS),
+# The second run repeats the session contract, API and OTLP ingest tests on PostgreSQL (PG_TESTS),
 # then runs tests/scale (PostgreSQL, Redis, Daphnes and a worker). Without those
 # servers it is skipped, saying so; under CI=true it fails instead.
 SCALE_ENV := DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379/15
 PG_TESTS := tests/studio/test_session_service.py tests/studio/test_session_cache.py tests/studio/test_group_commit.py tests/studio/test_api_*.py \
 	tests/studio/test_owner_scoping.py tests/studio/test_query_plans.py tests/studio/test_database_pool.py \
-	tests/studio/test_run_worker_concurrency.py
+	tests/studio/test_run_worker_concurrency.py tests/studio/test_otlp_*.py tests/studio/test_pages_ingest_tokens.py
 
 # The first run and PG_TESTS use three pytest-xdist workers on these two cores (most
 # tests wait on a browser or a server: two kept the cores 66% busy), each taking whole

@@ -31,6 +31,11 @@ from tests.support.otlp_spans import (
     start_of,
 )
 
+# Committed, not in a test's transaction: the view's ORM work runs through
+# ``database_sync_to_async``, which closes the connection a test's transaction holds on
+# PostgreSQL (these tests run there too, ``PG_TESTS``).
+pytestmark = pytest.mark.django_db(transaction=True)
+
 PROTOBUF = "application/x-protobuf"
 URL = "/v1/traces"
 
@@ -55,7 +60,6 @@ def response_of(answer: Any) -> ExportTraceServiceResponse:
     return parsed
 
 
-@pytest.mark.django_db
 def test_a_protobuf_trace_becomes_one_finished_run_drawn_as_agent_model_and_tool_spans(
     ada: User,
 ) -> None:
@@ -99,7 +103,6 @@ def sent_later(specs: list[SpanSpec], *, seconds: float = 10.0) -> list[SpanSpec
     return specs
 
 
-@pytest.mark.django_db
 def test_an_ingested_runs_wall_time_is_its_traces_split_as_studios_own(ada: User) -> None:
     """The run lasts from its first span's start to its root's end, however late the
     spans were sent; its tool call is tool time (its span is the tool's latency), not
@@ -121,7 +124,6 @@ def test_an_ingested_runs_wall_time_is_its_traces_split_as_studios_own(ada: User
     }
 
 
-@pytest.mark.django_db
 def test_an_ingested_runs_model_calls_are_counted_under_the_model_its_spans_name(
     ada: User,
 ) -> None:
@@ -136,7 +138,6 @@ def test_an_ingested_runs_model_calls_are_counted_under_the_model_its_spans_name
     assert (day.model, day.calls, day.unknown) == ("gpt-test", 2, 2)  # no price: unknown
 
 
-@pytest.mark.django_db
 def test_a_trace_with_no_users_words_is_titled_after_its_agent_named_by_its_root(
     ada: User,
 ) -> None:
@@ -150,7 +151,6 @@ def test_a_trace_with_no_users_words_is_titled_after_its_agent_named_by_its_root
     assert session.title == "shopper · invoke_agent shopper"
 
 
-@pytest.mark.django_db
 def test_a_root_sent_after_its_children_moves_the_runs_start_back_to_its_own(
     ada: User,
 ) -> None:
@@ -163,7 +163,6 @@ def test_a_root_sent_after_its_children_moves_the_runs_start_back_to_its_own(
     assert run.timing["total_ms"] == 3000.0 and run.timing["queued_ms"] == 0.0
 
 
-@pytest.mark.django_db
 def test_otlp_json_as_exporters_write_it_hex_ids_and_string_integers(ada: User) -> None:
     trace_id, root_id, chat_id = new_trace_id(), "1111111111111111", "2222222222222222"
     body = {
@@ -217,7 +216,6 @@ def test_otlp_json_as_exporters_write_it_hex_ids_and_string_integers(ada: User) 
     assert Run.objects.get(pk=trace.run_id).status == "running"  # its root has not come
 
 
-@pytest.mark.django_db
 def test_the_json_encoding_of_the_same_spans_stores_the_same_run(ada: User) -> None:
     trace_id = new_trace_id()
     answer = post(
@@ -230,7 +228,6 @@ def test_the_json_encoding_of_the_same_spans_stores_the_same_run(ada: User) -> N
     assert (run.status, run.input_tokens, run.output_tokens) == ("succeeded", 32, 13)
 
 
-@pytest.mark.django_db(transaction=True)
 def test_a_request_that_fails_while_storing_stores_none_of_its_traces(
     ada: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -254,7 +251,6 @@ def test_a_request_that_fails_while_storing_stores_none_of_its_traces(
     assert not Session.objects.exists() and not IngestedTrace.objects.exists()
 
 
-@pytest.mark.django_db
 def test_the_same_trace_id_from_another_user_makes_their_own_run(ada: User, bob: User) -> None:
     trace_id = new_trace_id()
     specs = agent_trace(trace_id)
@@ -274,7 +270,6 @@ def test_the_same_trace_id_from_another_user_makes_their_own_run(ada: User, bob:
     assert browser.get(f"/api/sessions/{mine.session_id}/events/").status_code == 404
 
 
-@pytest.mark.django_db
 def test_spans_in_later_requests_append_to_the_run_which_ends_with_its_root(ada: User) -> None:
     token, trace_id = token_for(ada), new_trace_id()
     root, first, tool, second = agent_trace(trace_id)
@@ -307,7 +302,6 @@ def test_spans_in_later_requests_append_to_the_run_which_ends_with_its_root(ada:
     assert run.input_tokens == 32  # the repeated span was counted once
 
 
-@pytest.mark.django_db
 def test_spans_with_bad_ids_or_times_are_rejected_and_the_rest_stored(ada: User) -> None:
     trace_id = new_trace_id()
     specs = agent_trace(trace_id)
@@ -322,7 +316,6 @@ def test_spans_with_bad_ids_or_times_are_rejected_and_the_rest_stored(ada: User)
     assert len(spans_of(wires_of(trace.session))) == 2
 
 
-@pytest.mark.django_db
 def test_unknown_attributes_stay_visible_on_the_span(ada: User) -> None:
     trace_id = new_trace_id()
     specs = agent_trace(trace_id)
@@ -339,7 +332,6 @@ def test_unknown_attributes_stay_visible_on_the_span(ada: User) -> None:
     assert (otel["name"], otel["kind"]) == ("chat gpt-test", "internal")
 
 
-@pytest.mark.django_db
 @pytest.mark.parametrize("generation", ["current", "previous"])
 def test_both_releases_of_the_genai_conventions_read_the_same(ada: User, generation: str) -> None:
     trace_id = new_trace_id()
@@ -361,7 +353,6 @@ def test_both_releases_of_the_genai_conventions_read_the_same(ada: User, generat
     ]
 
 
-@pytest.mark.django_db
 def test_an_ingested_session_cannot_be_run_or_count_against_the_run_cap(
     ada: User, settings: Any
 ) -> None:
@@ -377,7 +368,6 @@ def test_an_ingested_session_cannot_be_run_or_count_against_the_run_cap(
     services.sessions._check_run_cap(ada.pk)  # the open ingested run holds no slot
 
 
-@pytest.mark.django_db
 def test_hostile_names_and_values_are_stored_clipped_and_as_text(ada: User) -> None:
     trace_id = new_trace_id()
     specs = agent_trace(trace_id)
@@ -393,7 +383,6 @@ def test_hostile_names_and_values_are_stored_clipped_and_as_text(ada: User) -> N
     assert tool.attributes["result"] == "nul\ufffdbyte"
 
 
-@pytest.mark.django_db(transaction=True)
 def test_an_ingested_run_is_not_exported_again(ada: User, monkeypatch: pytest.MonkeyPatch) -> None:
     from studio.runs import records
 
@@ -414,7 +403,6 @@ def test_an_ingested_run_is_not_exported_again(ada: User, monkeypatch: pytest.Mo
     assert exported == []  # else Studio exporting to itself would go round forever
 
 
-@pytest.mark.django_db
 def test_a_request_that_loses_the_race_to_make_a_trace_appends_to_it(
     ada: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -18,7 +18,10 @@ from tests.studio.conftest import signed_in
 from tests.studio.test_otlp_ingest import post, token_for
 from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
 
-pytestmark = pytest.mark.django_db
+# Committed, not in a test's transaction: the view's ORM work runs through
+# ``database_sync_to_async``, which closes the connection a test's transaction holds on
+# PostgreSQL (these tests run there too, ``PG_TESTS``).
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def ingest(owner: User, *, finished: bool) -> IngestedTrace:

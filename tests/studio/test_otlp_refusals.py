@@ -28,8 +28,12 @@ from studio.services import tokens
 from tests.studio.test_otlp_ingest import PROTOBUF, URL, post, token_for
 from tests.support.otlp_spans import agent_trace, json_body, new_trace_id, request_of
 
+# Committed, not in a test's transaction: the view's ORM work runs through
+# ``database_sync_to_async``, which closes the connection a test's transaction holds on
+# PostgreSQL (these tests run there too, ``PG_TESTS``).
+pytestmark = pytest.mark.django_db(transaction=True)
 
-@pytest.mark.django_db
+
 def test_gzip_bodies_are_inflated_and_a_bomb_is_refused_with_413(ada: User, settings: Any) -> None:
     token = token_for(ada)
     body = request_of(*agent_trace(new_trace_id())).SerializeToString()
@@ -53,7 +57,6 @@ def _status(answer: Any) -> status_pb2.Status:
     return status
 
 
-@pytest.mark.django_db
 def test_bad_missing_and_revoked_tokens_get_401_and_store_nothing(ada: User) -> None:
     body = request_of(*agent_trace(new_trace_id())).SerializeToString()
     row, token = tokens.create_token(IngestToken, ada, "x")
@@ -68,7 +71,6 @@ def test_bad_missing_and_revoked_tokens_get_401_and_store_nothing(ada: User) -> 
     assert not Session.objects.exists()
 
 
-@pytest.mark.django_db
 def test_the_x_studio_token_header_signs_in_too(ada: User) -> None:
     body = request_of(*agent_trace(new_trace_id())).SerializeToString()
     answer = Client().post(
@@ -77,7 +79,6 @@ def test_the_x_studio_token_header_signs_in_too(ada: User) -> None:
     assert answer.status_code == 200
 
 
-@pytest.mark.django_db
 def test_oversize_bodies_and_span_counts_get_413(ada: User, settings: Any) -> None:
     token = token_for(ada)
     settings.STUDIO_OTLP_MAX_BYTES = 2048
@@ -91,7 +92,6 @@ def test_oversize_bodies_and_span_counts_get_413(ada: User, settings: Any) -> No
     assert not Session.objects.exists()
 
 
-@pytest.mark.django_db
 def test_malformed_bodies_get_400_with_a_status_in_their_encoding_and_store_nothing(
     ada: User,
 ) -> None:
@@ -111,7 +111,6 @@ def test_malformed_bodies_get_400_with_a_status_in_their_encoding_and_store_noth
     assert not ExternalAgent.objects.exists()
 
 
-@pytest.mark.django_db
 def test_other_content_types_get_415(ada: User) -> None:
     body = request_of(*agent_trace(new_trace_id())).SerializeToString()
     for media in ("text/plain", "application/grpc", "multipart/form-data; boundary=x"):
@@ -120,7 +119,6 @@ def test_other_content_types_get_415(ada: User) -> None:
     assert not Session.objects.exists()
 
 
-@pytest.mark.django_db
 def test_a_token_over_its_rate_gets_429_with_retry_after(
     ada: User, bob: User, settings: Any
 ) -> None:
@@ -137,7 +135,6 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(
     assert IngestWindow.objects.get(token__owner=ada).requests == 2
 
 
-@pytest.mark.django_db
 def test_a_token_sends_its_burst_per_window_then_waits_for_the_next(
     ada: User, settings: Any
 ) -> None:
@@ -153,7 +150,6 @@ def test_a_token_sends_its_burst_per_window_then_waits_for_the_next(
     assert IngestWindow.objects.filter(token=row).count() == 2
 
 
-@pytest.mark.django_db
 def test_get_is_not_allowed(ada: User) -> None:
     answer = Client().get(URL, headers={"authorization": f"Bearer {token_for(ada)}"})
     assert answer.status_code == 405 and answer["Allow"] == "POST"

@@ -13,7 +13,7 @@ from tests.studio.test_otlp_ingest import post
 from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)  # posts to the async ingest view
 def test_the_page_shows_a_new_token_once_and_it_works(ada: User) -> None:
     browser = Client()
     browser.force_login(ada)
