@@ -66,7 +66,7 @@ _WAIT_OPENED: Mapping[str, str] = {
 _WAIT_CLOSED = frozenset(
     {EventType.APPROVAL_DECISION, EventType.USER_ANSWER, EventType.RUN_RESUMED}
 )
-_AFTER_TURN = {EventType.MEMORY_SAVED: "key facts", EventType.COMPACTION: "summary"}
+AFTER_TURN = {EventType.MEMORY_SAVED: "key facts", EventType.COMPACTION: "summary"}
 """The model calls a runner makes once its agent is done, and their span's name."""
 
 
@@ -143,7 +143,7 @@ class SpanTree:
             self._agent(wire)
         elif kind == EventType.AGENT_END:
             self._close(wire, "ok")
-        elif kind == EventType.AGENT_MESSAGE or kind in _AFTER_TURN:
+        elif kind == EventType.AGENT_MESSAGE or kind in AFTER_TURN:
             self._model(wire)
         elif kind == EventType.TOOL_RESPONSE:
             self._tool_response(wire)
@@ -262,12 +262,12 @@ class SpanTree:
                 self._tool_call(wire, part)
             return
         start = _time(wire.get("started_at") or wire["created_at"])
-        built = self._open(wire, "model", _AFTER_TURN.get(wire["type"], "model"), start)
+        built = self._open(wire, "model", AFTER_TURN.get(wire["type"], "model"), start)
         if built is None or wire.get("partial"):
             return
         built.fields["start"] = start  # the call began before its first streamed chunk
         texts = (p.get("text", "") for p in wire.get("parts", ()) if p["kind"] == "text")
-        text = ("\n" if wire["type"] in _AFTER_TURN else "").join(texts)  # facts a line each
+        text = ("\n" if wire["type"] in AFTER_TURN else "").join(texts)  # facts a line each
         built.attributes["text"] = _clip(text)
         built.attributes["tool_calls"] = [p["name"] for p in calls]
         usage = wire.get("usage") or {}

@@ -32,7 +32,8 @@ from urllib.parse import urlsplit
 from opentelemetry.trace import SpanKind
 from opentelemetry.util.types import AttributeValue
 
-from agents_core.spans import Span
+from agents_core.events import EventType
+from agents_core.spans import AFTER_TURN, Span
 from studio.models import Run
 
 Attributes = dict[str, AttributeValue]
@@ -57,6 +58,9 @@ class RunFacts:
     """The model each agent calls, by agent name (``studio.agents.specs.agent_models``)."""
     providers: Mapping[str, str]
     """Who serves each agent's model (``provider_name``), by agent name."""
+    summariser: tuple[str, str] | None = None
+    """The compaction summariser's model and provider, when compaction is on: a
+    ``summary`` span's call went to it, not to its agent's model."""
 
     @classmethod
     def of(
@@ -66,6 +70,7 @@ class RunFacts:
         agent: str,
         models: Mapping[str, str],
         providers: Mapping[str, str] | None = None,
+        summariser: tuple[str, str] | None = None,
     ) -> RunFacts:
         return cls(
             run_id=run.pk,
@@ -80,6 +85,7 @@ class RunFacts:
             output_tokens=run.output_tokens,
             models=models,
             providers=providers or {},
+            summariser=summariser,
         )
 
 
@@ -221,9 +227,12 @@ def _agent(facts: RunFacts, span: Span, capture: bool) -> Described:
 
 
 def _model(facts: RunFacts, span: Span, capture: bool) -> Described:
-    model = facts.models.get(span.author)
+    if span.name == AFTER_TURN[EventType.COMPACTION] and facts.summariser:
+        model, provider = facts.summariser
+    else:
+        model, provider = facts.models.get(span.author, ""), facts.providers.get(span.author, "")
     attributes: Attributes = {"gen_ai.operation.name": "chat"}
-    if provider := facts.providers.get(span.author):
+    if provider:
         attributes["gen_ai.provider.name"] = provider
     if model:
         attributes["gen_ai.request.model"] = model

@@ -38,8 +38,8 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import SpanContext, Status, StatusCode, TraceFlags
 
 from agents_core.spans import Span
-from studio.agents import specs
-from studio.models import Run
+from studio.agents import specs, versions
+from studio.models import ModelConfig, Run
 from studio.traces import genai
 from studio.traces.exporter import FLUSH_TIMEOUT_S, TraceExport
 
@@ -273,16 +273,20 @@ class _Counting(SpanExporter):
 def _facts(run: Run) -> genai.RunFacts:
     """What the trace says of ``run`` (loaded by ``end_run`` with its agent version)."""
     version = run.session.agent_version
-    configs = specs.agent_model_configs(version) if version is not None else {}
+    read = versions.version_models(version) if version is not None else None
+    if read is None:
+        return genai.RunFacts.of(run, agent=specs.root_agent_name(version), models={})
     return genai.RunFacts.of(
         run,
         agent=specs.root_agent_name(version),
-        models={agent: config.model or config.name for agent, config in configs.items()},
-        providers={
-            agent: genai.provider_name(config.provider, config.base_url)
-            for agent, config in configs.items()
-        },
+        models=read.agent_models,
+        providers={agent: _provider(config) for agent, config in read.by_agent.items()},
+        summariser=(read.summary_model, _provider(read.summary)) if read.summary else None,
     )
+
+
+def _provider(config: ModelConfig) -> str:
+    return genai.provider_name(config.provider, config.base_url)
 
 
 def _resource() -> Resource:

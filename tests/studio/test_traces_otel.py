@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
+from agents_core.spans import Span
 from studio import conf, live, services
 from studio.agents import specs
 from studio.asgi import application
@@ -25,6 +26,7 @@ from studio.runs import tasks
 from studio.traces import genai, otel
 from studio.traces.exporter import NoExport
 from studio.traces.otlp import OtlpExport
+from studio.traces.otlp import _facts as otlp_facts
 from studio.traces.reads import run_spans
 from tests.studio.conftest import client_for, make_session
 from tests.support.live import (
@@ -482,3 +484,47 @@ def test_each_agent_calls_its_model_config_s_model_references_included(ada: User
         "writer": "gpt-4o-mini",
         "helper": "offline",
     }
+
+
+def test_a_summary_span_names_the_summarisers_model_not_its_agents(ada: User) -> None:
+    """A compaction summary is a call to the summariser's model config, which may be
+    another model from another provider than the agent's own."""
+    ModelConfig.objects.create(owner=ada, name="big", provider="openai_compatible", model="gpt-4o")
+    ModelConfig.objects.create(
+        owner=ada,
+        name="cheap",
+        provider="openai_compatible",
+        model="claude-3-5-haiku",
+        base_url="https://api.anthropic.com/v1/",
+    )
+    agent = services.create_agent(
+        ada,
+        name="chatty",
+        spec={"name": "chatty", "model": "big", "compaction": {"model": "cheap"}},
+    )
+    run = Run.objects.create(session=make_session(ada, agent), message="hi")
+    facts = otlp_facts(Run.objects.select_related("session__agent_version__agent").get(pk=run.pk))
+    started = datetime.now(tz=UTC)
+
+    def call(span_id: str, name: str) -> Span:
+        return Span(
+            span_id=span_id,
+            parent_span_id=None,
+            kind="model",
+            name=name,
+            author="chatty",
+            branch="chatty",
+            invocation_id="i",
+            start=started,
+            end=started,
+            status="ok",
+        )
+
+    answer, summary = genai.trace_of(
+        facts, [call("a1", "model"), call("a2", "summary")], capture_content=False
+    )[1:]
+    assert answer.name == "chat gpt-4o"
+    assert answer.attributes["gen_ai.provider.name"] == "openai"
+    assert summary.name == "chat claude-3-5-haiku"
+    assert summary.attributes["gen_ai.request.model"] == "claude-3-5-haiku"
+    assert summary.attributes["gen_ai.provider.name"] == "anthropic"
