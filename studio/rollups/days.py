@@ -1,7 +1,8 @@
 """Model calls kept added up per user, UTC day, model and currency (``ModelDay``).
 
 A run's model calls are added once, when it ends (``records.end_run``, right after
-``attribution`` stamped them with their run and model), and taken away when the run
+``attribution`` stamped them with their run and model; taken away and added again with
+calls stored after it ended, ``records.refigure_ended``), and taken away when the run
 is deleted (with its session, its agent or its user), so the rows always equal the
 sums over the calls of ended runs that still exist. The overview reads these rows: a
 few per day, whatever the number of events behind them.
@@ -29,11 +30,17 @@ def add_run(run: Run) -> None:
     _apply(run, sign=1)
 
 
+def subtract_run(run: Run) -> None:
+    """Take the model calls of ``run`` away from its owner's days (``add_run`` adds them
+    back, with any stored since)."""
+    _apply(run, sign=-1)
+
+
 @receiver(pre_delete, sender=Run, dispatch_uid="rollups.days.remove_run")
 def remove_run(sender: type[Run], instance: Run, **kwargs: Any) -> None:
     """Take the model calls of a run about to be deleted (alone, or with its session,
     agent or user: the signal comes before any row goes) away from its owner's days."""
-    _apply(instance, sign=-1)
+    subtract_run(instance)
 
 
 def rebuild(owner_ids: Iterable[Any]) -> None:

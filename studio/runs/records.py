@@ -26,6 +26,7 @@ from agents_core import events as core_events
 from agents_core import failures as core_failures
 from agents_core import ledger as core_ledger
 from agents_core.contracts import Usage
+from agents_core.spans import Span
 from studio import session_service
 from studio.agents import specs, versions
 from studio.budgets import days as budget_days
@@ -263,22 +264,43 @@ def end_run(
             appended.append(session_service.append_event_sync(run.session.key, error))
         if usage is not None:
             run.input_tokens, run.output_tokens = usage.input_tokens, usage.output_tokens
-        cost = run_costs.run_cost(run)
-        run.cost, run.cost_currency, run.cost_complete = cost.amount, cost.currency, cost.complete
         run.owner_process, run.lease_expires_at = "", None
-        ended_at = _settle(run, ending)
-        spans = run_spans(run)  # final: the run has its ending
-        run.timing = wall_time(run.created_at, run.started_at, ended_at, spans)
-        _save(run)
-        keep_final_spans(run, spans)
-        attribute_calls(run, spans, *_models(run, models))
-        days.add_run(run)
+        _settle(run, ending)
+        spans = _figures(run, models)
         budget_days.release_run(run.pk)  # what calls cut short still held of a budget
         # Once committed, whatever ended it: its trace is exported (when configured).
         if _exported(run):
             export = functools.partial(otel.export().run_ended, run, spans)
             transaction.on_commit(export, robust=True)
     return Ended(run, appended)
+
+
+def refigure_ended(run_id: uuid.UUID) -> None:
+    """Write ended ``run_id``'s figures again from its stored events, for steps stored
+    after it ended: an ingested trace's spans that another service's exporter sent after
+    the root (``services.ingest``). Its calls leave its days and are added back."""
+    with transaction.atomic():
+        rows = Run.objects.select_for_update(of=("self",)).select_related(
+            "session__agent_version__agent"
+        )
+        found = rows.filter(pk=run_id, ended_at__isnull=False).first()
+        if found is not None:
+            days.subtract_run(found)  # before the late calls are attributed to it
+            _figures(found, None)
+
+
+def _figures(run: Run, models: versions.VersionModels | None) -> list[Span]:
+    """Cost, wall time, kept spans, attributed calls and days of ``run``, which has its
+    ending; its final spans."""
+    cost = run_costs.run_cost(run)
+    run.cost, run.cost_currency, run.cost_complete = cost.amount, cost.currency, cost.complete
+    spans = run_spans(run)
+    run.timing = wall_time(run.created_at, run.started_at, run.ended_at or run.created_at, spans)
+    _save(run)
+    keep_final_spans(run, spans)
+    attribute_calls(run, spans, *_models(run, models))
+    days.add_run(run)
+    return spans
 
 
 def _exported(run: Run) -> bool:

@@ -8,7 +8,9 @@ by the spans (``gen_ai.agent.name``, else ``service.name``): read-only, as it ha
 agent version Studio could run. Spans of the trace in later requests append to that run;
 a span sent twice is stored once. The run ends, through ``runs.records.end_run`` like
 any other, when the trace's root span (one without a parent) arrives: failed when that
-span failed. A trace whose root never arrives stays running.
+span failed. A trace whose root never arrives stays running. Spans that come after the
+root (another service's exporter sends its spans of the trace on its own schedule) join
+the ended run: its wall time, kept spans, costs and days are written again with them.
 
 A request is stored in one transaction: all of its spans or, when anything fails, none.
 Spans that cannot be stored (bad ids or times) are rejected and counted, the others
@@ -39,7 +41,8 @@ from studio.models import (
     Session,
     SessionStatus,
 )
-from studio.runs.records import Ending, end_run
+from studio.runs import records
+from studio.runs.records import Ending
 from studio.services.sessions import session_status
 
 EXTERNAL_ERROR = "external_error"
@@ -96,6 +99,7 @@ def _ingest_trace(
     owner_id: int, trace_id: str, spans: list[GenAiSpan]
 ) -> tuple[uuid.UUID, list[core_events.Event]]:
     trace, created = _trace_for(owner_id, trace_id, spans)
+    ended = bool(trace.root_span_id)  # the run ended with its root, in an earlier request
     seen = set(trace.span_ids)
     fresh = _unseen(spans, seen)
     if fresh and (earliest := min(s.start for s in fresh)) < (trace.run.started_at or earliest):
@@ -121,9 +125,10 @@ def _ingest_trace(
         _name_after_root(trace, root)
     trace.save(update_fields=["span_ids", "placeholder_ids", "root_span_id", "agent"])
     _count_tokens(trace.run, fresh)
-    if root is not None:
-        ended = _end(trace.run, root)
-        stored += ended
+    if root is not None and not ended:
+        stored += _end(trace.run, root)
+    elif ended and events:  # another service's spans, sent after the root
+        records.refigure_ended(trace.run_id)
     return trace.session_id, [e for e in stored if isinstance(e, core_events.Event)]
 
 
@@ -265,5 +270,5 @@ def _end(run: Run, root: GenAiSpan) -> list[core_events.Event]:
         else Ending(RunStatus.SUCCEEDED)
     )
     Run.objects.filter(pk=run.pk, ended_at__isnull=True).update(ended_at=root.end)
-    ended = end_run(run.pk, ending, terminal_event_stored=True)
+    ended = records.end_run(run.pk, ending, terminal_event_stored=True)
     return list(ended.events) if ended is not None else []
