@@ -5,7 +5,8 @@ Two models: ``scripted`` answers at once; ``demo``, which the demo agents use, t
 moment before each answer and streams it word by word, as a hosted model does, so a
 demo run shows in its waterfall where the time goes and can be watched as it happens.
 Between them the agents draw every kind of span: a sequential pipeline whose researcher
-asks a fact-checker agent as a tool, a parallel fan-out, a loop and a transfer.
+asks a fact-checker agent as a tool, a parallel fan-out, a loop, a transfer and a
+question to the user that the run waits on.
 """
 
 from __future__ import annotations
@@ -144,6 +145,19 @@ DEMO_AGENTS: list[tuple[str, str, dict[str, Any]]] = [
                     description="Writes poems, verses and rhymes.",
                 ),
             ],
+        ),
+    ),
+    (
+        "trip_planner",
+        "Asks you a question mid-run (ask_user), waits for your answer and plans with it.",
+        _llm(
+            "trip_planner",
+            "Plan a day trip. Before planning, ask the user with ask_user where they will "
+            "start from and when.\n"
+            "Ask: Where will you start from, and on which day?\n"
+            "Result: A day trip from {last_tool_result}: the 9:12 train out, lunch by the "
+            "river, a museum in the afternoon and the 18:40 train home.",
+            tools=[{"name": "ask_user"}],
         ),
     ),
 ]

@@ -7,7 +7,9 @@ the request it is given:
 - right after one of its own tool calls returns, it answers with its instruction's
   ``Result:`` line, or "The result is {last_tool_result}."; when a person or a policy
   denied the call, it says so in a sentence (with the reason) instead;
-- it calls a tool only when its instruction names the tool:
+- it calls a tool only when its instruction names the tool: ``ask_user`` asks the
+  instruction's ``Ask:`` line once a user message (its answer then comes back as the
+  tool's result; when nobody answered in time, it says so);
   ``transfer_to_agent`` goes to the offered agent whose name and description best
   match the user's words; ``calculator`` gets the arithmetic found in the user's last
   message; ``exit_loop`` is called once the word after ``Exit when:`` appears
@@ -24,9 +26,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from agents_core.exceptions import ToolTimeoutError
 from agents_core.ledger import DENIED
 from agents_core.llm import ChatMessage, LlmRequest, ScriptedModel, ScriptedResponse, ToolSchema
 from agents_core.llm.scripted import ScriptedToolCall
+from agents_core.tools.ask_user import ASK_USER_TOOL_NAME
 
 _ARITHMETIC = re.compile(r"[-+(]*\d[\d\s.+\-*/%^()]*")
 _WORD = re.compile(r"[a-z]{4,}")
@@ -43,10 +47,19 @@ def respond(request: LlmRequest) -> ScriptedResponse:
     if last is not None and last.role == "tool":
         if last.text.startswith((f"{DENIED}:", POLICY_REFUSAL)):
             return ScriptedResponse(text=_denied_reply(last.name or "tool", last.text))
+        if last.name == ASK_USER_TOOL_NAME and last.text.startswith(f"{ToolTimeoutError.code}:"):
+            return ScriptedResponse(text=NO_ANSWER)
         results, _ = _directives(instruction, "Result")
         return ScriptedResponse(text=results[0] if results else "The result is {last_tool_result}.")
     offered = {tool.name: tool for tool in request.tools if tool.name in instruction}
     user_text = _last_user_text(request.messages)
+    questions, _ = _directives(instruction, "Ask")
+    if (
+        ASK_USER_TOOL_NAME in offered
+        and questions
+        and not _answered(request.messages, ASK_USER_TOOL_NAME)
+    ):
+        return _call(ASK_USER_TOOL_NAME, question=questions[0])
     if "transfer_to_agent" in offered and (target := _pick_target(request, user_text)):
         return _call("transfer_to_agent", agent_name=target)
     if "calculator" in offered and (expression := _arithmetic(user_text)):
@@ -99,6 +112,8 @@ def _denied_reply(tool: str, refusal: str) -> str:
     )
 
 
+NO_ANSWER = "Nobody answered my question in time, so I stopped there: ask me again when you can."
+"""What the demo agent says when its question to the user went unanswered."""
 POLICY_REFUSAL = "denied by policy '"
 """How a policy's refusal starts (``agents_core.policies.PolicyVerdict.refusal``)."""
 

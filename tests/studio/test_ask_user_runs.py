@@ -5,14 +5,17 @@ is owner-scoped."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
+from django.core.management import call_command
 
+from studio.agents.demo import DEMO_MODEL
 from studio.asgi import application
-from studio.models import Session
+from studio.models import ModelConfig, Session
 from tests.studio.conftest import client_for
 from tests.support.live import (
     Viewer,
@@ -120,3 +123,19 @@ async def test_a_cancelled_run_closes_its_question_as_not_run(ada: User) -> None
     [response] = viewer.events_of_type("tool_response")
     assert response["parts"][0]["is_error"]
     assert response["parts"][0]["result"].startswith("not_run")
+
+
+async def test_the_demo_trip_planner_asks_waits_and_plans_with_the_answer() -> None:
+    """The demo account's agent that shows asking the user, on its offline model."""
+    await sync_to_async(call_command)("seed_demo", "--force", stdout=io.StringIO())
+    await ModelConfig.objects.filter(name=DEMO_MODEL).aupdate(options={})  # no pauses here
+    demo = await User.objects.aget(username="demo")
+    session = await new_session(demo, "trip_planner")
+    viewer = await watch(application, session, demo)
+    question = await ask(viewer)
+    assert question["question"] == "Where will you start from, and on which day?"
+    await viewer.send({"type": "answer", **answer(question, "Lyon on Friday")})
+    await viewer.until_ended()
+    assert viewer.run_status == "succeeded"
+    planned = viewer.events_of_type("agent_message")[-1]["parts"][0]["text"]
+    assert planned.startswith("A day trip from Lyon on Friday: the 9:12 train out")

@@ -34,7 +34,7 @@ def seeded(db: None) -> User:
 
 
 @pytest.mark.django_db
-def test_seed_demo_creates_the_demo_user_its_models_and_five_offline_agents(
+def test_seed_demo_creates_the_demo_user_its_models_and_six_offline_agents(
     seeded: User,
 ) -> None:
     assert seeded.check_password("demo")
@@ -52,6 +52,7 @@ def test_seed_demo_creates_the_demo_user_its_models_and_five_offline_agents(
         "fan_out": "parallel",
         "refine_loop": "sequential",
         "helpdesk": "llm",
+        "trip_planner": "llm",
     }
 
 

@@ -7,7 +7,7 @@ import pytest
 from agents_core.contracts import ToolSchema
 from agents_core.exceptions import ToolArgumentsError
 from agents_core.llm import ChatMessage, LlmRequest
-from studio.agents.demo_model import respond
+from studio.agents.demo_model import NO_ANSWER, respond
 from studio.agents.llms import PacedLlm, build_llm
 from studio.agents.tools import evaluate, tool_registry
 from studio.models import ModelConfig
@@ -151,6 +151,38 @@ def test_the_demo_model_asks_an_agent_offered_as_a_tool_the_users_words() -> Non
     assert [(c.name, c.args) for c in asked.tool_calls] == [
         ("fact_checker", {"request": "solar power"})
     ]
+
+
+ASKING = (
+    "Plan a trip; ask with ask_user.\nAsk: Where from?\nResult: A trip from {last_tool_result}."
+)
+
+
+def test_the_demo_model_asks_the_user_once_a_message_then_uses_the_answer() -> None:
+    asked = respond(request(ASKING, user("plan a trip"), tools=("ask_user",)))
+    assert [(c.name, c.args) for c in asked.tool_calls] == [
+        ("ask_user", {"question": "Where from?"})
+    ]
+    answer = ChatMessage(role="tool", text="Lyon, Friday", tool_call_id="c1", name="ask_user")
+    planned = respond(request(ASKING, user("plan a trip"), answer, tools=("ask_user",)))
+    assert planned.text == "A trip from {last_tool_result}."  # the runner fills it in
+    said = ChatMessage(role="assistant", text="A trip from Lyon, Friday.")
+    again = respond(
+        request(ASKING, user("plan a trip"), answer, said, user("another"), tools=("ask_user",))
+    )
+    assert [c.name for c in again.tool_calls] == ["ask_user"]  # a new message, a new question
+    unnamed = respond(request("Reply: Hi.\nAsk: Where from?", user("x"), tools=("ask_user",)))
+    assert unnamed.tool_calls == [] and unnamed.text == "Hi."
+
+
+def test_when_nobody_answers_the_demo_model_says_it_stopped() -> None:
+    timed_out = ChatMessage(
+        role="tool",
+        text="tool_timeout: the user did not answer within 900s; go on without their answer",
+        tool_call_id="c1",
+        name="ask_user",
+    )
+    assert respond(request(ASKING, user("plan"), timed_out, tools=("ask_user",))).text == NO_ANSWER
 
 
 async def test_a_paced_scripted_model_answers_as_the_unpaced_one_does() -> None:

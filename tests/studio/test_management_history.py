@@ -17,6 +17,8 @@ from django.test import Client
 from django.urls import reverse
 
 from agents_core import events as core_events
+from studio import costs
+from studio.agents.demo import DEMO_AGENTS
 from studio.management.history import Plan, generate
 from studio.models import Event, ModelDay, Run, RunSpans, RunStatus, Session
 from studio.rollups import days
@@ -49,7 +51,8 @@ def test_the_command_writes_what_it_says(settings: Any) -> None:
     settings.DEBUG = True
     said = _generate()
     counts = (Session.objects.count(), Run.objects.count(), Event.objects.count())
-    assert f"wrote 3 users, 15 agents, {counts[0]} sessions, {counts[1]} runs and " in said
+    agents = 3 * len(DEMO_AGENTS)  # each user has the demo account's agents
+    assert f"wrote 3 users, {agents} agents, {counts[0]} sessions, {counts[1]} runs and " in said
     assert f" runs and {counts[2]} events in " in said
     assert counts[0] == TINY.sessions
     assert 0.5 * TINY.events < counts[2] < 2 * TINY.events
@@ -168,8 +171,14 @@ def test_generated_calls_are_priced_attributed_and_added_up_per_day_as_real_ones
         amount = sum((row.cost for row in own), Decimal(0))
         assert (run.cost, run.cost_currency, run.cost_complete) == (amount, "USD", True)
     kept = {(d.owner_id, d.day, d.model): (d.calls, d.cost) for d in ModelDay.objects.all()}
+    # SQLite adds decimals up as floats (0.631687000000001); the row keeps the field's
+    # places, as it keeps any amount.
+    places = Decimal(1).scaleb(-costs.PLACES)
     summed = {
-        (g["session__owner_id"], g["day"], g["model"]): (g["calls"], g["cost"])
+        (g["session__owner_id"], g["day"], g["model"]): (
+            g["calls"],
+            Decimal(g["cost"]).quantize(places),
+        )
         for g in days.grouped(calls, "session__owner_id")
     }
     assert kept == summed and sum(calls for calls, _ in kept.values()) == calls.count()
