@@ -7,6 +7,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
+from studio.agents.demo import DEMO_AGENTS
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot, timeline_rows
 from tests.support.daphne_server import DaphneServer
@@ -70,7 +71,7 @@ def test_sign_in_lands_on_the_demo_agents_and_sign_out_leaves(
     page.click("text=Continue as the demo user")
     expect(page.get_by_test_id("username")).to_have_text("demo")
     cards = page.locator("[data-testid=home-agents] article")
-    expect(cards).to_have_count(5)
+    expect(cards).to_have_count(len(DEMO_AGENTS))
     expect(page.locator("[data-agent=calculator] >> text=Try it")).to_be_visible()
     screenshot(page, "home")
     page.emulate_media(color_scheme="dark")
