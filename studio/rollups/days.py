@@ -2,7 +2,7 @@
 
 A run's model calls are added once, when it ends (``records.end_run``, right after
 ``attribution`` stamped them with their run and model; taken away and added again with
-calls stored after it ended, ``records.refigure_ended``), and taken away when the run
+calls stored after it ended, ``figures.refigure_ended``), and taken away when the run
 is deleted (with its session, its agent or its user), so the rows always equal the
 sums over the calls of ended runs that still exist. The overview reads these rows: a
 few per day, whatever the number of events behind them.

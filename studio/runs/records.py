@@ -6,7 +6,8 @@
   ``queue_resumed_run`` queues the rest of an interrupted run: no message of its own.
 - ``claim_run`` marks it running in one process, holding a lease that process renews
   (``renew_lease``); a lease left to expire means that process died (``recovery``).
-- ``end_run`` is the one way a run ends, whatever ended it: see its docstring.
+- ``end_run`` is the one way a run ends, whatever ended it: see its docstring. What the
+  ended run's record says of it (cost, wall time, spans, roll-ups) is ``figures``'.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from agents_core import events as core_events
 from agents_core import failures as core_failures
 from agents_core import ledger as core_ledger
 from agents_core.contracts import Usage
-from agents_core.spans import Span
 from studio import session_service
 from studio.agents import specs, versions
 from studio.budgets import days as budget_days
@@ -35,7 +35,6 @@ from studio.models import (
     ACTIVE_RUN_STATUSES,
     FINISHED_RUN_STATUSES,
     ApprovalDecision,
-    Event,
     IngestedTrace,
     Run,
     RunStatus,
@@ -43,12 +42,8 @@ from studio.models import (
     SessionStatus,
 )
 from studio.models.approvals import DecisionChannel
-from studio.rollups import days
-from studio.rollups.attribution import attribute_calls
-from studio.runs import run_costs
+from studio.runs import figures
 from studio.traces import otel
-from studio.traces.reads import keep_final_spans, run_spans
-from studio.traces.timing import wall_time
 
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 """Who owns the runs this process executes (``Run.owner_process``)."""
@@ -266,41 +261,13 @@ def end_run(
             run.input_tokens, run.output_tokens = usage.input_tokens, usage.output_tokens
         run.owner_process, run.lease_expires_at = "", None
         _settle(run, ending)
-        spans = _figures(run, models)
+        spans = figures.write(run, models)
         budget_days.release_run(run.pk)  # what calls cut short still held of a budget
         # Once committed, whatever ended it: its trace is exported (when configured).
         if _exported(run):
             export = functools.partial(otel.export().run_ended, run, spans)
             transaction.on_commit(export, robust=True)
     return Ended(run, appended)
-
-
-def refigure_ended(run_id: uuid.UUID) -> None:
-    """Write ended ``run_id``'s figures again from its stored events, for steps stored
-    after it ended: an ingested trace's spans that another service's exporter sent after
-    the root (``services.ingest``). Its calls leave its days and are added back."""
-    with transaction.atomic():
-        rows = Run.objects.select_for_update(of=("self",)).select_related(
-            "session__agent_version__agent"
-        )
-        found = rows.filter(pk=run_id, ended_at__isnull=False).first()
-        if found is not None:
-            days.subtract_run(found)  # before the late calls are attributed to it
-            _figures(found, None)
-
-
-def _figures(run: Run, models: versions.VersionModels | None) -> list[Span]:
-    """Cost, wall time, kept spans, attributed calls and days of ``run``, which has its
-    ending; its final spans."""
-    cost = run_costs.run_cost(run)
-    run.cost, run.cost_currency, run.cost_complete = cost.amount, cost.currency, cost.complete
-    spans = run_spans(run)
-    run.timing = wall_time(run.created_at, run.started_at, run.ended_at or run.created_at, spans)
-    _save(run)
-    keep_final_spans(run, spans)
-    attribute_calls(run, spans, *_models(run, models))
-    days.add_run(run)
-    return spans
 
 
 def _exported(run: Run) -> bool:
@@ -327,7 +294,7 @@ def terminal_error(run: Run, ending: Ending) -> core_events.Event:
 
 def _record(run: Run, ending: Ending) -> None:
     _settle(run, ending)
-    _save(run)
+    figures.save_ended(run)
 
 
 def _settle(run: Run, ending: Ending) -> datetime:
@@ -335,37 +302,6 @@ def _settle(run: Run, ending: Ending) -> datetime:
     run.ended_at = run.ended_at or timezone.now()
     run.error_code, run.error_message = ending.code, ending.message
     return run.ended_at
-
-
-def _models(
-    run: Run, read: versions.VersionModels | None
-) -> tuple[dict[str, str], str, dict[str, str]]:
-    """The model of each agent of ``run``'s version, of its compaction summaries, and of
-    each model config by name (for answers that name the config that gave them): from
-    ``read``, what its executor read, or read now. A run with no version (one ingested
-    over OTLP) names its calls' models itself: each answer's ``model``."""
-    if read is None and (version := run.session.agent_version) is not None:
-        read = versions.version_models(version)
-    if read is None:
-        answers = Event.objects.filter(
-            session_id=run.session_id, invocation_id=run.invocation_id, type="agent_message"
-        )
-        named = answers.filter(payload__model__isnull=False).exclude(payload__model=None)
-        models = named.values_list("payload__model", flat=True).order_by().distinct()
-        return {}, "", {model: model for model in models if isinstance(model, str) and model}
-    return read.agent_models, read.summary_model, read.config_models
-
-
-def _save(run: Run) -> None:
-    run.save()
-    added = run_costs.session_cost(run.session_id)
-    Session.objects.filter(pk=run.session_id).update(
-        status=run.status,
-        updated_at=run.ended_at,
-        cost=added.amount,
-        cost_currency=added.currency,
-        cost_complete=added.complete,
-    )
 
 
 def _close_open_calls(run: Run, ending: Ending) -> list[core_events.Event]:

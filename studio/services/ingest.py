@@ -41,7 +41,7 @@ from studio.models import (
     Session,
     SessionStatus,
 )
-from studio.runs import records
+from studio.runs import figures, records
 from studio.runs.records import Ending
 from studio.services.sessions import session_status
 
@@ -128,7 +128,7 @@ def _ingest_trace(
     if root is not None and not ended:
         stored += _end(trace.run, root)
     elif ended and events:  # another service's spans, sent after the root
-        records.refigure_ended(trace.run_id)
+        figures.refigure_ended(trace.run_id)
     return trace.session_id, [e for e in stored if isinstance(e, core_events.Event)]
 
 
