@@ -21,16 +21,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import AwareDatetime
-
-from agents_core.contracts import Contract, Cost
+from agents_core.contracts import Cost
 from agents_core.events import EventType
+from agents_core.span_contract import Span as Span
+from agents_core.span_contract import SpanKind as SpanKind
+from agents_core.span_contract import SpanStatus as SpanStatus
 from agents_core.span_costs import SpanCost, sum_costs
 
-SpanKind = Literal["agent", "model", "tool", "human", "wait"]
-SpanStatus = Literal["open", "ok", "error"]
 PREVIEW_CHARS = 2_000
 """How much of a model's text or a tool's arguments and result a span carries."""
 
@@ -68,47 +67,6 @@ _WAIT_CLOSED = frozenset(
 )
 AFTER_TURN = {EventType.MEMORY_SAVED: "key facts", EventType.COMPACTION: "summary"}
 """The model calls a runner makes once its agent is done, and their span's name."""
-
-
-class Span(Contract):
-    """One step of a run, open (``end`` is ``None``) or closed."""
-
-    span_id: str
-    parent_span_id: str | None
-    kind: SpanKind
-    name: str
-    """The agent's name, the tool's name, ``model`` (``key facts``, ``summary`` after a
-    turn), ``approval``, ``question``, ``pause`` or (a ``wait``) ``rate_limit``."""
-    author: str
-    """The agent the span belongs to."""
-    branch: str | None
-    invocation_id: str
-    start: AwareDatetime
-    end: AwareDatetime | None = None
-    status: SpanStatus = "open"
-    start_seq: int | None = None
-    """The first stored event of the span (``None`` for a model call still streaming)."""
-    end_seq: int | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    error: str | None = None
-    cost: SpanCost | None = None
-    """What the model calls in it cost: set on an answered model call and on the spans
-    above one; ``None`` on spans with none beneath them (and on a call still streaming)."""
-    attributes: dict[str, Any] = {}
-    """Kind-specific details: a tool's ``call_id``, ``arguments``, ``result``,
-    ``outcome`` and the ``policy`` rule that decided it (``rule``, ``action``,
-    ``reason``, a rewrite's ``rewritten_args``); a model's ``text`` and
-    ``tool_calls``; an agent's ``transfer_to`` and loop ``iteration``; a wait's
-    ``decision``, ``decided_by``, ``reason`` and ``edited_args``, or its ``question``,
-    ``answer`` and ``answered_by``; on a span ingested over OTLP, ``otel``: the
-    OpenTelemetry span it came from (name, kind, status, every attribute)."""
-
-    @property
-    def duration_ms(self) -> float | None:
-        if self.end is None:
-            return None
-        return (self.end - self.start) / timedelta(milliseconds=1)
 
 
 @dataclass(slots=True)
