@@ -250,8 +250,14 @@ class SpanTree:
 
     def _tool_response(self, wire: Wire) -> None:
         """A tool span runs from the model's call to the response; within it, the tool
-        itself ran for ``ran_ms`` from ``ran_from`` (after any wait for approval)."""
+        itself ran for ``ran_ms`` from ``ran_from`` (after any wait for approval). A call
+        that its model's message carried with no span (an ingested tool span sent in a
+        later batch than its model's) opens its span here, from when the tool started."""
         part = next((p for p in wire.get("parts", ()) if p["kind"] == "tool_response"), None)
+        if part is not None and wire.get("started_at") and wire.get("span_id") not in self._spans:
+            opened = self._open(wire, "tool", part["name"], _time(wire["started_at"]))
+            if opened is not None:
+                opened.attributes["call_id"] = part["call_id"]
         outcome = _outcome(part) if part is not None else "done"
         built = self._close(wire, "ok" if outcome == "done" else "error")
         if built is None:

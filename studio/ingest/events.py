@@ -5,9 +5,11 @@ the waterfall draw an ingested run as they draw Studio's own (``agents_core.span
   ``error`` event in it when the span failed), its span id Studio's span id;
 - a model call: one ``agent_message`` at its end, ``started_at`` its start, with the
   answer's text, tokens, model and the tool calls it asked for (those an ``execute_tool``
-  span of the same request answers are left to that span);
+  span answers, in the same request or an earlier one, are left to that span);
 - a tool call: an ``agent_message`` at its start carrying the call (its ``span_id`` the
-  tool span's) and a ``tool_response`` at its end.
+  tool span's) and a ``tool_response`` at its end; only the response when a model
+  message stored before already carries the call (its tool span came in a later batch),
+  which opens the tool span from its ``started_at``.
 
 Each event that opens or closes a span carries the OpenTelemetry span in ``ingested``,
 with all its attributes, so the span's detail shows what Studio did not map too.
@@ -39,22 +41,25 @@ def events_of(
     invocation_id: str,
     placeholders: Mapping[str, GenAiSpan] = {},
     opened: Set[str] = frozenset(),
+    asked: Set[str] = frozenset(),
+    answered: Set[str] = frozenset(),
 ) -> list[core_events.Event]:
     """The events of ``spans`` (one request's spans of one trace), in time order.
 
     ``placeholders``: parents not arrived yet (span id -> its first child), each opened
     as an agent span at that child's start. ``opened``: parents opened so before, which
     their own span, now, closes with an ``agent_end`` that names and starts it
-    (``agents_core.spans.SpanTree``), rather than opening again."""
+    (``agents_core.spans.SpanTree``), rather than opening again. ``asked``: tool calls
+    that stored model messages carry; ``answered``: those stored tool spans answered."""
     spans = list(spans)
-    answered = {s.tool_call_id for s in spans if s.kind == "tool"}
+    answered = {*answered, *(s.tool_call_id for s in spans if s.kind == "tool")}
     made: list[tuple[datetime, int, core_events.Event]] = []
     for parent_id, child in placeholders.items():
         made.append(
             (child.start, len(made), _placeholder(parent_id, child, session_key, invocation_id))
         )
     for span in spans:
-        for event in _span_events(span, session_key, invocation_id, answered):
+        for event in _span_events(span, session_key, invocation_id, asked, answered):
             if span.span_id in opened and event.type is EventType.AGENT_START:
                 continue
             if span.span_id in opened and event.type is EventType.AGENT_END:
@@ -97,7 +102,7 @@ def _naming_end(end: core_events.Event, span: GenAiSpan) -> core_events.Event:
 
 
 def _span_events(
-    span: GenAiSpan, session_key: str, invocation_id: str, answered: set[str]
+    span: GenAiSpan, session_key: str, invocation_id: str, asked: Set[str], answered: Set[str]
 ) -> list[core_events.Event]:
     common: dict[str, Any] = {
         "invocation_id": invocation_id,
@@ -109,7 +114,8 @@ def _span_events(
     if span.kind == "model":
         return [_model_message(span, common, answered)]
     if span.kind == "tool":
-        return _tool_call(span, common)
+        call, response = _tool_call(span, common)
+        return [response] if span.tool_call_id in asked else [call, response]
     return _agent_step(span, common)
 
 
@@ -135,7 +141,7 @@ def _agent_step(span: GenAiSpan, common: dict[str, Any]) -> list[core_events.Eve
 
 
 def _model_message(
-    span: GenAiSpan, common: dict[str, Any], answered: set[str]
+    span: GenAiSpan, common: dict[str, Any], answered: Set[str]
 ) -> core_events.Event:
     parts: list[core_events.TextPart | core_events.ToolCallPart] = []
     if span.output_text:

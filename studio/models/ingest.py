@@ -74,6 +74,12 @@ class IngestedTrace(models.Model):
     """Parents opened before they arrived (an exporter sends a span when it ends, so a
     parent comes after its children): an agent span drawn from its first child on,
     which the parent, when it comes, names and closes."""
+    asked_call_ids = models.JSONField(default=list)
+    """Tool calls a model span asked for before any tool span answered them: its stored
+    message carries them, so a tool span sent later answers them without asking again
+    (exporters send spans in batches, and a tool that runs past one goes in the next)."""
+    answered_call_ids = models.JSONField(default=list)
+    """Tool calls a tool span answered: a model span sent later leaves them to it."""
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

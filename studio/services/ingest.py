@@ -107,13 +107,17 @@ def _ingest_trace(
     key, invocation = trace.session.key, trace.run.invocation_id
     opened = set(trace.placeholder_ids)
     placeholders = _placeholders(fresh, seen | opened)
+    asked, answered = set(trace.asked_call_ids), set(trace.answered_call_ids)
     events = ingest_events.events_of(
         fresh,
         session_key=key,
         invocation_id=invocation,
         placeholders=placeholders,
         opened=opened,
+        asked=asked,
+        answered=answered,
     )
+    _note_calls(trace, fresh, asked, answered)
     if created:
         events = _opening(fresh, key, invocation) + events
     trace.placeholder_ids = [*trace.placeholder_ids, *placeholders]
@@ -123,13 +127,33 @@ def _ingest_trace(
     if root is not None and not trace.root_span_id:
         trace.root_span_id = root.span_id
         _name_after_root(trace, root)
-    trace.save(update_fields=["span_ids", "placeholder_ids", "root_span_id", "agent"])
+    trace.save(
+        update_fields=[
+            "span_ids",
+            "placeholder_ids",
+            "root_span_id",
+            "agent",
+            "asked_call_ids",
+            "answered_call_ids",
+        ]
+    )
     _count_tokens(trace.run, fresh)
     if root is not None and not ended:
         stored += _end(trace.run, root)
     elif ended and events:  # another service's spans, sent after the root
         figures.refigure_ended(trace.run_id)
     return trace.session_id, [e for e in stored if isinstance(e, core_events.Event)]
+
+
+def _note_calls(
+    trace: IngestedTrace, fresh: list[GenAiSpan], asked: set[str], answered: set[str]
+) -> None:
+    """Keep the tool calls ``fresh`` asked for and answered, for the trace's later spans
+    (``IngestedTrace.asked_call_ids``, ``answered_call_ids``)."""
+    tools = {s.tool_call_id for s in fresh if s.kind == "tool"} - answered
+    calls = {c.call_id for s in fresh if s.kind == "model" for c in s.tool_calls if c.call_id}
+    trace.asked_call_ids = [*trace.asked_call_ids, *sorted(calls - tools - answered - asked)]
+    trace.answered_call_ids = [*trace.answered_call_ids, *sorted(tools)]
 
 
 def _placeholders(fresh: list[GenAiSpan], known: set[str]) -> dict[str, GenAiSpan]:

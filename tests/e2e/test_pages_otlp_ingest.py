@@ -7,6 +7,7 @@ the attributes Studio did not map."""
 from __future__ import annotations
 
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from tests.e2e.browser import Api, screenshot, timeline_rows
 from tests.e2e.test_pages_waterfall import assert_page_store_matches_the_api
 from tests.support.daphne_server import DaphneServer
 from tests.support.otel_agent import make_ingest_token, start_agent
+from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
 
 
 def wait_for_session(api: Api, agent: str, within: float = 30.0) -> dict[str, Any]:
@@ -118,3 +120,34 @@ def test_the_trace_ingest_page_makes_a_token_shown_once(page: Page) -> None:
     page.goto("/settings/trace-ingest/")
     assert value not in page.content()
     expect(page.locator("[data-ingest-token='my LangGraph agent']")).to_be_visible()
+
+
+def test_a_tool_span_sent_in_the_batch_after_its_models_answers_the_models_call(
+    page: Page, api: Api, pages_server: DaphneServer
+) -> None:
+    """An exporter sends spans in batches as they end: a tool that runs past one batch
+    comes in the next, after the model span that asked for it. The timeline shows the
+    model's call once, answered; the waterfall draws the tool's span as the API does."""
+    token = make_ingest_token(pages_server, "demo")
+    root, first, tool, second = agent_trace(new_trace_id())
+    root.attributes["gen_ai.agent.name"] = "batched-shopper"
+    for batch in ([first], [tool], [second, root]):
+        sent = urllib.request.Request(
+            f"{pages_server.url}/v1/traces",
+            data=request_of(*batch).SerializeToString(),
+            headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"},
+        )
+        with urllib.request.urlopen(sent, timeout=10) as answer:
+            assert answer.status == 200
+    session = wait_for_session(api, "batched-shopper")
+    page.goto(f"/sessions/{session['id']}/")
+    calls = page.locator("#timeline details.tool")
+    expect(calls).to_have_count(1)
+    expect(calls.locator(".outcome")).to_contain_text("0.5 EUR")
+    expect(page.locator("#timeline")).not_to_contain_text("in doubt")
+    screenshot(page, "otlp-ingest-batched-timeline", full_page=True)
+    page.goto(f"/sessions/{session['id']}/waterfall/")
+    tools = page.locator(".wf-span[data-kind=tool]")
+    expect(tools).to_have_count(1)
+    expect(tools).to_have_attribute("data-name", "price_of")
+    assert_page_store_matches_the_api(page, api, session["id"])

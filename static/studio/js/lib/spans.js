@@ -312,9 +312,15 @@ export class SpanStore {
   }
 
   /** A tool span runs from the model's call to the response; within it, the tool itself
-   * ran for ran_ms from ran_from (after any wait for approval). */
+   * ran for ran_ms from ran_from (after any wait for approval). A call that its model's
+   * message carried with no span (an ingested tool span sent in a later batch than its
+   * model's) opens its span here, from when the tool started. */
   toolResponse(wire) {
     const part = (wire.parts || []).find((p) => p.kind === "tool_response") || null;
+    if (part && wire.started_at && !this.byId.has(wire.span_id || "")) {
+      const opened = this.open(wire, "tool", part.name, micros(wire.started_at));
+      if (opened) opened.attributes.call_id = part.call_id;
+    }
     const result = part ? outcome(part) : "done";
     const span = this.close(wire, result === "done" ? "ok" : "error");
     if (!span) return;
