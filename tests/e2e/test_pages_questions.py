@@ -55,6 +55,31 @@ def test_the_playground_asks_and_the_typed_answer_goes_to_the_agent(page: Page, 
     expect(page.locator("#chat-waiting")).to_have_text("")
 
 
+def test_in_the_playground_the_message_box_answers_the_agents_question(
+    page: Page, api: Api
+) -> None:
+    """Typed where a chat takes the next words: while the agent waits for an answer, the
+    message box says so and sends what is typed as the answer, not as a new message."""
+    agent = booker(api, "booker_composer")
+    page.goto(f"/playground/?agent={agent['id']}")
+    expect(page.locator("body")).to_have_attribute("data-ready", "playground")
+    box = page.locator("#message")
+    box.fill("book me a trip")
+    box.press("Enter")
+    card = page.locator(".msg.tool[data-tool=ask_user] .question")
+    expect(card.locator(".question-text")).to_be_visible()
+    expect(box).to_have_attribute("placeholder", re.compile("^Answer the agent's question"))
+    expect(page.locator("#send")).to_be_enabled()
+    box.fill("Lisbon")
+    box.press("Enter")
+    expect(page.locator(".msg.agent .bubble").last).to_have_text("Booked for Lisbon.")
+    expect(card).to_contain_text("demo answered: Lisbon")
+    expect(box).to_have_value("")
+    expect(box).to_have_attribute("placeholder", re.compile("^Message the agent"))
+    # One message of the user's: the answer went to the question.
+    expect(page.locator(".msg.user")).to_have_count(1)
+
+
 def test_the_timeline_answers_a_question_and_a_stopped_one_says_so(page: Page, api: Api) -> None:
     agent = booker(api, "booker_timeline")
     session = api.post("/api/sessions/", {"agent": agent["id"], "title": "Trip"})

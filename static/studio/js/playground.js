@@ -22,6 +22,8 @@ const data = readJsonScript("playground-data");
 const $ = (id) => document.getElementById(id);
 const picker = $("agent-picker");
 const input = $("message");
+const MESSAGE_PLACEHOLDER = input.placeholder;
+const ANSWER_PLACEHOLDER = "Answer the agent's question…  (Enter to send)";
 const transcript = $("transcript");
 const chat = new ChatView(transcript, { sessionsUrl: data.urls.sessions, onChange: afterChange });
 
@@ -168,7 +170,16 @@ function clearAttached() {
 
 async function send(raw) {
   const text = raw.trim();
-  if (!text || !agent || sending || isActiveRun(run)) return;
+  if (!text || !agent || sending) return;
+  if (isActiveRun(run)) {
+    // The run waits for an answer: what the person types here is it, as in a chat.
+    const question = chat.openQuestion();
+    if (!question) return;
+    input.value = "";
+    autosize();
+    await question.answer(text);
+    return;
+  }
   sending = true;
   afterChange();
   try {
@@ -251,8 +262,10 @@ function afterChange() {
   requestAnimationFrame(() => {
     framePending = false;
     const active = isActiveRun(run);
+    const question = active ? chat.openQuestion() : null;
     $("chat-empty").hidden = chat.messages > 0 || chat.pending.length > 0;
-    $("send").disabled = sending || active || !agent;
+    $("send").disabled = sending || (active && !question) || !agent;
+    input.placeholder = question ? ANSWER_PLACEHOLDER : MESSAGE_PLACEHOLDER;
     $("stop").hidden = !active;
     $("stop").disabled = false;
     $("pause").hidden = !isExecuting(run);

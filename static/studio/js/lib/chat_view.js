@@ -166,6 +166,12 @@ export class ChatView {
     this.awaitPerson(event, event.question.call_id, new QuestionCard(event, this.sessionsUrl), "waiting for your answer");
   }
 
+  /** The newest question of the agent's still waiting for an answer, or null. */
+  openQuestion() {
+    const open = [...this.approvals.values()].filter((card) => card instanceof QuestionCard && card.isOpen);
+    return open.at(-1) ?? null;
+  }
+
   /** A call waits for a person: their card joins the call (or stands alone). */
   awaitPerson(event, callId, card, waiting) {
     const key = `${event.invocation_id}|${callId}`;

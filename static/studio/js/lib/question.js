@@ -64,6 +64,17 @@ export class QuestionCard {
     return this.el.classList.contains("decided");
   }
 
+  /** Whether it still takes an answer: not answered, and its run has not ended. */
+  get isOpen() {
+    return !this.isDecided && !this.el.classList.contains("expired");
+  }
+
+  /** Answer with ``text``, as if it were typed in the card's own box. */
+  answer(text) {
+    this.input.value = text;
+    return this.send();
+  }
+
   /** The user_answer event arrived. */
   decided(event) {
     this.el.classList.add("decided");
