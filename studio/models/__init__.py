@@ -144,7 +144,7 @@ class SessionStatus(models.TextChoices):
     IDLE = "idle"
     QUEUED = "queued"
     RUNNING = "running"
-    WAITING = "waiting", "Waiting for approval"
+    WAITING = "waiting", "Waiting for a person"  # an approval or an answer to a question
     PAUSED = "paused"
     SUCCEEDED = "succeeded"
     DEGRADED = "degraded"

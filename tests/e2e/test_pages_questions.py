@@ -89,6 +89,7 @@ def test_the_timeline_answers_a_question_and_a_stopped_one_says_so(page: Page, a
     call = page.locator(".tool[data-tool=ask_user]")
     expect(call).to_have_attribute("data-state", "waiting")
     expect(call.locator(".chip.state")).to_have_text("waiting for your answer")
+    expect(page.locator("#session-status")).to_have_text("waiting for your answer")
     card = call.locator(".question")
     card.get_by_label("Your answer").fill("Porto")
     card.get_by_role("button", name="Send answer").click()

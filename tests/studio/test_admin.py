@@ -81,7 +81,7 @@ def test_every_studio_admin_page_loads_for_staff(admin_client: Client, ada: User
 def test_the_status_filters_name_every_status_alike(admin_client: Client) -> None:
     """Each status filter lists labels ("Waiting for a person" among "Queued" and
     "Paused"), not one lower-case name among them."""
-    for page, waiting in (("run", "Waiting for a person"), ("session", "Waiting for approval")):
+    for page, waiting in (("run", "Waiting for a person"), ("session", "Waiting for a person")):
         html = admin_client.get(f"/admin/studio/{page}/").content.decode()
         filters = html[html.index('id="changelist-filter"') :]
         statuses = re.findall(r'href="\?status__exact=\w+"[^>]*>([^<]+)</a>', filters)

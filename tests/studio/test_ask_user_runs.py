@@ -16,7 +16,7 @@ from django.core.management import call_command
 from studio.agents.demo import DEMO_MODEL
 from studio.asgi import application
 from studio.models import ModelConfig, Session
-from tests.studio.conftest import client_for
+from tests.studio.conftest import client_for, signed_in
 from tests.support.live import (
     Viewer,
     new_session,
@@ -134,6 +134,10 @@ async def test_the_demo_trip_planner_asks_waits_and_plans_with_the_answer() -> N
     viewer = await watch(application, session, demo)
     question = await ask(viewer)
     assert question["question"] == "Where will you start from, and on which day?"
+    # The sessions list says what it waits on no more than it knows: not an approval.
+    listed = await sync_to_async(lambda: signed_in(demo).get("/sessions/").content.decode())()
+    assert '<span class="badge waiting">waiting for a person</span>' in listed
+    assert "waiting for approval" not in listed
     await viewer.send({"type": "answer", **answer(question, "Lyon on Friday")})
     await viewer.until_ended()
     assert viewer.run_status == "succeeded"

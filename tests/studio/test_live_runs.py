@@ -159,7 +159,7 @@ def session_list(user: User, query: str) -> str:
     return client.get(f"/sessions/?{query}").content.decode()
 
 
-async def test_a_session_waiting_on_a_person_is_listed_as_waiting_for_approval(
+async def test_a_session_waiting_on_a_person_is_listed_as_waiting_for_one(
     ada: User,
 ) -> None:
     session = await approval_session(ada)
@@ -169,7 +169,7 @@ async def test_a_session_waiting_on_a_person_is_listed_as_waiting_for_approval(
     assert (await Session.objects.aget(pk=session.pk)).status == "waiting"
     listed = await sync_to_async(session_list)(ada, "status=waiting")
     assert f'data-session="{session.pk}"' in listed
-    assert "waiting for approval</span>" in listed
+    assert "waiting for a person</span>" in listed
     running = await sync_to_async(session_list)(ada, "status=running")
     assert f'data-session="{session.pk}"' not in running
 

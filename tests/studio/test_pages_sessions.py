@@ -122,16 +122,16 @@ def test_another_users_timeline_is_not_found(ada: User, bob: User) -> None:
 
 
 def test_the_status_filter_names_every_status_alike(ada: User) -> None:
-    """Its options (and the admin's filter) are labels: "Waiting for approval" among
+    """Its options (and the admin's filter) are labels: "Waiting for a person" among
     "Idle" and "Paused", not the one lower-case name; the badges lower-case them all."""
     Session.objects.filter(pk=make_session(ada, title="asks").pk).update(status="waiting")
     html = signed_in(ada).get(reverse("sessions")).content.decode()
     start = html.index('name="status"')
     select = html[start : html.index("</select>", start)]
     options = re.findall(r'<option value="(\w+)"[^>]*>([^<]+)</option>', select)
-    assert ("waiting", "Waiting for approval") in options
+    assert ("waiting", "Waiting for a person") in options
     assert all(label[0].isupper() for _, label in options), options
-    assert '<span class="badge waiting">waiting for approval</span>' in html
+    assert '<span class="badge waiting">waiting for a person</span>' in html
 
 
 def test_the_session_list_rows_share_one_delete_form(ada: User) -> None:

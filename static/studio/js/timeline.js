@@ -15,6 +15,7 @@ import { formatClock, formatDuration, formatTokens, toast } from "./lib/ui.js";
 const MAX_LOADED_EVENTS = 3000; // beyond this the oldest invocations are unloaded again
 const MAX_INBOX = 500; // frames held for the next animation frame (none run in a hidden tab)
 const END_MARGIN_PX = 16; // room left under the newest event when the page follows it
+const PERSON_WAITS = { approval: "waiting for approval", answer: "waiting for your answer" }; // the badge
 
 const data = readJsonScript("timeline-data");
 const session = data.session;
@@ -227,11 +228,11 @@ function showRun() {
   $("resume-bar").hidden = currentRun?.status !== "interrupted" || readOnly;
   showForkStop(currentRun?.error_code === "forked");
   resumeButton.disabled = false;
-  const waiting = active && waitingFor === "approval";
+  const waiting = active && waitingFor in PERSON_WAITS;
   const status = waiting ? "waiting" : currentRun ? currentRun.status : session.status;
   const badge = $("session-status");
   badge.className = `badge ${status}`;
-  badge.textContent = status === "waiting" ? "waiting for approval" : status;
+  badge.textContent = status === "waiting" ? PERSON_WAITS[waitingFor] || "waiting for a person" : status;
   if (!active) return;
   cancelButton.disabled = false;
   cancelButton.hidden = ingested;
