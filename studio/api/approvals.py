@@ -53,9 +53,26 @@ class PendingApprovalSerializer(serializers.Serializer[object]):
     waiting_since = serializers.DateTimeField()
 
 
+class PendingQuestionSerializer(serializers.Serializer[object]):
+    session_id = serializers.UUIDField()
+    session_title = serializers.CharField()
+    session_url = serializers.CharField(help_text="The session's timeline page, to answer.")
+    run_id = serializers.UUIDField()
+    agent = serializers.CharField()
+    agent_version = serializers.IntegerField(allow_null=True)
+    call_id = serializers.CharField()
+    question = serializers.CharField()
+    waiting_since = serializers.DateTimeField()
+
+
 class InboxSerializer(serializers.Serializer[object]):
-    count = serializers.IntegerField()
+    count = serializers.IntegerField(help_text="The calls waiting for a decision.")
     results = PendingApprovalSerializer(many=True)
+    questions = PendingQuestionSerializer(
+        many=True,
+        help_text="Questions agents asked, waiting for an answer "
+        "(POST /api/sessions/<id>/answers/).",
+    )
 
 
 class DecisionItemSerializer(serializers.Serializer[object]):
@@ -100,7 +117,8 @@ class ApprovalDecisionSerializer(serializers.ModelSerializer[ApprovalDecision]):
 
 
 class ApprovalInboxView(APIView):
-    """Every tool call waiting for your decision, across your sessions, longest first."""
+    """Every tool call waiting for your decision, across your sessions, longest first;
+    and every question an agent asked you that waits for your answer."""
 
     @extend_schema(responses=InboxSerializer, operation_id="approvals_inbox")
     def get(self, request: Request) -> Response:

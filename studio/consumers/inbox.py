@@ -1,9 +1,10 @@
 """The approval inbox's websocket, ``/ws/approvals/``: one per signed-in user's page.
 
 On connect, and whenever the user's inbox changes (``studio.live.inbox``), it sends
-``{"type": "inbox", "count": N, "results": [...]}``, the same items as ``GET
-/api/approvals/``; every ``RESYNC_S`` it reads again, so a dropped message only delays
-a change. Only the user's own approvals: a socket joins only its user's group.
+``{"type": "inbox", "count": N, "results": [...], "questions": [...]}``, the same items
+as ``GET /api/approvals/``; every ``RESYNC_S`` it reads again, so a dropped message only
+delays a change. Only the user's own approvals and questions: a socket joins only its
+user's group.
 Anonymous: closed with 4401. It takes no frames (decisions go through the API or the
 page); a client frame closes it with 4400 (an oversized or flooding one 4009, 4429)."""
 

@@ -1,8 +1,9 @@
 """The approval inbox's live channel: group ``approvals.<user id>`` carries
 ``{"type": "inbox.changed"}`` whenever one of the user's calls starts or stops waiting
-for a decision (asked, decided, timed out, or its run ended). Its sockets
-(``studio.consumers.inbox``) then read the user's pending approvals from the
-database, so a dropped message only delays the next read, never loses a change."""
+for a decision or an answer (asked, decided, answered, timed out, or its run ended).
+Its sockets (``studio.consumers.inbox``) then read the user's pending approvals and
+questions from the database, so a dropped message only delays the next read, never
+loses a change."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ async def execute_and_publish(
     final = await db_sync_to_async(snapshot)(run.session_id)
     publisher.status(lambda: final)
     await publisher.aclose()
-    if execution.ledger.waits_for_approval:  # it ended while a call waited: not anymore
+    if execution.ledger.waits_for_person:  # it ended while a call waited: not anymore
         await notify_inbox(await db_sync_to_async(records.owner_of)(run))
     await hooks.run_stopped(run)  # e.g. an eval whose case this run was goes on
 
@@ -135,8 +135,7 @@ async def _on_event(
     if event.approval is not None or event.question is not None:  # a person's turn
         waiting = execution.ledger.waits_for_person
         owner = await db_sync_to_async(records.person_turn)(run, event, waiting=waiting)
-        if event.approval is not None:
-            await notify_inbox(owner)
+        await notify_inbox(owner)  # it lists questions as well as approvals
     if execution.last_seq > execution.shown_seq:
         publisher.event(event, execution.last_seq - 1)
     _status_changed(execution, publisher, run)

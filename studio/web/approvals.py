@@ -1,10 +1,12 @@
 """The approval inbox page, ``/approvals/``: every call waiting for the signed-in
 user's decision across their sessions, with its arguments as formatted JSON, to approve,
 deny with a reason, or approve with edited arguments, one at a time or several
-selected at once (decisions through the page: channel ``page``), with the newest
-decisions taken below, whatever took them; and the count in the
-navigation bar of every page (``inbox_count``), kept live by ``app.js`` over
-``/ws/approvals/``. Arguments are shown as text, never as HTML."""
+selected at once (decisions through the page: channel ``page``), above them the
+questions agents asked the user that wait for an answer (each linked to its session,
+where it is answered), with the newest decisions taken below, whatever took them; and
+the count in the navigation bar of every page (``inbox_count``), kept live by
+``app.js`` over ``/ws/approvals/``. Arguments and questions are shown as text, never
+as HTML."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from pydantic import ValidationError
 from studio import live, services
 from studio.errors import ConflictError, InvalidInputError
 from studio.models import ApprovalDecision, Session
-from studio.services.inbox import pending_approvals, pending_count
+from studio.services.inbox import pending, pending_count
 
 MAX_SELECTED = 100
 RECENT_DECISIONS = 20
@@ -41,16 +43,22 @@ def inbox_count(request: HttpRequest) -> dict[str, Any]:
 @login_required
 @require_GET
 def approval_inbox(request: HttpRequest) -> HttpResponse:
+    approvals, questions = pending(_user(request))
     items = [
         {"item": item, "args_json": json.dumps(item.args, indent=2, ensure_ascii=False)}
-        for item in pending_approvals(_user(request))
+        for item in approvals
     ]
     decisions = (
         ApprovalDecision.objects.filter(session__owner=_user(request))
         .select_related("session")
         .order_by("-decided_at")[:RECENT_DECISIONS]
     )
-    context = {"items": items, "decisions": decisions, "section": "approvals"}
+    context = {
+        "items": items,
+        "questions": questions,
+        "decisions": decisions,
+        "section": "approvals",
+    }
     return render(request, "studio/approval_inbox.html", context)
 
 

@@ -109,3 +109,29 @@ def test_the_timeline_answers_a_question_and_a_stopped_one_says_so(page: Page, a
     expect(second.locator(".question").get_by_label("Your answer")).to_have_count(0)
     expect(second.locator(".question")).to_contain_text("cancelled")
     expect(page.get_by_text(re.compile("running…"))).to_have_count(0)
+
+
+def test_the_approvals_page_lists_a_question_live_and_links_to_where_it_is_answered(
+    page: Page, api: Api
+) -> None:
+    agent = booker(api, "booker_inbox")
+    page.goto("/approvals/")
+    expect(page.locator("body")).to_have_attribute("data-ready", "approvals")
+    expect(page.get_by_test_id("questions")).to_be_hidden()
+    session = api.post("/api/sessions/", {"agent": agent["id"], "title": "Inbox trip"})
+    api.post(f"/api/sessions/{session['id']}/messages/", {"text": "book me a trip"})
+    row = page.get_by_test_id("question-row")
+    expect(row).to_have_count(1)  # arrived live, over the inbox socket
+    expect(row).to_contain_text("booker_inbox")
+    expect(row.locator(".question-text")).to_have_text("Which <b>city</b>?")  # text, not HTML
+    expect(row.locator("b")).to_have_count(0)
+    expect(page.get_by_test_id("inbox-empty")).to_be_visible()  # no call waits for a decision
+    screenshot(page, "approvals-question")
+    row.get_by_test_id("answer-link").click()
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    card = page.locator(".tool[data-tool=ask_user] .question")
+    card.get_by_label("Your answer").fill("Oslo")
+    card.get_by_role("button", name="Send answer").click()
+    expect(card).to_contain_text("demo answered: Oslo")
+    page.goto("/approvals/")
+    expect(page.get_by_test_id("questions")).to_be_hidden()

@@ -220,7 +220,7 @@ async def test_another_user_can_neither_see_nor_decide(ada: User, bob: User) -> 
     communicator, connected = await open_socket(application, None, bob, path="/ws/approvals/")
     assert connected
     frame = await communicator.receive_json_from(timeout=5)
-    assert frame == {"type": "inbox", "count": 0, "results": []}
+    assert frame == {"type": "inbox", "count": 0, "results": [], "questions": []}
     await communicator.disconnect()
     assert await ApprovalDecision.objects.acount() == 0
 

@@ -20,6 +20,7 @@ from tests.studio.conftest import client_for, signed_in
 from tests.support.live import (
     Viewer,
     new_session,
+    open_socket,
     run_manager,  # noqa: F401  (an autouse fixture)
     scripted_agent,
     stored,
@@ -143,3 +144,42 @@ async def test_the_demo_trip_planner_asks_waits_and_plans_with_the_answer() -> N
     assert viewer.run_status == "succeeded"
     planned = viewer.events_of_type("agent_message")[-1]["parts"][0]["text"]
     assert planned.startswith("A day trip from Lyon on Friday: the 9:12 train out")
+
+
+async def test_the_inbox_lists_a_waiting_question_to_its_owner_until_it_is_answered(
+    ada: User, bob: User
+) -> None:
+    """The approvals inbox (API, socket and page) lists questions waiting for an answer
+    beside the calls waiting for a decision, which they are not: its count is of those."""
+    inboxes = {}
+    for user in (ada, bob):
+        inboxes[user.username], connected = await open_socket(
+            application, None, user, path="/ws/approvals/"
+        )
+        assert connected
+        assert (await inboxes[user.username].receive_json_from(timeout=5))["questions"] == []
+    session = await booking_session(ada)
+    viewer = await watch(application, session, ada)
+    question = await ask(viewer)
+
+    pushed = await inboxes["ada"].receive_json_from(timeout=5)
+    assert (pushed["count"], pushed["results"]) == (0, [])
+    [listed] = pushed["questions"]
+    assert (listed["question"], listed["call_id"], listed["agent"]) == (
+        "Which city?",
+        question["call_id"],
+        "booker",
+    )
+    assert listed["session_url"] == f"/sessions/{session.pk}/"
+    api = (await sync_to_async(client_for(ada).get)("/api/approvals/")).json()
+    assert [q["call_id"] for q in api["questions"]] == [question["call_id"]]
+    page = await sync_to_async(lambda: signed_in(ada).get("/approvals/").content.decode())()
+    assert 'data-testid="question-row"' in page and "Which city?" in page
+    assert (await sync_to_async(client_for(bob).get)("/api/approvals/")).json()["questions"] == []
+    assert await inboxes["bob"].receive_nothing(timeout=0.3)
+
+    await viewer.send({"type": "answer", **answer(question, "Lisbon")})
+    assert (await inboxes["ada"].receive_json_from(timeout=5))["questions"] == []
+    await viewer.until_ended()
+    for inbox in inboxes.values():
+        await inbox.disconnect()

@@ -1,12 +1,17 @@
-// The approval inbox page: when the inbox socket (app.js) says the waiting calls
-// changed, the list is read again from the server and swapped in, keeping the rows
-// still there as they are (a reason being typed, a selection, an open editor).
+// The approval inbox page: when the inbox socket (app.js) says the waiting calls or the
+// questions waiting for an answer changed, the lists are read again from the server
+// and swapped in, keeping the rows still there as they are (a reason being typed, a
+// selection, an open editor).
 
 const inbox = document.getElementById("inbox");
+const questions = document.getElementById("questions");
 let shown = keys(document);
 
+/** The rows shown, as "a:<session>:<call>" for a call and "q:<session>:<call>" for a
+ * question, sorted. */
 function keys(root) {
-  return [...root.querySelectorAll("#inbox tr[data-key]")].map((row) => row.dataset.key).join(" ");
+  const rows = (selector, kind) => [...root.querySelectorAll(selector)].map((row) => `${kind}:${row.dataset.key}`);
+  return [...rows("#inbox tr[data-key]", "a"), ...rows("#questions tr[data-key]", "q")].sort().join(" ");
 }
 
 async function refresh() {
@@ -21,13 +26,19 @@ async function refresh() {
   }
   inbox.replaceChildren(...next.childNodes);
   inbox.dataset.count = next.dataset.count;
+  const asked = fresh.getElementById("questions");
+  if (asked && questions) {
+    questions.replaceChildren(...asked.childNodes);
+    questions.dataset.count = asked.dataset.count;
+    questions.hidden = asked.hidden;
+  }
   shown = keys(document);
   showWaits();
 }
 
-/** How long each call has waited, kept current: "40 s", "12 min", "3 h 5 min". */
+/** How long each call or question has waited, kept current: "40 s", "12 min", "3 h 5 min". */
 function showWaits() {
-  for (const time of document.querySelectorAll("#inbox time.waited")) {
+  for (const time of document.querySelectorAll("#inbox time.waited, #questions time.waited")) {
     const seconds = Math.max(0, Math.floor((Date.now() - Date.parse(time.dateTime)) / 1000));
     const minutes = Math.floor(seconds / 60);
     time.textContent = seconds < 60 ? `${seconds} s`
@@ -39,7 +50,8 @@ showWaits();
 setInterval(showWaits, 5000);
 
 document.addEventListener("studio:inbox", (event) => {
-  const now = event.detail.results.map((a) => `${a.session_id}:${a.call_id}`).sort().join(" ");
-  if (now !== shown.split(" ").filter(Boolean).sort().join(" ")) refresh();
+  const calls = event.detail.results.map((a) => `a:${a.session_id}:${a.call_id}`);
+  const asked = (event.detail.questions || []).map((q) => `q:${q.session_id}:${q.call_id}`);
+  if ([...calls, ...asked].sort().join(" ") !== shown) refresh();
 });
 document.body.dataset.ready = "approvals";
