@@ -90,7 +90,10 @@ def _waiting(
 
 
 def pending_count(owner: User) -> int:
-    return len(pending_approvals(owner))
+    """What waits for ``owner``, as the navigation's badge counts it: the calls waiting
+    for a decision and the questions waiting for an answer, both listed in the inbox."""
+    approvals, questions = pending(owner)
+    return len(approvals) + len(questions)
 
 
 def pending_payload(owner: User) -> dict[str, Any]:

@@ -33,7 +33,8 @@ RECENT_DECISIONS = 20
 
 
 def inbox_count(request: HttpRequest) -> dict[str, Any]:
-    """Template context: the user's pending approvals, for the navigation's badge."""
+    """Template context: what waits for the user in the inbox (calls waiting for a
+    decision, questions waiting for an answer), for the navigation's badge."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}

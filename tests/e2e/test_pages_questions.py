@@ -122,6 +122,7 @@ def test_the_approvals_page_lists_a_question_live_and_links_to_where_it_is_answe
     api.post(f"/api/sessions/{session['id']}/messages/", {"text": "book me a trip"})
     row = page.get_by_test_id("question-row")
     expect(row).to_have_count(1)  # arrived live, over the inbox socket
+    expect(page.locator("#approvals-badge")).to_have_attribute("data-count", "1")
     expect(row).to_contain_text("booker_inbox")
     expect(row.locator(".question-text")).to_have_text("Which <b>city</b>?")  # text, not HTML
     expect(row.locator("b")).to_have_count(0)
@@ -135,3 +136,4 @@ def test_the_approvals_page_lists_a_question_live_and_links_to_where_it_is_answe
     expect(card).to_contain_text("demo answered: Oslo")
     page.goto("/approvals/")
     expect(page.get_by_test_id("questions")).to_be_hidden()
+    expect(page.locator("#approvals-badge")).to_have_attribute("data-count", "0")

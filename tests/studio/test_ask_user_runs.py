@@ -175,6 +175,8 @@ async def test_the_inbox_lists_a_waiting_question_to_its_owner_until_it_is_answe
     assert [q["call_id"] for q in api["questions"]] == [question["call_id"]]
     page = await sync_to_async(lambda: signed_in(ada).get("/approvals/").content.decode())()
     assert 'data-testid="question-row"' in page and "Which city?" in page
+    # The navigation's badge counts what waits for its user: the question, here.
+    assert 'id="approvals-badge" data-count="1"' in page
     assert (await sync_to_async(client_for(bob).get)("/api/approvals/")).json()["questions"] == []
     assert await inboxes["bob"].receive_nothing(timeout=0.3)
 

@@ -44,11 +44,12 @@ if (topbar && menu) {
   });
 }
 
-// The count of approvals waiting for the user, in the navigation of every page (and on
-// its Menu button, for a narrow screen's folded navigation), kept live over
-// /ws/approvals/; each change is also told to the page ("studio:inbox").
+// The count of what waits for the user in the inbox (calls waiting for a decision and
+// questions waiting for an answer), in the navigation of every page (and on its Menu
+// button, for a narrow screen's folded navigation), kept live over /ws/approvals/;
+// each change is also told to the page ("studio:inbox").
 const badge = document.getElementById("approvals-badge");
-const counts = [[badge, "waiting"], [document.getElementById("menu-count"), "approvals waiting"]];
+const counts = [[badge, "waiting for you"], [document.getElementById("menu-count"), "waiting for you"]];
 if (badge) {
   let pause = 500;
   const connect = () => {
@@ -58,11 +59,12 @@ if (badge) {
       const frame = JSON.parse(message.data);
       if (frame.type !== "inbox") return;
       pause = 500;
+      const waiting = frame.count + (frame.questions || []).length;
       for (const [el, said] of counts) {
         if (!el) continue;
-        el.textContent = String(frame.count);
-        el.dataset.count = String(frame.count);
-        el.setAttribute("aria-label", `${frame.count} ${said}`);
+        el.textContent = String(waiting);
+        el.dataset.count = String(waiting);
+        el.setAttribute("aria-label", `${waiting} ${said}`);
       }
       document.dispatchEvent(new CustomEvent("studio:inbox", { detail: frame }));
     });
