@@ -38,7 +38,7 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
-class PendingApprovalSerializer(serializers.Serializer[object]):
+class _InboxItemSerializer(serializers.Serializer[object]):
     session_id = serializers.UUIDField()
     session_title = serializers.CharField()
     session_url = serializers.CharField(help_text="The session's timeline page.")
@@ -46,23 +46,18 @@ class PendingApprovalSerializer(serializers.Serializer[object]):
     agent = serializers.CharField()
     agent_version = serializers.IntegerField(allow_null=True)
     call_id = serializers.CharField()
+    waiting_since = serializers.DateTimeField()
+
+
+class PendingApprovalSerializer(_InboxItemSerializer):
     tool = serializers.CharField()
     args = serializers.JSONField()
     args_hash = serializers.CharField(help_text="Send it back with the decision.")
     args_schema = serializers.JSONField(allow_null=True, help_text="What edited args must match.")
-    waiting_since = serializers.DateTimeField()
 
 
-class PendingQuestionSerializer(serializers.Serializer[object]):
-    session_id = serializers.UUIDField()
-    session_title = serializers.CharField()
-    session_url = serializers.CharField(help_text="The session's timeline page, to answer.")
-    run_id = serializers.UUIDField()
-    agent = serializers.CharField()
-    agent_version = serializers.IntegerField(allow_null=True)
-    call_id = serializers.CharField()
-    question = serializers.CharField()
-    waiting_since = serializers.DateTimeField()
+class PendingQuestionSerializer(_InboxItemSerializer):
+    question = serializers.CharField(help_text="Answer it in its session.")
 
 
 class InboxSerializer(serializers.Serializer[object]):

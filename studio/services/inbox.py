@@ -20,8 +20,8 @@ MAX_PENDING = 500
 
 
 @dataclass(frozen=True, slots=True)
-class PendingApproval:
-    """One call waiting for its owner's decision."""
+class _Pending:
+    """What waits for a person in one of their sessions: a call of its run."""
 
     session_id: uuid.UUID
     session_title: str
@@ -29,44 +29,42 @@ class PendingApproval:
     agent: str
     agent_version: int | None
     call_id: str
-    tool: str
-    args: dict[str, Any]
-    args_hash: str
-    args_schema: dict[str, Any] | None
     waiting_since: datetime
 
 
 @dataclass(frozen=True, slots=True)
-class PendingQuestion:
+class PendingApproval(_Pending):
+    """One call waiting for its owner's decision."""
+
+    tool: str
+    args: dict[str, Any]
+    args_hash: str
+    args_schema: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingQuestion(_Pending):
     """One question an agent asked its owner, waiting for the answer."""
 
-    session_id: uuid.UUID
-    session_title: str
-    run_id: uuid.UUID
-    agent: str
-    agent_version: int | None
-    call_id: str
     question: str
-    waiting_since: datetime
 
 
 def pending_approvals(owner: User) -> list[PendingApproval]:
-    """``owner``'s pending approvals, longest waiting first. Every page's navigation
-    counts them, so it takes the same few queries however many sessions wait: the
-    sessions, their newest awaiting runs, and those runs' tracked events
-    (``ledger.tracked_events_of``)."""
+    """``owner``'s pending approvals, longest waiting first."""
     return pending(owner)[0]
 
 
 def pending(owner: User) -> tuple[list[PendingApproval], list[PendingQuestion]]:
-    """``owner``'s pending approvals and questions, each longest waiting first, from
-    one read of the sessions that wait."""
+    """``owner``'s pending approvals and questions, each longest waiting first. Every
+    page's navigation counts them, so it takes the same few queries however many
+    sessions wait: the sessions, their newest awaiting runs, and those runs' tracked
+    events (``ledger.tracked_events_of``)."""
     approvals: list[PendingApproval] = []
     questions: list[PendingQuestion] = []
     for session, run, events in _waiting(owner):
-        ledger = CallLedger().observe_all(event for event, _ in events)
-        approvals.extend(_pending_in(session, run, events, ledger))
-        questions.extend(_questions_in(session, run, events, ledger))
+        calls, asked = _items_in(session, run, events)
+        approvals.extend(calls)
+        questions.extend(asked)
     approvals.sort(key=lambda p: p.waiting_since)
     questions.sort(key=lambda q: q.waiting_since)
     return approvals, questions
@@ -104,7 +102,7 @@ def pending_payload(owner: User) -> dict[str, Any]:
     return {"count": len(results), "results": results, "questions": [_row(q) for q in questions]}
 
 
-def _row(item: PendingApproval | PendingQuestion) -> dict[str, Any]:
+def _row(item: _Pending) -> dict[str, Any]:
     row = asdict(item)
     row.update(
         session_id=str(item.session_id),
@@ -135,66 +133,43 @@ class _Waiting(NamedTuple):
     agent: str | None
 
 
-def _pending_in(
-    session: _Waiting,
-    run: Run,
-    events: list[tuple[core_events.Event, datetime]],
-    ledger: CallLedger,
-) -> list[PendingApproval]:
+def _items_in(
+    session: _Waiting, run: Run, events: list[tuple[core_events.Event, datetime]]
+) -> tuple[list[PendingApproval], list[PendingQuestion]]:
     """The calls of ``run`` (``session``'s) that asked for approval and have none yet,
-    from its tracked ``events`` (``ledger`` has observed them)."""
-    waiting = {call for call, verdict in ledger.approvals.items() if verdict is None}
-    if not waiting:
-        return []
-    found = []
+    and the questions it asked that have no answer yet, from its tracked ``events``."""
+    ledger = CallLedger().observe_all(event for event, _ in events)
+    about: dict[str, Any] = {
+        "session_id": session.pk,
+        "session_title": session.title,
+        "run_id": run.pk,
+        "agent": session.agent or "",
+        "agent_version": session.version,
+    }
+    approvals: list[PendingApproval] = []
+    questions: list[PendingQuestion] = []
     for event, created_at in events:
-        info = event.approval
-        if event.type is not core_events.EventType.APPROVAL_REQUEST or info is None:
-            continue
-        if info.call_id not in waiting:
-            continue
-        found.append(
-            PendingApproval(
-                session_id=session.pk,
-                session_title=session.title,
-                run_id=run.pk,
-                agent=session.agent or "",
-                agent_version=session.version,
-                call_id=info.call_id,
-                tool=info.tool,
-                args=info.args,
-                args_hash=info.args_hash,
-                args_schema=info.args_schema,
-                waiting_since=created_at,
+        asked, put = event.approval, event.question
+        if event.type is _ASKS_APPROVAL and asked and ledger.awaits_approval(asked.call_id):
+            approvals.append(
+                PendingApproval(
+                    **about,
+                    call_id=asked.call_id,
+                    tool=asked.tool,
+                    args=asked.args,
+                    args_hash=asked.args_hash,
+                    args_schema=asked.args_schema,
+                    waiting_since=created_at,
+                )
             )
-        )
-    return found
+        elif event.type is _ASKS_USER and put and ledger.awaits_answer(put.call_id):
+            questions.append(
+                PendingQuestion(
+                    **about, call_id=put.call_id, question=put.question, waiting_since=created_at
+                )
+            )
+    return approvals, questions
 
 
-def _questions_in(
-    session: _Waiting,
-    run: Run,
-    events: list[tuple[core_events.Event, datetime]],
-    ledger: CallLedger,
-) -> list[PendingQuestion]:
-    """The questions ``run`` (``session``'s) asked that have no answer yet."""
-    found = []
-    for event, created_at in events:
-        info = event.question
-        if event.type is not core_events.EventType.USER_QUESTION or info is None:
-            continue
-        if not ledger.awaits_answer(info.call_id):
-            continue
-        found.append(
-            PendingQuestion(
-                session_id=session.pk,
-                session_title=session.title,
-                run_id=run.pk,
-                agent=session.agent or "",
-                agent_version=session.version,
-                call_id=info.call_id,
-                question=info.question,
-                waiting_since=created_at,
-            )
-        )
-    return found
+_ASKS_APPROVAL = core_events.EventType.APPROVAL_REQUEST
+_ASKS_USER = core_events.EventType.USER_QUESTION
