@@ -114,8 +114,7 @@ def _span_events(
     if span.kind == "model":
         return [_model_message(span, common, answered)]
     if span.kind == "tool":
-        call, response = _tool_call(span, common)
-        return [response] if span.tool_call_id in asked else [call, response]
+        return _tool_call(span, common, announce=span.tool_call_id not in asked)
     return _agent_step(span, common)
 
 
@@ -172,21 +171,12 @@ def _model_message(
     )
 
 
-def _tool_call(span: GenAiSpan, common: dict[str, Any]) -> list[core_events.Event]:
+def _tool_call(
+    span: GenAiSpan, common: dict[str, Any], *, announce: bool
+) -> list[core_events.Event]:
+    """The tool's response, after the message carrying its call when ``announce`` (no
+    stored model message carries it)."""
     name = _clip(span.tool_name, 100) or "tool"
-    call = core_events.Event(
-        type=EventType.AGENT_MESSAGE,
-        created_at=span.start,
-        parts=[
-            core_events.ToolCallPart(
-                call_id=_clip(span.tool_call_id, 200),
-                name=name,
-                args=_clip_value(span.tool_args),
-                span_id=span.span_id,
-            )
-        ],
-        **common,
-    )
     result = _clip(span.tool_result or (span.status if span.failed else ""), MAX_TEXT_CHARS)
     response = core_events.Event(
         type=EventType.TOOL_RESPONSE,
@@ -203,6 +193,21 @@ def _tool_call(span: GenAiSpan, common: dict[str, Any]) -> list[core_events.Even
             )
         ],
         ingested=_info(span),
+        **common,
+    )
+    if not announce:
+        return [response]
+    call = core_events.Event(
+        type=EventType.AGENT_MESSAGE,
+        created_at=span.start,
+        parts=[
+            core_events.ToolCallPart(
+                call_id=_clip(span.tool_call_id, 200),
+                name=name,
+                args=_clip_value(span.tool_args),
+                span_id=span.span_id,
+            )
+        ],
         **common,
     )
     return [call, response]

@@ -42,7 +42,6 @@ from studio.models import (
     SessionStatus,
 )
 from studio.runs import figures, records
-from studio.runs.records import Ending
 from studio.services.sessions import session_status
 
 EXTERNAL_ERROR = "external_error"
@@ -289,9 +288,9 @@ def _count_tokens(run: Run, spans: list[GenAiSpan]) -> None:
 def _end(run: Run, root: GenAiSpan) -> list[core_events.Event]:
     """End the run with its root span (once: ``end_run`` ends a run only once)."""
     ending = (
-        Ending(RunStatus.FAILED, EXTERNAL_ERROR, root.status or "the root span failed")
+        records.Ending(RunStatus.FAILED, EXTERNAL_ERROR, root.status or "the root span failed")
         if root.failed
-        else Ending(RunStatus.SUCCEEDED)
+        else records.Ending(RunStatus.SUCCEEDED)
     )
     Run.objects.filter(pk=run.pk, ended_at__isnull=True).update(ended_at=root.end)
     ended = records.end_run(run.pk, ending, terminal_event_stored=True)

@@ -15,7 +15,7 @@ import { formatClock, formatDuration, formatTokens, toast } from "./lib/ui.js";
 const MAX_LOADED_EVENTS = 3000; // beyond this the oldest invocations are unloaded again
 const MAX_INBOX = 500; // frames held for the next animation frame (none run in a hidden tab)
 const END_MARGIN_PX = 16; // room left under the newest event when the page follows it
-const PERSON_WAITS = { approval: "waiting for approval", answer: "waiting for your answer" }; // the badge
+const PERSON_WAITS = { approval: "waiting for approval", answer: WAITING_LABELS.answer }; // the badge
 
 const data = readJsonScript("timeline-data");
 const session = data.session;
