@@ -72,7 +72,7 @@ async def measure(runs: int) -> None:
     held = getattr(executor, "_executions", {})
     while True:  # parked, and every execution let go and told its viewers
         waiting = await Run.objects.filter(status=RunStatus.WAITING).acount()
-        if waiting == runs and not held and len(asyncio.all_tasks()) <= tasks_idle + 1:
+        if waiting == runs and not held and len(asyncio.all_tasks()) <= tasks_idle:
             break
         if time.perf_counter() - started > 120:
             raise SystemExit(f"only {waiting} of {runs} runs parked within 120 s")
