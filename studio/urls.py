@@ -78,6 +78,7 @@ urlpatterns = [
     path("overview/", overview.overview_page, name="overview"),
     path("approvals/", approvals.approval_inbox, name="approvals"),
     path("approvals/decide/", approvals.approval_decide, name="approvals-decide"),
+    path("approvals/answer/", approvals.approval_answer, name="approvals-answer"),
     path("memories/", memories.memory_list, name="memories"),
     path("memories/<int:pk>/edit/", memories.memory_edit, name="memory-edit"),
     path("memories/<int:pk>/delete/", memories.memory_delete, name="memory-delete"),

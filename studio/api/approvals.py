@@ -46,18 +46,21 @@ class _InboxItemSerializer(serializers.Serializer[object]):
     agent = serializers.CharField()
     agent_version = serializers.IntegerField(allow_null=True)
     call_id = serializers.CharField()
+    args_hash = serializers.CharField(help_text="Send it back with the decision or the answer.")
     waiting_since = serializers.DateTimeField()
 
 
 class PendingApprovalSerializer(_InboxItemSerializer):
     tool = serializers.CharField()
     args = serializers.JSONField()
-    args_hash = serializers.CharField(help_text="Send it back with the decision.")
     args_schema = serializers.JSONField(allow_null=True, help_text="What edited args must match.")
 
 
 class PendingQuestionSerializer(_InboxItemSerializer):
-    question = serializers.CharField(help_text="Answer it in its session.")
+    question = serializers.CharField(
+        help_text="Answer it with POST /api/sessions/<session_id>/answers/ "
+        "(call_id, args_hash, text), or on the inbox page or in its session."
+    )
 
 
 class InboxSerializer(serializers.Serializer[object]):

@@ -29,6 +29,8 @@ class _Pending:
     agent: str
     agent_version: int | None
     call_id: str
+    args_hash: str
+    """What a decision or an answer sends back: it binds them to what was shown."""
     waiting_since: datetime
 
 
@@ -38,7 +40,6 @@ class PendingApproval(_Pending):
 
     tool: str
     args: dict[str, Any]
-    args_hash: str
     args_schema: dict[str, Any] | None
 
 
@@ -165,7 +166,11 @@ def _items_in(
         elif event.type is _ASKS_USER and put and ledger.awaits_answer(put.call_id):
             questions.append(
                 PendingQuestion(
-                    **about, call_id=put.call_id, question=put.question, waiting_since=created_at
+                    **about,
+                    call_id=put.call_id,
+                    args_hash=put.args_hash,
+                    question=put.question,
+                    waiting_since=created_at,
                 )
             )
     return approvals, questions

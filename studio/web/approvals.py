@@ -2,8 +2,8 @@
 user's decision across their sessions, with its arguments as formatted JSON, to approve,
 deny with a reason, or approve with edited arguments, one at a time or several
 selected at once (decisions through the page: channel ``page``), above them the
-questions agents asked the user that wait for an answer (each linked to its session,
-where it is answered), with the newest decisions taken below, whatever took them; and
+questions agents asked the user that wait for an answer, each answered in place or in
+its linked session, with the newest decisions taken below, whatever took them; and
 the count in the navigation bar of every page (``inbox_count``), kept live by
 ``app.js`` over ``/ws/approvals/``. Arguments and questions are shown as text, never
 as HTML."""
@@ -14,6 +14,7 @@ import json
 import uuid
 from typing import Any, cast
 
+from asgiref.sync import async_to_sync
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -22,6 +23,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from pydantic import ValidationError
 
+from agents_core.approvals import MAX_ANSWER_CHARS
 from studio import live, services
 from studio.errors import ConflictError, InvalidInputError
 from studio.models import ApprovalDecision, Session
@@ -57,6 +59,7 @@ def approval_inbox(request: HttpRequest) -> HttpResponse:
     context = {
         "items": items,
         "questions": questions,
+        "max_answer_chars": MAX_ANSWER_CHARS,
         "decisions": decisions,
         "section": "approvals",
     }
@@ -101,6 +104,38 @@ def approval_decide(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"{decided} decided.")
     for message in refused:
         messages.error(request, message)
+    return redirect("approvals")
+
+
+@login_required
+@require_POST
+def approval_answer(request: HttpRequest) -> HttpResponse:
+    """The answer to one question listed in the inbox (``session``, ``call_id``,
+    ``args_hash``, ``text``): the run that asked it goes on with it, as when it is typed
+    in the session."""
+    user = _user(request)
+    session = _owned(user, request.POST.get("session", ""))
+    text = request.POST.get("text", "")
+    if not text.strip():
+        messages.error(request, "Type an answer first.")
+        return redirect("approvals")
+    try:
+        body = live.AnswerBody(
+            call_id=request.POST.get("call_id", ""),
+            args_hash=request.POST.get("args_hash", ""),
+            text=text,
+        )
+    except ValidationError as exc:
+        if any(error["loc"] == ("text",) for error in exc.errors()):
+            messages.error(request, f"An answer has at most {MAX_ANSWER_CHARS:,} characters.")
+            return redirect("approvals")
+        raise Http404("no such question") from None
+    try:
+        async_to_sync(services.answer_question)(session, body, answered_by=user.get_username())
+    except ConflictError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Answer sent; the agent goes on with it.")
     return redirect("approvals")
 
 

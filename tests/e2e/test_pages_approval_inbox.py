@@ -38,14 +38,16 @@ def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
     page.goto("/approvals/")
     expect(page.locator("body")).to_have_attribute("data-ready", "approvals")
     expect(page.get_by_test_id("inbox-empty")).to_be_visible()
-    ends = bottoms(page, "#bulk [name=reason]", "[data-testid=approve-selected]")
-    assert abs(ends[0] - ends[1]) <= 1, ends  # the reason's box beside its buttons
+    expect(page.locator("#bulk")).to_be_hidden()  # nothing to select
     badge = page.locator("#approvals-badge")
     expect(badge).to_be_hidden()
 
     sessions = [start_waiting(api, agent, f"job {n}", f"what is {n} + {n}") for n in (1, 2, 3)]
     rows = page.get_by_test_id("approval-row")
     expect(rows).to_have_count(3)  # arrived live, without a reload
+    expect(page.locator("#bulk")).to_be_visible()
+    ends = bottoms(page, "#bulk [name=reason]", "[data-testid=approve-selected]")
+    assert abs(ends[0] - ends[1]) <= 1, ends  # the reason's box beside its buttons
     expect(badge).to_have_text("3")
     expect(elsewhere.locator("#approvals-badge")).to_have_text("3")
     expect(rows.first.get_by_test_id("approval-args")).to_have_text('{\n  "expression": "1 + 1"\n}')
@@ -74,6 +76,7 @@ def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
     page.locator("#bulk input[name=reason]").fill("not today")
     page.get_by_test_id("deny-selected").click()
     expect(page.get_by_test_id("inbox-empty")).to_be_visible()
+    expect(page.locator("#bulk")).to_be_hidden()
     expect(badge).to_be_hidden()
     expect(elsewhere.locator("#approvals-badge")).to_have_attribute("data-count", "0")
     screenshot(page, "approval-inbox-all-decided", full_page=True)

@@ -1,6 +1,6 @@
 """An agent that asks the user, in Chromium: the question appears with a box for the
-answer, the page says the run waits for you, and the answer typed in the playground or
-the timeline is what the agent goes on with."""
+answer, the page says the run waits for you, and the answer typed in the playground,
+the timeline or the approvals inbox is what the agent goes on with."""
 
 from __future__ import annotations
 
@@ -111,29 +111,55 @@ def test_the_timeline_answers_a_question_and_a_stopped_one_says_so(page: Page, a
     expect(page.get_by_text(re.compile("running…"))).to_have_count(0)
 
 
-def test_the_approvals_page_lists_a_question_live_and_links_to_where_it_is_answered(
+def test_the_approvals_page_lists_questions_live_and_answers_them_in_place(
     page: Page, api: Api
 ) -> None:
     agent = booker(api, "booker_inbox")
     page.goto("/approvals/")
     expect(page.locator("body")).to_have_attribute("data-ready", "approvals")
     expect(page.get_by_test_id("questions")).to_be_hidden()
-    session = api.post("/api/sessions/", {"agent": agent["id"], "title": "Inbox trip"})
-    api.post(f"/api/sessions/{session['id']}/messages/", {"text": "book me a trip"})
-    row = page.get_by_test_id("question-row")
-    expect(row).to_have_count(1)  # arrived live, over the inbox socket
+    first = api.post("/api/sessions/", {"agent": agent["id"], "title": "Inbox trip"})
+    api.post(f"/api/sessions/{first['id']}/messages/", {"text": "book me a trip"})
+    rows = page.get_by_test_id("question-row")
+    expect(rows).to_have_count(1)  # arrived live, over the inbox socket
     expect(page.locator("#approvals-badge")).to_have_attribute("data-count", "1")
+    row = rows.filter(has_text="Inbox trip")
     expect(row).to_contain_text("booker_inbox")
     expect(row.locator(".question-text")).to_have_text("Which <b>city</b>?")  # text, not HTML
     expect(row.locator("b")).to_have_count(0)
     expect(page.get_by_test_id("inbox-empty")).to_be_visible()  # no call waits for a decision
+
+    # An answer being typed stays while another question arrives and the list is redrawn.
+    box = row.get_by_label("Your answer")
+    box.fill("Oslo")
+    second = api.post("/api/sessions/", {"agent": agent["id"], "title": "Second trip"})
+    api.post(f"/api/sessions/{second['id']}/messages/", {"text": "book me a trip"})
+    expect(rows).to_have_count(2)
+    expect(page.locator("#approvals-badge")).to_have_attribute("data-count", "2")
+    expect(box).to_have_value("Oslo")
     screenshot(page, "approvals-question")
-    row.get_by_test_id("answer-link").click()
+    box.press("Enter")
+    expect(page.get_by_role("status")).to_have_text("Answer sent; the agent goes on with it.")
+    expect(rows).to_have_count(1)
+    expect(rows.filter(has_text="Second trip")).to_have_count(1)
+    expect(page.locator("#approvals-badge")).to_have_attribute("data-count", "1")
+
+    # The session it was asked in shows who answered what, and the agent's reply to it.
+    page.goto(f"/sessions/{first['id']}/")
     expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
     card = page.locator(".tool[data-tool=ask_user] .question")
-    card.get_by_label("Your answer").fill("Oslo")
-    card.get_by_role("button", name="Send answer").click()
     expect(card).to_contain_text("demo answered: Oslo")
+    expect(page.get_by_text("Booked for Oslo.")).to_be_visible()
+
+    # The other is answered in its session, which the inbox links to.
+    page.go_back()
+    expect(page.locator("body")).to_have_attribute("data-ready", "approvals")
+    rows.get_by_test_id("question-session").click()
+    expect(page.locator("body")).to_have_attribute("data-ready", "timeline")
+    card = page.locator(".tool[data-tool=ask_user] .question")
+    card.get_by_label("Your answer").fill("Bergen")
+    card.get_by_role("button", name="Send answer").click()
+    expect(card).to_contain_text("demo answered: Bergen")
     page.goto("/approvals/")
     expect(page.get_by_test_id("questions")).to_be_hidden()
     expect(page.locator("#approvals-badge")).to_have_attribute("data-count", "0")

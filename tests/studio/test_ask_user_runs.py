@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from agents_core.approvals import MAX_ANSWER_CHARS
 from studio.agents.demo import DEMO_MODEL
 from studio.asgi import application
 from studio.models import ModelConfig, Session
@@ -185,3 +186,39 @@ async def test_the_inbox_lists_a_waiting_question_to_its_owner_until_it_is_answe
     await viewer.until_ended()
     for inbox in inboxes.values():
         await inbox.disconnect()
+
+
+async def test_the_inbox_page_answers_a_question_in_place(ada: User, bob: User) -> None:
+    """The inbox carries what an answer needs (the call and its question's hash), so a
+    question is answered where it is listed, by its owner only, and the run goes on."""
+    session = await booking_session(ada)
+    viewer = await watch(application, session, ada)
+    question = await ask(viewer)
+    [listed] = (await sync_to_async(client_for(ada).get)("/api/approvals/")).json()["questions"]
+    assert listed["args_hash"] == question["args_hash"]
+
+    async def post(user: User, text: str, **changes: Any) -> str:
+        form = {"session": str(session.pk), **answer(listed, text, **changes)}
+        client = await sync_to_async(signed_in)(user)
+        response = await sync_to_async(client.post)("/approvals/answer/", form, follow=True)
+        assert response.status_code == 200, response.status_code
+        return str(response.content.decode())
+
+    intruder = await sync_to_async(signed_in)(bob)
+    forbidden = await sync_to_async(intruder.post)(
+        "/approvals/answer/", {"session": str(session.pk), **answer(listed, "Oslo")}
+    )
+    assert forbidden.status_code == 404
+    assert '<li class="alert error">Type an answer first.' in await post(ada, "  ")
+    too_long = await post(ada, "x" * (MAX_ANSWER_CHARS + 1))
+    assert f'<li class="alert error">An answer has at most {MAX_ANSWER_CHARS:,}' in too_long
+    stale = await post(ada, "Oslo", args_hash="0" * 64)  # not the question listed
+    assert '<li class="alert error">the reply is for different arguments' in stale
+    assert (await Session.objects.aget(pk=session.pk)).status == "waiting"
+    page = await post(ada, "Oslo")
+    assert "Answer sent; the agent goes on with it." in page
+    await viewer.until_ended()
+    answered = viewer.events_of_type("user_answer")[0]["question"]
+    assert (answered["answer"], answered["answered_by"]) == ("Oslo", "ada")
+    assert viewer.events_of_type("agent_message")[-1]["parts"][0]["text"] == "Booked for Oslo."
+    assert 'data-testid="question-row"' not in await post(ada, "Rome")
