@@ -156,7 +156,12 @@ def _model_message(
         )
     usage = None
     if span.input_tokens is not None or span.output_tokens is not None:
-        usage = Usage(input_tokens=span.input_tokens or 0, output_tokens=span.output_tokens or 0)
+        input_tokens = span.input_tokens or 0
+        usage = Usage(
+            input_tokens=input_tokens,
+            output_tokens=span.output_tokens or 0,
+            cached_input_tokens=min(span.cached_input_tokens or 0, input_tokens),
+        )
     return core_events.Event(
         type=EventType.AGENT_MESSAGE,
         span_id=span.span_id,

@@ -69,6 +69,8 @@ class GenAiSpan:
     model: str = ""
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    """Of ``input_tokens``, those served from the provider's prompt cache."""
     input_text: str = ""
     output_text: str = ""
     tool_calls: list[ToolCallSeen] = field(default_factory=list)
@@ -134,6 +136,9 @@ def read_span(span: Any, resource: Mapping[str, Any]) -> GenAiSpan:
     read.model = str(attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or "")
     read.input_tokens = _int(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
     read.output_tokens = _int(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
+    read.cached_input_tokens = _int(
+        attrs, "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens"
+    )
     _read_messages(read, span)
     if read.kind == "tool":
         _read_tool(read, attrs)

@@ -11,6 +11,8 @@ any other, when the trace's root span (one without a parent) arrives: failed whe
 span failed. A trace whose root never arrives stays running. Spans that come after the
 root (another service's exporter sends its spans of the trace on its own schedule) join
 the ended run: its wall time, kept spans, costs and days are written again with them.
+A model call is priced as its owner's model configs of the model it names price it, else
+as Studio's price table does (``agents.prices.prices_of_models``), else unknown.
 
 A request is stored in one transaction: all of its spans or, when anything fails, none.
 Spans that cannot be stored (bad ids or times) are rejected and counted, the others
@@ -21,7 +23,7 @@ only, so one user's token never writes into another user's runs.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -30,7 +32,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from agents_core import events as core_events
-from studio import event_rows, live
+from studio import costs, event_rows, live
+from studio.agents.prices import prices_of_models
 from studio.ingest import events as ingest_events
 from studio.ingest.genai import GenAiSpan, attributes_of, read_span, refusal
 from studio.models import (
@@ -79,9 +82,11 @@ def ingest(owner_id: int, request: Any) -> Ingested:
     """Store the spans of ``request`` for user ``owner_id``, in one transaction."""
     traces, rejected, reason = read_request(request)
     done = Ingested(rejected=rejected, reason=reason)
+    models = {s.model for spans in traces.values() for s in spans if s.kind == "model"}
     with transaction.atomic():
+        prices = prices_of_models(owner_id, models)
         for trace_id, spans in traces.items():
-            session_pk, stored = _ingest_trace(owner_id, trace_id, spans)
+            session_pk, stored = _ingest_trace(owner_id, trace_id, spans, prices)
             if stored:
                 done.stored.setdefault(session_pk, []).extend(stored)
     return done
@@ -95,7 +100,7 @@ async def publish(done: Ingested) -> None:
 
 
 def _ingest_trace(
-    owner_id: int, trace_id: str, spans: list[GenAiSpan]
+    owner_id: int, trace_id: str, spans: list[GenAiSpan], prices: Mapping[str, costs.Price]
 ) -> tuple[uuid.UUID, list[core_events.Event]]:
     trace, created = _trace_for(owner_id, trace_id, spans)
     ended = bool(trace.root_span_id)  # the run ended with its root, in an earlier request
@@ -116,6 +121,7 @@ def _ingest_trace(
         asked=asked,
         answered=answered,
     )
+    events = [costs.priced(event, {}, model_prices=prices) for event in events]
     _note_calls(trace, fresh, asked, answered)
     if created:
         events = _opening(fresh, key, invocation) + events
