@@ -6,6 +6,7 @@ the attributes Studio did not map."""
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.request
 from pathlib import Path
@@ -31,6 +32,19 @@ def wait_for_session(api: Api, agent: str, within: float = 30.0) -> dict[str, An
             return dict(found[0])
         time.sleep(0.1)
     raise AssertionError("the ingested session never appeared")
+
+
+def assert_one_agent_step_named(page: Page, agent: str) -> None:
+    """The agent's step, opened under the service's name before its root span came, is
+    named by it and ended with it: one step, its duration shown, no separate end row."""
+    steps = page.locator("#timeline .step")
+    expect(steps).to_have_count(1)
+    expect(steps).to_have_attribute("data-agent", agent)
+    expect(steps.locator(".step-head .agent")).to_have_text(agent)
+    expect(steps.locator(".step-head .chip").first).to_have_text(
+        re.compile(r"^[\d.:]+ (ms|s|min)$")
+    )
+    expect(page.locator("#timeline .ev.agent_end")).to_have_count(0)
 
 
 def test_an_external_agent_s_spans_appear_live_in_the_timeline_and_the_waterfall(
@@ -74,6 +88,7 @@ def test_an_external_agent_s_spans_appear_live_in_the_timeline_and_the_waterfall
             agent.kill()
     expect(page.locator("#session-status")).to_have_text("succeeded")
     expect(page.locator("#timeline [data-type=agent_end]")).to_be_attached()
+    assert_one_agent_step_named(page, "weather_bot")  # live: the root named it as it came
     rows = timeline_rows(page)
     kinds = [kind for _, kind in rows]
     assert kinds.count("tool_response") == 6 and kinds.count("agent_end") == 1
@@ -81,6 +96,7 @@ def test_an_external_agent_s_spans_appear_live_in_the_timeline_and_the_waterfall
     assert rows == stored
     page.reload()  # the header was drawn before the root span named the agent
     expect(page.get_by_test_id("ingested-from")).to_contain_text("weather_bot")
+    assert_one_agent_step_named(page, "weather_bot")
     # It ran elsewhere: nothing here forks, replays or resumes it (the API refuses too).
     expect(page.locator("#timeline [data-seq]").first).to_be_visible()
     expect(page.locator("#timeline button.fork-here")).to_have_count(0)
@@ -127,10 +143,14 @@ def test_a_tool_span_sent_in_the_batch_after_its_models_answers_the_models_call(
 ) -> None:
     """An exporter sends spans in batches as they end: a tool that runs past one batch
     comes in the next, after the model span that asked for it. The timeline shows the
-    model's call once, answered; the waterfall draws the tool's span as the API does."""
+    model's call once, answered; the waterfall draws the tool's span as the API does.
+    Its calls, of a model Studio's price table knows, are priced: each call, the run and
+    the session's totals say what they cost."""
     token = make_ingest_token(pages_server, "demo")
     root, first, tool, second = agent_trace(new_trace_id())
     root.attributes["gen_ai.agent.name"] = "batched-shopper"
+    for chat in (first, second):
+        chat.attributes["gen_ai.response.model"] = "gpt-4o-mini-2024-07-18"
     for batch in ([first], [tool], [second, root]):
         sent = urllib.request.Request(
             f"{pages_server.url}/v1/traces",
@@ -145,6 +165,15 @@ def test_a_tool_span_sent_in_the_batch_after_its_models_answers_the_models_call(
     expect(calls).to_have_count(1)
     expect(calls.locator(".outcome")).to_contain_text("0.5 EUR")
     expect(page.locator("#timeline")).not_to_contain_text("in doubt")
+    assert_one_agent_step_named(page, "batched-shopper")
+    # gpt-4o-mini at $0.15 in, $0.60 out a million: 12 x 0.15 + 5 x 0.60 = 4.8, then
+    # 20 x 0.15 + 8 x 0.60 = 7.8 millionths of a dollar.
+    costs = page.locator("#timeline .chip[data-cost]")
+    expect(costs).to_have_text(["$0.0000048", "$0.0000078"])
+    [run] = api.get(f"/api/runs/?session={session['id']}")["results"]
+    assert (run["cost"], run["cost_complete"]) == ("0.0000126000", True)
+    expect(page.locator("#timeline .inv .totals")).to_contain_text("cost $0.000013")
+    expect(page.locator("#totals")).to_contain_text("Cost$0.000013")
     screenshot(page, "otlp-ingest-batched-timeline", full_page=True)
     page.goto(f"/sessions/{session['id']}/waterfall/")
     tools = page.locator(".wf-span[data-kind=tool]")

@@ -10,6 +10,7 @@ import { TimelineView } from "./lib/timeline_view.js";
 import { openForkForm } from "./lib/fork.js";
 import { redrawDatasetCard } from "./lib/dataset_card.js";
 import { tallyText } from "./lib/calls.js";
+import { costText, runsCost } from "./lib/span_costs.js";
 import { formatClock, formatDuration, formatTokens, toast } from "./lib/ui.js";
 
 const MAX_LOADED_EVENTS = 3000; // beyond this the oldest invocations are unloaded again
@@ -293,6 +294,8 @@ function refreshSide() {
     ["Tool calls", tallyText(view.callTally())],
     ["Errors", String(c.errors)],
   ];
+  const cost = costText(runsCost(runs.values()));
+  if (cost) rows.splice(3, 0, ["Cost", cost]);
   if (firstSeq > 1) rows.push(["Loaded", `#${firstSeq}–#${socket.lastSeq}`]);
   $("totals").replaceChildren(...rows.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
   $("session-state").textContent = Object.keys(state).length ? pretty(state) : "{}";

@@ -69,6 +69,24 @@ export function addDecimals(amounts) {
   return plain(sum.units, sum.scale);
 }
 
+/** What ended runs cost all told, as the server adds a session's up (run_costs.
+ * session_cost, costs.total_of): each run's stored cost, exactly; a fork's copies of its
+ * parent's runs cost nothing here (they were paid for in the parent); incomplete when a
+ * run's is. A SpanCost, for ``costText``; null when no run has ended. */
+export function runsCost(runs) {
+  const sum = new CostSum();
+  let complete = true;
+  for (const run of runs) {
+    if (!run?.ended_at || run.copied_from) continue;
+    complete &&= run.cost_complete !== false;
+    const known = run.cost !== null && run.cost !== undefined;
+    sum.add(known ? { ...parseDecimal(run.cost), currency: run.cost_currency } : null);
+  }
+  if (!sum.calls) return null;
+  const cost = sum.cost();
+  return { ...cost, complete: cost.complete && complete };
+}
+
 /** SpanTree._costs: each answered model call's cost (``span.callCost``, set when its
  * answer arrived), on its own span and every span above it; the rest cost nothing.
  * Each call is read once and added as it goes up (a run of 9,000 spans, 3,000 of them

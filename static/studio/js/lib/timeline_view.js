@@ -14,6 +14,7 @@ import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
 import { artifactMarks, attachments, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
+import { costText, runsCost } from "./span_costs.js";
 import { editedMark, forkButton } from "./fork.js";
 import { ToolCallView } from "./tool_call.js";
 import { formatClock, formatDuration, formatTime, formatTokens } from "./ui.js";
@@ -299,7 +300,7 @@ export class TimelineView {
       timer, waiting, this.spanLink(inv, event), this.forkHere(event));
     const el = h("div", { class: "step", dataset: { seq: event.seq, type: event.type, agent: event.author } }, head, body);
     parent.append(el);
-    const step = { inv, el, body, head, timer, waiting, agent: event.author, startMs: Date.parse(event.created_at) };
+    const step = { inv, el, body, head, timer, waiting, agent: event.author, spanId: event.span_id, startMs: Date.parse(event.created_at) };
     if (!inv.stacks.has(event.branch || "")) inv.stacks.set(event.branch || "", []);
     inv.stacks.get(event.branch || "").push(step);
     if (!this.isFinished(inv)) {
@@ -328,8 +329,7 @@ export class TimelineView {
 
   endStep(inv, event) {
     this.dropProvisional(event);
-    const stack = inv.stacks.get(event.branch || "") || [];
-    const index = stack.map((s) => s.agent).lastIndexOf(event.author);
+    const [stack, index] = this.openStepOf(inv, event);
     if (index < 0) {
       this.place(inv, event, this.row(event, `${event.author} ended`));
       return;
@@ -337,13 +337,38 @@ export class TimelineView {
     const step = stack[index];
     stack.splice(index);
     this.openSteps.delete(step);
+    if (step.agent !== event.author) this.rename(step, event);
     step.el.classList.remove("running");
     step.waiting.textContent = "";
-    step.timer.textContent = formatDuration(Date.parse(event.created_at) - step.startMs);
+    const startMs = event.started_at ? Math.min(step.startMs, Date.parse(event.started_at)) : step.startMs;
+    step.timer.textContent = formatDuration(Date.parse(event.created_at) - startMs);
     step.timer.dataset.seq = event.seq;
     step.timer.dataset.type = event.type;
     step.timer.dataset.time = event.created_at;
     step.timer.dataset.timeLabel = "ended ";
+  }
+
+  /** The open step an agent_end closes, as [its stack, its index] (index -1: none): the
+   * step of its span, else its agent's innermost on its branch. */
+  openStepOf(inv, event) {
+    if (event.span_id) {
+      for (const stack of inv.stacks.values()) {
+        const index = stack.findIndex((step) => step.spanId === event.span_id);
+        if (index >= 0) return [stack, index];
+      }
+    }
+    const stack = inv.stacks.get(event.branch || "") || [];
+    return [stack, stack.map((s) => s.agent).lastIndexOf(event.author)];
+  }
+
+  /** An ingested parent span, opened from its first child under the service's name
+   * before it came, named by its own span as it closes the step (SpanTree does alike). */
+  rename(step, event) {
+    step.agent = event.author;
+    step.el.dataset.agent = event.author;
+    const name = step.head.querySelector(".agent");
+    name.textContent = event.author;
+    name.title = event.branch ? `branch ${event.branch}` : "";
   }
 
   // Rows
@@ -582,6 +607,8 @@ export class TimelineView {
     const chips = [`${s.events} events`];
     const { input, output } = this.tokens(inv.id, run);
     if (input || output) chips.push(`${formatTokens(input, output)} tokens`);
+    const cost = costText(runsCost([run]));
+    if (cost) chips.push(`cost ${cost}`);
     if (s.toolCalls) chips.push(tallyText(this.callTally([inv]), "tool call"));
     if (s.errors) chips.push(`${s.errors} error${s.errors === 1 ? "" : "s"}`);
     const started = run?.started_at || s.first;
