@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 
+from studio.costs import Price
+
 
 def duration(value: timedelta | float | str | None) -> str:
     """``320 ms``, ``1.5 s``, ``2:05 min``, ``1:02 h`` (a ``timedelta`` or milliseconds;
@@ -63,3 +65,19 @@ def cost(amount: Decimal | str | None, currency: str = "USD", *, complete: bool 
     text = str(value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN))
     written = f"${text}" if currency == "USD" else f"{text} {currency}"
     return written if complete else f"≥ {written}"
+
+
+def price(value: Price | None) -> str:
+    """A model's price per million tokens as set, every digit kept (a price is not
+    rounded as a cost is), at least cents: ``$2.50 in · $10.00 out``,
+    ``$2.50 in ($1.25 cached) · $10.00 out``; ``unknown`` for none."""
+    if value is None:
+        return "unknown"
+
+    def money(amount: Decimal) -> str:
+        places = max(2, -int(amount.normalize().as_tuple().exponent))
+        text = f"{amount:.{places}f}"
+        return f"${text}" if value.currency == "USD" else f"{text} {value.currency}"
+
+    cached = "" if value.cached_input is None else f" ({money(value.cached_input)} cached)"
+    return f"{money(value.input)} in{cached} · {money(value.output)} out"

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.timesince import timesince
 
 from studio import figures
-from studio.models import Session
+from studio.models import ModelConfig, Session
 
 register = template.Library()
 
@@ -31,6 +31,13 @@ def tokens(counts: dict[str, int] | None) -> str:
 def session_cost(session: Session) -> str:
     """A session's ended runs' cost, all told (``≥`` when some calls' were unknown)."""
     return figures.cost(session.cost, session.cost_currency, complete=session.cost_complete)
+
+
+@register.filter
+def price(config: ModelConfig) -> str:
+    """A model config's price per million tokens: ``$2.50 in · $10.00 out``, or
+    ``unknown``."""
+    return figures.price(config.price())
 
 
 @register.filter

@@ -181,6 +181,8 @@ def test_the_key_column_shows_what_the_page_says_and_tests_fail_in_words(
         "the API key column shows only their last four characters"
     )
     expect(page.locator("[data-model=remote] [data-testid=key-shown]")).to_have_text("ends in 6789")
+    # test-model is in no price table and was given none: its cost is unknown, not zero.
+    expect(page.locator("[data-model=remote] [data-testid=price-shown]")).to_have_text("unknown")
     expect(page.locator("[data-model=short] [data-testid=key-shown]")).to_have_text(
         "set, none shown"
     )
@@ -239,6 +241,10 @@ def test_the_timeline_shows_the_cached_part_of_a_model_calls_input(
     # 204 * 2.50 + 1000 * 1.25 + 88 * 10 = 2640 per million tokens
     expect(page.locator(".chip[data-cost]")).to_have_attribute("data-cost", "0.0026400000")
     screenshot(page, "timeline-cached-tokens")
+    page.goto("/models/")
+    expect(page.locator("[data-model=cached] [data-testid=price-shown]")).to_have_text(
+        "$2.50 in ($1.25 cached) · $10.00 out"
+    )
 
 
 def test_rate_limits_are_set_on_the_model_page_and_a_bad_one_is_refused_in_words(

@@ -164,3 +164,21 @@ def test_a_cost_is_written_with_two_significant_digits_below_one(
     amount: Decimal | None, currency: str, complete: bool, written: str
 ) -> None:
     assert figures.cost(amount, currency, complete=complete) == written
+
+
+@pytest.mark.parametrize(
+    ("price", "written"),
+    [
+        (Price(Decimal("2.5"), Decimal("10")), "$2.50 in · $10.00 out"),
+        (
+            Price(Decimal("0.15"), Decimal("0.6"), cached_input=Decimal("0.075")),
+            "$0.15 in ($0.075 cached) · $0.60 out",
+        ),
+        # Every digit set is kept: a price is not a cost, rounded to two significant digits.
+        (Price(Decimal("0.000123"), Decimal("1.234567")), "$0.000123 in · $1.234567 out"),
+        (Price(Decimal("0"), Decimal("3"), currency="EUR"), "0.00 EUR in · 3.00 EUR out"),
+        (None, "unknown"),
+    ],
+)
+def test_a_price_per_million_tokens_is_written_as_set(price: Price | None, written: str) -> None:
+    assert figures.price(price) == written
