@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from studio.models import Event, IngestedTrace, ModelConfig, ModelDay, Run
+from studio.models import DaySpend, Event, IngestedTrace, ModelConfig, ModelDay, Run
 from tests.studio.test_otlp_ingest import post, token_for
 from tests.support.otlp_spans import SpanSpec, new_trace_id, request_of
 
@@ -85,6 +85,8 @@ def test_a_call_is_priced_as_its_owners_config_of_the_model_it_names(ada: User) 
         0,
         Decimal("0.000184"),
     )
+    # Spent elsewhere: in the roll-ups, not against the budgets that limit Studio's runs.
+    assert not DaySpend.objects.exists()
 
 
 def test_without_a_config_the_table_prices_it_and_another_users_config_does_not(
