@@ -252,7 +252,9 @@ class SpanTree:
         """A tool span runs from the model's call to the response; within it, the tool
         itself ran for ``ran_ms`` from ``ran_from`` (after any wait for approval). A call
         that its model's message carried with no span (an ingested tool span sent in a
-        later batch than its model's) opens its span here, from when the tool started."""
+        later batch than its model's) opens its span here, from when the tool started;
+        an ingested tool span starts then however it was opened: its OpenTelemetry span's
+        times are what happened."""
         part = next((p for p in wire.get("parts", ()) if p["kind"] == "tool_response"), None)
         if part is not None and wire.get("started_at") and wire.get("span_id") not in self._spans:
             opened = self._open(wire, "tool", part["name"], _time(wire["started_at"]))
@@ -265,6 +267,8 @@ class SpanTree:
         ran_from, ran_ms = wire.get("started_at"), wire.get("latency_ms")
         if ran_from and ran_ms is not None:  # responses are stored in call order, so the
             end = _time(ran_from) + timedelta(milliseconds=ran_ms)  # tool's own end
+            if wire.get("ingested"):
+                built.fields["start"] = _time(ran_from)
             built.fields["end"] = max(end, built.fields["start"])
             built.attributes.update(ran_from=_time(ran_from), ran_ms=ran_ms)
         if part is not None:

@@ -4,12 +4,16 @@ the waterfall draw an ingested run as they draw Studio's own (``agents_core.span
 - an agent step: ``agent_start`` at its start and ``agent_end`` at its end (with an
   ``error`` event in it when the span failed), its span id Studio's span id;
 - a model call: one ``agent_message`` at its end, ``started_at`` its start, with the
-  answer's text, tokens, model and the tool calls it asked for (those an ``execute_tool``
-  span answers, in the same request or an earlier one, are left to that span);
-- a tool call: an ``agent_message`` at its start carrying the call (its ``span_id`` the
-  tool span's) and a ``tool_response`` at its end; only the response when a model
-  message stored before already carries the call (its tool span came in a later batch),
-  which opens the tool span from its ``started_at``.
+  answer's text, tokens, model and the tool calls it asked for, each with the span id of
+  the ``execute_tool`` span of the same request that answers it (as Studio's own calls
+  carry theirs); a call whose tool span came in an earlier request is left to it;
+- a tool call: a ``tool_response`` at its end, ``started_at`` its start; before it, an
+  ``agent_message`` at its start carrying the call (its ``span_id`` the tool span's)
+  when no model message carries the call: the model span names no calls, or comes in a
+  later request. A response whose call a model message stored before carries without a
+  span (its tool span came in a later batch) opens the tool span from its
+  ``started_at``; an ingested tool span starts when its OpenTelemetry span did, however
+  it was opened (``agents_core.spans.SpanTree``).
 
 Each event that opens or closes a span carries the OpenTelemetry span in ``ingested``,
 with all its attributes, so the span's detail shows what Studio did not map too.
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -52,14 +57,16 @@ def events_of(
     (``agents_core.spans.SpanTree``), rather than opening again. ``asked``: tool calls
     that stored model messages carry; ``answered``: those stored tool spans answered."""
     spans = list(spans)
-    answered = {*answered, *(s.tool_call_id for s in spans if s.kind == "tool")}
+    tools = {s.tool_call_id: s.span_id for s in spans if s.kind == "tool" and s.tool_call_id}
+    carried = {c.call_id for s in spans if s.kind == "model" for c in s.tool_calls} & set(tools)
+    calls = _Calls(asked=asked | carried, answered=answered, tools=tools)
     made: list[tuple[datetime, int, core_events.Event]] = []
     for parent_id, child in placeholders.items():
         made.append(
             (child.start, len(made), _placeholder(parent_id, child, session_key, invocation_id))
         )
     for span in spans:
-        for event in _span_events(span, session_key, invocation_id, asked, answered):
+        for event in _span_events(span, session_key, invocation_id, calls):
             if span.span_id in opened and event.type is EventType.AGENT_START:
                 continue
             if span.span_id in opened and event.type is EventType.AGENT_END:
@@ -101,8 +108,19 @@ def _naming_end(end: core_events.Event, span: GenAiSpan) -> core_events.Event:
     return end.model_copy(update={"started_at": span.start, "ingested": _info(span)})
 
 
+@dataclass(frozen=True, slots=True)
+class _Calls:
+    """The tool calls of one request's spans, by call id: ``asked``, those a model message
+    carries (stored before, or of this request); ``answered``, those tool spans of earlier
+    requests answered; ``tools``, this request's tool spans (call id -> span id)."""
+
+    asked: Set[str]
+    answered: Set[str]
+    tools: Mapping[str, str]
+
+
 def _span_events(
-    span: GenAiSpan, session_key: str, invocation_id: str, asked: Set[str], answered: Set[str]
+    span: GenAiSpan, session_key: str, invocation_id: str, calls: _Calls
 ) -> list[core_events.Event]:
     common: dict[str, Any] = {
         "invocation_id": invocation_id,
@@ -112,9 +130,9 @@ def _span_events(
         "parent_span_id": span.parent_span_id,
     }
     if span.kind == "model":
-        return [_model_message(span, common, answered)]
+        return [_model_message(span, common, calls)]
     if span.kind == "tool":
-        return _tool_call(span, common, announce=span.tool_call_id not in asked)
+        return _tool_call(span, common, announce=span.tool_call_id not in calls.asked)
     return _agent_step(span, common)
 
 
@@ -139,19 +157,20 @@ def _agent_step(span: GenAiSpan, common: dict[str, Any]) -> list[core_events.Eve
     return [start, end, error]
 
 
-def _model_message(
-    span: GenAiSpan, common: dict[str, Any], answered: Set[str]
-) -> core_events.Event:
+def _model_message(span: GenAiSpan, common: dict[str, Any], calls: _Calls) -> core_events.Event:
     parts: list[core_events.TextPart | core_events.ToolCallPart] = []
     if span.output_text:
         parts.append(core_events.TextPart(text=_clip(span.output_text, MAX_TEXT_CHARS)))
     for index, call in enumerate(span.tool_calls):
-        if call.call_id and call.call_id in answered:
+        if call.call_id and call.call_id in calls.answered:
             continue
         call_id = call.call_id or f"{span.span_id}-{index}"
         parts.append(
             core_events.ToolCallPart(
-                call_id=call_id, name=_clip(call.name, 100), args=_clip_value(call.args)
+                call_id=call_id,
+                name=_clip(call.name, 100),
+                args=_clip_value(call.args),
+                span_id=calls.tools.get(call.call_id),
             )
         )
     usage = None

@@ -138,6 +138,38 @@ def test_the_trace_ingest_page_makes_a_token_shown_once(page: Page) -> None:
     expect(page.locator("[data-ingest-token='my LangGraph agent']")).to_be_visible()
 
 
+def send_spans(server: DaphneServer, token: str, *specs: Any) -> None:
+    sent = urllib.request.Request(
+        f"{server.url}/v1/traces",
+        data=request_of(*specs).SerializeToString(),
+        headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(sent, timeout=10) as answer:
+        assert answer.status == 200
+
+
+def test_a_model_call_and_its_tool_sent_at_once_read_as_one_call_and_its_answer(
+    page: Page, api: Api, pages_server: DaphneServer
+) -> None:
+    """A model span that names the call it made and the tool span that ran it, in one
+    request: the model's message calls the tool (its tokens beside it), the tool's span
+    answers it, and nothing reads as an empty reply."""
+    root, first, tool, second = agent_trace(new_trace_id())
+    root.attributes["gen_ai.agent.name"] = "one-batch-shopper"
+    send_spans(pages_server, make_ingest_token(pages_server, "demo"), root, first, tool, second)
+    session = wait_for_session(api, "one-batch-shopper")
+    page.goto(f"/sessions/{session['id']}/")
+    rows = page.locator("#timeline .ev.agent_message")
+    expect(rows).to_have_count(2)
+    expect(rows.first.locator(".kind")).to_contain_text("calls a tool")
+    expect(rows.first).to_contain_text("12 in · 5 out tokens")
+    expect(rows.first.locator("details.tool")).to_contain_text("0.5 EUR")
+    expect(rows.nth(1)).to_contain_text("An apple costs 0.5 EUR.")
+    page.goto(f"/sessions/{session['id']}/waterfall/")
+    expect(page.locator(".wf-span[data-kind=tool]")).to_have_count(1)
+    assert_page_store_matches_the_api(page, api, session["id"])
+
+
 def test_a_tool_span_sent_in_the_batch_after_its_models_answers_the_models_call(
     page: Page, api: Api, pages_server: DaphneServer
 ) -> None:
@@ -152,13 +184,7 @@ def test_a_tool_span_sent_in_the_batch_after_its_models_answers_the_models_call(
     for chat in (first, second):
         chat.attributes["gen_ai.response.model"] = "gpt-4o-mini-2024-07-18"
     for batch in ([first], [tool], [second, root]):
-        sent = urllib.request.Request(
-            f"{pages_server.url}/v1/traces",
-            data=request_of(*batch).SerializeToString(),
-            headers={"Content-Type": "application/x-protobuf", "Authorization": f"Bearer {token}"},
-        )
-        with urllib.request.urlopen(sent, timeout=10) as answer:
-            assert answer.status == 200
+        send_spans(pages_server, token, *batch)
     session = wait_for_session(api, "batched-shopper")
     page.goto(f"/sessions/{session['id']}/")
     calls = page.locator("#timeline details.tool")

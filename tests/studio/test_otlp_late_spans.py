@@ -85,8 +85,35 @@ def tool_span(session: Session) -> dict[str, object]:
         "start": tool.start,
         "ms": tool.duration_ms,
         "call_id": tool.attributes.get("call_id"),
+        "arguments": tool.attributes.get("arguments"),
         "result": tool.attributes.get("result"),
     }
+
+
+def test_a_model_call_and_its_tool_in_one_request_read_as_studios_own(ada: User) -> None:
+    """The model's message carries the call it made, with the span of the tool that
+    answered it, as a Studio run's does: one message a model call (its tokens and the
+    call), not an empty reply beside a message of the tool's own. The tool's span keeps
+    its OpenTelemetry times."""
+    root, first, tool, second = agent_trace(new_trace_id())
+    post(request_of(root, first, tool, second).SerializeToString(), token_for(ada))
+    session = IngestedTrace.objects.get(owner=ada).session
+    messages = Event.objects.filter(session=session, type="agent_message").order_by("seq")
+    assert [(m.payload["span_id"], [p["kind"] for p in m.payload["parts"]]) for m in messages] == [
+        (first.span_id, ["tool_call"]),
+        (second.span_id, ["text"]),
+    ]
+    assert [call[1:] for call in calls_of(session)] == [("call_1", tool.span_id)]
+    assert tool_span(session) == {
+        "name": "price_of",
+        "parent": root.span_id,
+        "start": start_of(tool),
+        "ms": 400.0,
+        "call_id": "call_1",
+        "arguments": {"item": "apple"},
+        "result": "0.5 EUR",
+    }
+    assert Run.objects.get(session=session).timing["tools_ms"] == 400.0
 
 
 def test_a_tool_span_in_the_batch_after_its_models_answers_the_call_the_model_made(
@@ -109,6 +136,7 @@ def test_a_tool_span_in_the_batch_after_its_models_answers_the_call_the_model_ma
         "start": start_of(tool),
         "ms": 400.0,
         "call_id": "call_1",
+        "arguments": None,  # the late response's span: its arguments are in its OTel span
         "result": "0.5 EUR",
     }
     assert Run.objects.get(session=session).timing["tools_ms"] == 400.0

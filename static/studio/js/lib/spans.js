@@ -314,7 +314,8 @@ export class SpanStore {
   /** A tool span runs from the model's call to the response; within it, the tool itself
    * ran for ran_ms from ran_from (after any wait for approval). A call that its model's
    * message carried with no span (an ingested tool span sent in a later batch than its
-   * model's) opens its span here, from when the tool started. */
+   * model's) opens its span here, from when the tool started; an ingested tool span
+   * starts then however it was opened (its OpenTelemetry span's times). */
   toolResponse(wire) {
     const part = (wire.parts || []).find((p) => p.kind === "tool_response") || null;
     if (part && wire.started_at && !this.byId.has(wire.span_id || "")) {
@@ -328,6 +329,7 @@ export class SpanStore {
     const ranMs = wire.latency_ms;
     if (ranFrom && ranMs !== null && ranMs !== undefined) {
       const from = micros(ranFrom);
+      if (wire.ingested) span.start = from;
       span.end = Math.max(from + msToMicros(ranMs), span.start);
       Object.assign(span.attributes, { ran_from: isoOf(from), ran_ms: ranMs });
     }
