@@ -102,8 +102,14 @@ class AskUserSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeout_s: float = Field(default=900.0, gt=0, le=86_400)
-    """Then the model reads that nobody answered."""
+    timeout_s: float = Field(
+        default=900.0,
+        gt=0,
+        le=86_400,
+        title="Answer time-out (s)",
+        description="How long a question waits for an answer; then the model reads that "
+        "nobody answered.",
+    )
 
 
 class WorkspaceToolSettings(BaseModel):
@@ -111,8 +117,9 @@ class WorkspaceToolSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    read_only: bool = False
-    """Leave out write, edit and mkdir."""
+    read_only: bool = Field(
+        default=False, title="Read only", description="Leave out write, edit and mkdir."
+    )
 
 
 class ShellToolSettings(BaseModel):
@@ -120,7 +127,9 @@ class ShellToolSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeout_s: float = Field(default=30.0, gt=0, le=120)
+    timeout_s: float = Field(
+        default=30.0, gt=0, le=120, title="Time-out (s)", description="Longest a command runs."
+    )
 
 
 def workspace_dir(owner_id: object) -> Path:

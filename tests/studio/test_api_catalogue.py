@@ -19,6 +19,20 @@ def test_tools_lists_every_registered_tool_with_its_settings_schema(api: APIClie
     assert by_name["calculator"]["settings_schema"]["type"] == "object"
 
 
+def test_every_setting_the_builder_draws_has_a_label_in_words(api: APIClient) -> None:
+    """The builder labels a tool's or a hook's setting with its schema's title; pydantic's
+    made-up one reads "Timeout S" for ``timeout_s``. Each is set, and a setting in
+    seconds says so."""
+    drawn = [*api.get("/api/tools/").json(), *api.get("/api/hooks/").json()]
+    for item in drawn:
+        for key, prop in (item.get("settings_schema") or {}).get("properties", {}).items():
+            where = f"{item['name']}.{key}"
+            assert prop.get("title"), where
+            assert prop["title"] != key.replace("_", " ").title() or " " not in prop["title"], where
+            if key.endswith("_s"):
+                assert prop["title"].endswith("(s)"), where
+
+
 def test_the_agent_spec_schema_is_the_pydantic_json_schema(api: APIClient) -> None:
     response = api.get("/api/agent-spec/schema/")
     assert response.status_code == 200
