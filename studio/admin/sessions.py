@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
@@ -79,14 +80,15 @@ class EventInline(ReadOnlyInline):
 
 @admin.register(Session)
 class SessionAdmin(SessionAdminBase):
-    list_display = ["__str__", "owner", "agent_version", "status", "last_seq", "created_at"]
+    list_display = ["__str__", "owner", "agent", "status", "last_seq", "spent", "created_at"]
     list_filter = ["status", "created_at"]
-    list_select_related = ["owner", "agent_version__agent"]
+    list_select_related = ["owner", "agent_version__agent", "ingested__agent"]
     search_fields = ["title", "key", "owner__username"]
     readonly_fields = [
         "owner",
-        "agent_version",
+        "agent",
         "status",
+        "spent",
         "key",
         "last_seq",
         "created_at",
@@ -107,6 +109,22 @@ class SessionAdmin(SessionAdminBase):
             path("<uuid:pk>/export/", export, name="studio_session_export"),
             *super().get_urls(),
         ]
+
+    @admin.display(description="agent")
+    def agent(self, session: Session) -> str:
+        """Its agent version, or for a trace ingested over OTLP the agent that ran it
+        elsewhere (marked so, as the sessions page marks it)."""
+        if session.agent_version is not None:
+            return str(session.agent_version)
+        try:
+            return f"{session.ingested.agent.name} (external)"
+        except ObjectDoesNotExist:
+            return "—"
+
+    @admin.display(description="cost", ordering="cost")
+    def spent(self, session: Session) -> str:  # not "cost": Django would show the field
+        complete = session.cost_complete
+        return figures.cost(session.cost, session.cost_currency, complete=complete) or "—"
 
     @admin.display(description="state")
     def pretty_state(self, session: Session) -> SafeString:

@@ -4,11 +4,13 @@ table does, else unknown, never zero; a prompt-cache hit at the cached price."""
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import Client
 
 from studio.models import DaySpend, Event, IngestedTrace, ModelConfig, ModelDay, Run
 from tests.studio.test_otlp_ingest import post, token_for
@@ -113,3 +115,22 @@ def test_configs_that_disagree_or_have_no_price_leave_the_cost_unknown(ada: User
     assert [cost for _, cost, _ in call_costs(run)] == [None, None]
     run.refresh_from_db()
     assert (run.cost, run.cost_complete) == (None, False)
+
+
+def test_the_admins_sessions_name_the_external_agent_and_say_what_it_cost(
+    ada: User, staff: User
+) -> None:
+    priced_run = ingested_run(ada, ("gpt-4o-mini", 1000, 0, 100))
+    unpriced = ingested_run(ada, ("my-finetune", 10, 0, 10))
+    admin = Client()
+    admin.force_login(staff)
+    page = admin.get("/admin/studio/session/").content.decode()
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", page.split("<tbody>")[1], re.S)
+    cells = [re.findall(r'class="field-(agent|spent)[^"]*">([^<]*)<', row) for row in rows]
+    assert sorted(cells) == [
+        [("agent", "shopper (external)"), ("spent", "$0.00021")],
+        [("agent", "shopper (external)"), ("spent", "—")],  # unknown, not $0.00
+    ]
+    assert (unpriced.session.cost, unpriced.session.cost_complete) == (0, False)
+    shown = admin.get(f"/admin/studio/session/{priced_run.session_id}/change/").content.decode()
+    assert "shopper (external)" in shown and "$0.00021" in shown
