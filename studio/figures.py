@@ -71,8 +71,14 @@ def price(value: Price | None) -> str:
     """A model's price per million tokens as set, every digit kept (a price is not
     rounded as a cost is), at least cents: ``$2.50 in · $10.00 out``,
     ``$2.50 in ($1.25 cached) · $10.00 out``; ``unknown`` for none."""
+    return " · ".join(price_parts(value))
+
+
+def price_parts(value: Price | None) -> list[str]:
+    """``price`` in its parts, input and output (for a page that keeps each on a line):
+    ``["$2.50 in ($1.25 cached)", "$10.00 out"]``; ``["unknown"]`` for none."""
     if value is None:
-        return "unknown"
+        return ["unknown"]
 
     def money(amount: Decimal) -> str:
         places = max(2, -int(amount.normalize().as_tuple().exponent))
@@ -80,4 +86,4 @@ def price(value: Price | None) -> str:
         return f"${text}" if value.currency == "USD" else f"{text} {value.currency}"
 
     cached = "" if value.cached_input is None else f" ({money(value.cached_input)} cached)"
-    return f"{money(value.input)} in{cached} · {money(value.output)} out"
+    return [f"{money(value.input)} in{cached}", f"{money(value.output)} out"]

@@ -34,10 +34,10 @@ def session_cost(session: Session) -> str:
 
 
 @register.filter
-def price(config: ModelConfig) -> str:
-    """A model config's price per million tokens: ``$2.50 in · $10.00 out``, or
-    ``unknown``."""
-    return figures.price(config.price())
+def price_parts(config: ModelConfig) -> list[str]:
+    """A model config's price per million tokens, input and output: ``["$2.50 in",
+    "$10.00 out"]``, or ``["unknown"]``."""
+    return figures.price_parts(config.price())
 
 
 @register.filter
