@@ -4,7 +4,8 @@ messages it carried.
 
 Both releases of the conventions are read: the current one (``gen_ai.input.messages``
 and ``gen_ai.output.messages`` attributes, ``gen_ai.usage.input_tokens`` and
-``output_tokens``) and the previous (``gen_ai.user.message``, ``gen_ai.system.message``,
+``output_tokens``, of the input ``gen_ai.usage.cache_read.input_tokens`` from the
+provider's prompt cache) and the previous (``gen_ai.user.message``, ``gen_ai.system.message``,
 ``gen_ai.assistant.message``, ``gen_ai.tool.message`` and ``gen_ai.choice`` span events;
 ``gen_ai.content.prompt``/``completion`` events and ``gen_ai.prompt``/``completion``
 attributes, flattened ``gen_ai.prompt.0.content`` too; ``gen_ai.usage.prompt_tokens``
