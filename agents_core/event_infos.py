@@ -40,6 +40,9 @@ class QuestionInfo(Contract):
     answer: str | None = None
     answered_by: str | None = None
     """Who answered; ``"timeout"`` when nobody did in time (``answer`` is ``None``)."""
+    timeout_s: float | None = None
+    """How long the question waits for an answer, from the question's ``created_at``;
+    then the model reads that nobody answered."""
 
 
 class PolicyInfo(Contract):

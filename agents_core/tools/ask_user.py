@@ -59,7 +59,10 @@ class AskUserTool(BaseTool):
         question = parse_args(_Question, args).question
         call, ctx = tool_context.call, tool_context.context
         info = QuestionInfo(
-            call_id=call.id, question=question, args_hash=args_hash(call.name, call.args)
+            call_id=call.id,
+            question=question,
+            args_hash=args_hash(call.name, call.args),
+            timeout_s=self.answer_timeout_s,
         )
         wait = new_id()
         brokers = ctx.invocation.approvals

@@ -48,12 +48,21 @@ class _InboxItemSerializer(serializers.Serializer[object]):
     call_id = serializers.CharField()
     args_hash = serializers.CharField(help_text="Send it back with the decision or the answer.")
     waiting_since = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the wait ends without a person; null: it waits as long as it must.",
+    )
 
 
 class PendingApprovalSerializer(_InboxItemSerializer):
     tool = serializers.CharField()
     args = serializers.JSONField()
     args_schema = serializers.JSONField(allow_null=True, help_text="What edited args must match.")
+    on_timeout = serializers.ChoiceField(
+        choices=["approve", "deny"],
+        allow_null=True,
+        help_text="What happens to the call at expires_at if nobody decides.",
+    )
 
 
 class PendingQuestionSerializer(_InboxItemSerializer):

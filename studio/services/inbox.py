@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.contrib.auth.models import User
@@ -32,6 +32,9 @@ class _Pending:
     args_hash: str
     """What a decision or an answer sends back: it binds them to what was shown."""
     waiting_since: datetime
+    expires_at: datetime | None
+    """When the wait ends without a person (an approval's ``on_timeout`` decides it; a
+    question's model reads that nobody answered); ``None``: it waits as long as it must."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,8 @@ class PendingApproval(_Pending):
     tool: str
     args: dict[str, Any]
     args_schema: dict[str, Any] | None
+    on_timeout: str | None
+    """What deciding for nobody at ``expires_at`` does: ``approve`` or ``deny``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +115,7 @@ def _row(item: _Pending) -> dict[str, Any]:
         run_id=str(item.run_id),
         session_url=f"/sessions/{item.session_id}/",
         waiting_since=item.waiting_since.isoformat(),
+        expires_at=item.expires_at.isoformat() if item.expires_at else None,
     )
     return row
 
@@ -160,7 +166,9 @@ def _items_in(
                     args=asked.args,
                     args_hash=asked.args_hash,
                     args_schema=asked.args_schema,
+                    on_timeout=asked.on_timeout,
                     waiting_since=created_at,
+                    expires_at=_deadline(created_at, asked.timeout_s),
                 )
             )
         elif event.type is _ASKS_USER and put and ledger.awaits_answer(put.call_id):
@@ -171,9 +179,14 @@ def _items_in(
                     args_hash=put.args_hash,
                     question=put.question,
                     waiting_since=created_at,
+                    expires_at=_deadline(created_at, put.timeout_s),
                 )
             )
     return approvals, questions
+
+
+def _deadline(asked_at: datetime, timeout_s: float | None) -> datetime | None:
+    return None if timeout_s is None else asked_at + timedelta(seconds=timeout_s)
 
 
 _ASKS_APPROVAL = core_events.EventType.APPROVAL_REQUEST

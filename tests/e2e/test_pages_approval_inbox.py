@@ -53,6 +53,10 @@ def test_the_inbox_decides_three_waiting_sessions_and_the_count_follows_live(
     expect(rows.first.get_by_test_id("approval-args")).to_have_text('{\n  "expression": "1 + 1"\n}')
     expect(rows.first).to_contain_text("inbox_careful")
     expect(rows.first.get_by_test_id("approval-waited")).to_have_text(re.compile(r"^\d+ s$"))
+    # Denied if nobody decides within the spec's default 300 s.
+    expect(rows.first.get_by_test_id("expires")).to_have_text(
+        re.compile(r"^auto-deny in [45] min$")
+    )
     screenshot(page, "approval-inbox-three-waiting", full_page=True)
 
     rows.filter(has_text="job 1").get_by_role("button", name="Approve", exact=True).click()

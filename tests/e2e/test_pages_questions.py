@@ -128,6 +128,8 @@ def test_the_approvals_page_lists_questions_live_and_answers_them_in_place(
     expect(row.locator(".question-text")).to_have_text("Which <b>city</b>?")  # text, not HTML
     expect(row.locator("b")).to_have_count(0)
     expect(page.get_by_test_id("inbox-empty")).to_be_visible()  # no call waits for a decision
+    # It waits 15 minutes at most (ask_user's default), then the agent goes on without.
+    expect(row.get_by_test_id("expires")).to_have_text(re.compile(r"^1[45] min left$"))
 
     # An answer being typed stays while another question arrives and the list is redrawn.
     box = row.get_by_label("Your answer")

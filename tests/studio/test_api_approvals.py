@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -116,7 +116,10 @@ async def test_the_inbox_lists_a_waiting_call_with_what_a_person_needs(ada: User
     assert item["session_url"] == f"/sessions/{session.pk}/"
     assert (item["session_title"], item["agent_version"]) == ("Sums to check", 1)
     assert item["args_schema"]["properties"]["expression"]["type"] == "string"
-    assert item["waiting_since"]
+    # The spec's default time-out: denied if nobody decides within 300 s of the request.
+    waited = datetime.fromisoformat(item["waiting_since"])
+    assert datetime.fromisoformat(item["expires_at"]) - waited == timedelta(seconds=300)
+    assert item["on_timeout"] == "deny"
 
 
 async def test_two_people_deciding_one_call_at_once_one_wins_and_the_tool_runs_once(

@@ -6,6 +6,7 @@ is owner-scoped."""
 from __future__ import annotations
 
 import io
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -172,6 +173,10 @@ async def test_the_inbox_lists_a_waiting_question_to_its_owner_until_it_is_answe
         "booker",
     )
     assert listed["session_url"] == f"/sessions/{session.pk}/"
+    # It waits for its tool's time-out at most (the default, 15 minutes), then goes on.
+    assert question["timeout_s"] == 900.0
+    asked_at = datetime.fromisoformat(viewer.events_of_type("user_question")[0]["created_at"])
+    assert datetime.fromisoformat(listed["expires_at"]) - asked_at == timedelta(seconds=900)
     api = (await sync_to_async(client_for(ada).get)("/api/approvals/")).json()
     assert [q["call_id"] for q in api["questions"]] == [question["call_id"]]
     page = await sync_to_async(lambda: signed_in(ada).get("/approvals/").content.decode())()

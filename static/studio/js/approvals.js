@@ -40,15 +40,27 @@ function swap(section, next) {
   section.hidden = next.hidden;
 }
 
-/** How long each call or question has waited, kept current: "40 s", "12 min", "3 h 5 min". */
+/** How long each call or question has waited, and how long it may still wait (a call
+ * then approved or denied by its time-out, a question then left unanswered), kept
+ * current: "40 s", "12 min", "3 h 5 min". */
 function showWaits() {
   for (const time of document.querySelectorAll("#inbox time.waited, #questions time.waited")) {
-    const seconds = Math.max(0, Math.floor((Date.now() - Date.parse(time.dateTime)) / 1000));
-    const minutes = Math.floor(seconds / 60);
-    time.textContent = seconds < 60 ? `${seconds} s`
-      : minutes < 60 ? `${minutes} min`
-        : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+    time.textContent = span(Date.now() - Date.parse(time.dateTime));
   }
+  for (const time of document.querySelectorAll("#inbox time.expires, #questions time.expires")) {
+    const left = Date.parse(time.dateTime) - Date.now();
+    const then = time.dataset.then;
+    if (left <= 0) time.textContent = then ? `auto-${then} any moment` : "no time left";
+    else time.textContent = then ? `auto-${then} in ${span(left)}` : `${span(left)} left`;
+  }
+}
+
+function span(ms) {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const minutes = Math.floor(seconds / 60);
+  return seconds < 60 ? `${seconds} s`
+    : minutes < 60 ? `${minutes} min`
+      : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
 showWaits();
 setInterval(showWaits, 5000);
