@@ -39,12 +39,15 @@ def test_approving_with_edits_in_the_playground_shows_the_arguments_that_ran(
     call = page.locator(".msg.tool[data-tool=calculator]")
     expect(call.locator(".state")).to_have_text(" · waiting for approval")
     card = call.locator(".approval")
+    # Denied if nobody decides within the spec's default 300 s: the card counts down.
+    expect(card.get_by_test_id("expires")).to_have_text(re.compile(r"^auto-deny in [45] min$"))
     card.get_by_role("button", name="Edit arguments").click()
     card.locator("textarea").fill('{"expression": "10 / 5"}')
     card.get_by_role("button", name="Approve with edits").click()
 
     expect(page.locator(".msg.agent .bubble").last).to_have_text("Approved answer: 2")
     expect(card).to_contain_text("Approved with edits by demo")
+    expect(card.get_by_test_id("expires")).to_have_count(0)  # decided: nothing counts down
     expect(call.locator(".bubble > .args")).to_have_text('{"expression":"10 / 5"}')
     expect(call.locator(".chip.edited")).to_have_text("edited")
     expect(call.locator(".result-line")).to_have_text("⚙ calculator → 2")

@@ -91,10 +91,13 @@ def test_the_timeline_answers_a_question_and_a_stopped_one_says_so(page: Page, a
     expect(call.locator(".chip.state")).to_have_text("waiting for your answer")
     expect(page.locator("#session-status")).to_have_text("waiting for your answer")
     card = call.locator(".question")
+    # ask_user waits 15 minutes at most by default, then the agent goes on without.
+    expect(card.get_by_test_id("expires")).to_have_text(re.compile(r"^1[45] min left$"))
     card.get_by_label("Your answer").fill("Porto")
     card.get_by_role("button", name="Send answer").click()
     expect(call).to_have_attribute("data-state", "done")
     expect(card).to_contain_text("demo answered: Porto")
+    expect(card.get_by_test_id("expires")).to_have_count(0)
     screenshot(page, "timeline-question-answered")
     # The answered run goes on to its end, which the timeline shows by hiding its run
     # bar; a message sent before then is refused (409, a run in progress).

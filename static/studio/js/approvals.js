@@ -4,6 +4,8 @@
 // typed, a selection, an open editor). Enter in an answer's box sends it (Shift+Enter:
 // a new line), as in the session's own question card.
 
+import { spanText, tickDeadlines } from "./lib/deadline.js";
+
 const inbox = document.getElementById("inbox");
 const questions = document.getElementById("questions");
 const bulk = document.getElementById("bulk");
@@ -45,22 +47,9 @@ function swap(section, next) {
  * current: "40 s", "12 min", "3 h 5 min". */
 function showWaits() {
   for (const time of document.querySelectorAll("#inbox time.waited, #questions time.waited")) {
-    time.textContent = span(Date.now() - Date.parse(time.dateTime));
+    time.textContent = spanText(Date.now() - Date.parse(time.dateTime));
   }
-  for (const time of document.querySelectorAll("#inbox time.expires, #questions time.expires")) {
-    const left = Date.parse(time.dateTime) - Date.now();
-    const then = time.dataset.then;
-    if (left <= 0) time.textContent = then ? `auto-${then} any moment` : "no time left";
-    else time.textContent = then ? `auto-${then} in ${span(left)}` : `${span(left)} left`;
-  }
-}
-
-function span(ms) {
-  const seconds = Math.max(0, Math.floor(ms / 1000));
-  const minutes = Math.floor(seconds / 60);
-  return seconds < 60 ? `${seconds} s`
-    : minutes < 60 ? `${minutes} min`
-      : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  tickDeadlines();
 }
 showWaits();
 setInterval(showWaits, 5000);

@@ -4,6 +4,7 @@
 
 import { api } from "./api.js";
 import { endingText, verdictText } from "./calls.js";
+import { countdown } from "./deadline.js";
 import { h, pretty } from "./dom.js";
 
 export class ApprovalCard {
@@ -25,8 +26,11 @@ export class ApprovalCard {
       h("button", { type: "button", class: "btn small", dataset: { action: "edit" }, onclick: () => this.toggleEdit() }, "Edit arguments"),
       h("button", { type: "button", class: "btn small danger", dataset: { action: "deny" }, onclick: () => this.decide("deny") }, "Deny"));
     this.title = h("span", {}, "Approval needed: ");
+    // Until it is decided: when its time-out decides it if nobody does.
+    this.expires = countdown(event.created_at, this.approval.timeout_s, this.approval.on_timeout || "deny");
     this.el = h("div", { class: "approval", dataset: { callId: this.approval.call_id } },
-      h("h4", {}, this.title, h("code", {}, this.approval.tool), embedded ? h("span", { class: "hint" }, " with the arguments above") : null),
+      h("h4", {}, this.title, h("code", {}, this.approval.tool), embedded ? h("span", { class: "hint" }, " with the arguments above") : null,
+        this.expires ? h("span", { class: "hint" }, " · ", this.expires) : null),
       embedded ? null : h("pre", { class: "args" }, pretty(this.approval.args)),
       this.editor,
       h("div", { class: "row" }, this.reason),
@@ -107,7 +111,7 @@ export class ApprovalCard {
 
   close(title) {
     this.title.textContent = title;
-    this.el.querySelector("h4 .hint")?.remove();
+    for (const hint of this.el.querySelectorAll("h4 .hint")) hint.remove();
     this.buttons.remove();
     this.reason.parentElement?.remove();
     this.editor.remove();

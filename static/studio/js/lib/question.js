@@ -5,6 +5,7 @@
 
 import { api } from "./api.js";
 import { endingText } from "./calls.js";
+import { countdown } from "./deadline.js";
 import { h } from "./dom.js";
 
 /** What a user_answer event says, in words. */
@@ -29,8 +30,10 @@ export class QuestionCard {
     this.button = h("button", { type: "button", class: "btn small primary", dataset: { action: "answer" }, onclick: () => this.send() }, "Send answer");
     this.form = h("div", { class: "row answer-row" }, this.input, this.button);
     this.title = h("span", {}, "The agent asks you");
+    // Until it is answered: how long the agent waits before it goes on without.
+    this.expires = countdown(event.created_at, this.question.timeout_s);
     this.el = h("div", { class: "approval question", dataset: { callId: this.question.call_id } },
-      h("h4", {}, this.title),
+      h("h4", {}, this.title, this.expires ? h("span", { class: "hint" }, " · ", this.expires) : null),
       h("p", { class: "question-text" }, this.question.question),
       this.form,
       this.status);
@@ -92,6 +95,7 @@ export class QuestionCard {
 
   close(title) {
     this.title.textContent = title;
+    this.expires?.parentElement?.remove();
     this.form.remove();
   }
 }
