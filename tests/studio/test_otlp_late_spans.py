@@ -14,7 +14,7 @@ from agents_core.spans import spans_of
 from studio.models import Event, IngestedTrace, ModelDay, Run, Session
 from tests.studio.conftest import client_for
 from tests.studio.test_otlp_ingest import post, token_for
-from tests.support.otlp_spans import agent_trace, new_trace_id, request_of, start_of
+from tests.support.otlp_spans import SpanSpec, agent_trace, new_trace_id, request_of, start_of
 
 # Committed, not in a test's transaction: see test_otlp_ingest.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -90,6 +90,20 @@ def tool_span(session: Session) -> dict[str, object]:
     }
 
 
+def price_of_span(root: SpanSpec, tool: SpanSpec, arguments: object) -> dict[str, object]:
+    """What ``tool_span`` reads of ``agent_trace``'s price_of call: its OpenTelemetry
+    times, under the root, answered."""
+    return {
+        "name": "price_of",
+        "parent": root.span_id,
+        "start": start_of(tool),
+        "ms": 400.0,
+        "call_id": "call_1",
+        "arguments": arguments,
+        "result": "0.5 EUR",
+    }
+
+
 def test_a_model_call_and_its_tool_in_one_request_read_as_studios_own(ada: User) -> None:
     """The model's message carries the call it made, with the span of the tool that
     answered it, as a Studio run's does: one message a model call (its tokens and the
@@ -104,15 +118,7 @@ def test_a_model_call_and_its_tool_in_one_request_read_as_studios_own(ada: User)
         (second.span_id, ["text"]),
     ]
     assert [call[1:] for call in calls_of(session)] == [("call_1", tool.span_id)]
-    assert tool_span(session) == {
-        "name": "price_of",
-        "parent": root.span_id,
-        "start": start_of(tool),
-        "ms": 400.0,
-        "call_id": "call_1",
-        "arguments": {"item": "apple"},
-        "result": "0.5 EUR",
-    }
+    assert tool_span(session) == price_of_span(root, tool, arguments={"item": "apple"})
     assert Run.objects.get(session=session).timing["tools_ms"] == 400.0
 
 
@@ -130,15 +136,8 @@ def test_a_tool_span_in_the_batch_after_its_models_answers_the_call_the_model_ma
     assert [call[1:] for call in calls_of(session)] == [("call_1", None)]
     responses = Event.objects.filter(session=session, type="tool_response")
     assert [r.payload["parts"][0]["call_id"] for r in responses] == ["call_1"]
-    assert tool_span(session) == {
-        "name": "price_of",
-        "parent": root.span_id,
-        "start": start_of(tool),
-        "ms": 400.0,
-        "call_id": "call_1",
-        "arguments": None,  # the late response's span: its arguments are in its OTel span
-        "result": "0.5 EUR",
-    }
+    # The late response's span: its arguments are in its OpenTelemetry span only.
+    assert tool_span(session) == price_of_span(root, tool, arguments=None)
     assert Run.objects.get(session=session).timing["tools_ms"] == 400.0
 
 
