@@ -35,6 +35,8 @@ class Span(Contract):
     """The first stored event of the span (``None`` for a model call still streaming)."""
     end_seq: int | None = None
     input_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    """Of ``input_tokens``, those the provider served from its prompt cache."""
     output_tokens: int | None = None
     error: str | None = None
     cost: SpanCost | None = None

@@ -230,6 +230,7 @@ class SpanTree:
         built.attributes["tool_calls"] = [p["name"] for p in calls]
         usage = wire.get("usage") or {}
         built.fields["input_tokens"] = usage.get("input_tokens")
+        built.fields["cached_input_tokens"] = usage.get("cached_input_tokens")
         built.fields["output_tokens"] = usage.get("output_tokens")
         built.answered = True
         built.call_cost = Cost.model_validate(wire["cost"]) if wire.get("cost") else None

@@ -60,6 +60,9 @@ class SpanSerializer(serializers.Serializer[Span]):
     start_seq = serializers.IntegerField(allow_null=True)
     end_seq = serializers.IntegerField(allow_null=True)
     input_tokens = serializers.IntegerField(allow_null=True)
+    cached_input_tokens = serializers.IntegerField(
+        allow_null=True, help_text="Of input_tokens, those served from the provider's cache."
+    )
     output_tokens = serializers.IntegerField(allow_null=True)
     error = serializers.CharField(allow_null=True)
     cost = SpanCostSerializer(

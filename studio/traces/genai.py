@@ -238,6 +238,8 @@ def _model(facts: RunFacts, span: Span, capture: bool) -> Described:
         attributes["gen_ai.request.model"] = model
     if span.input_tokens is not None:
         attributes["gen_ai.usage.input_tokens"] = span.input_tokens
+    if span.cached_input_tokens:
+        attributes["gen_ai.usage.cache_read.input_tokens"] = span.cached_input_tokens
     if span.output_tokens is not None:
         attributes["gen_ai.usage.output_tokens"] = span.output_tokens
     if calls := [str(name) for name in span.attributes.get("tool_calls", ())]:

@@ -16,6 +16,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.browser import *  # noqa: F403
 from tests.e2e.browser import Api, screenshot
 from tests.e2e.test_pages_live import open_timeline, send, wait_for_run_end
+from tests.e2e.test_pages_waterfall import assert_page_store_matches_the_api, open_waterfall
 from tests.support.daphne_server import DaphneServer, daphne_server
 from tests.support.openai_server import OpenAIServer, TokenUsage, unreachable_base_url
 
@@ -241,6 +242,13 @@ def test_the_timeline_shows_the_cached_part_of_a_model_calls_input(
     # 204 * 2.50 + 1000 * 1.25 + 88 * 10 = 2640 per million tokens
     expect(page.locator(".chip[data-cost]")).to_have_attribute("data-cost", "0.0026400000")
     screenshot(page, "timeline-cached-tokens")
+    # The waterfall's span says so too, its page store as the spans API gives it.
+    open_waterfall(page, session["id"])
+    page.locator(".wf-span[data-kind=model]").first.click()
+    expect(page.locator("#wf-detail .wf-facts")).to_contain_text(
+        "Tokens1,204 in (1,000 cached) · 88 out"
+    )
+    assert_page_store_matches_the_api(page, api, session["id"])
     page.goto("/models/")
     expect(page.locator("[data-model=cached] [data-testid=price-shown]")).to_have_text(
         "$2.50 in ($1.25 cached) · $10.00 out"

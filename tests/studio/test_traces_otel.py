@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -528,3 +529,28 @@ def test_a_summary_span_names_the_summarisers_model_not_its_agents(ada: User) ->
     assert summary.name == "chat claude-3-5-haiku"
     assert summary.attributes["gen_ai.request.model"] == "claude-3-5-haiku"
     assert summary.attributes["gen_ai.provider.name"] == "anthropic"
+
+
+def test_a_calls_prompt_cache_reads_are_exported_as_the_conventions_name_them() -> None:
+    """What the provider served from its prompt cache goes out as
+    ``gen_ai.usage.cache_read.input_tokens`` (part of the input tokens, as the
+    conventions say), so the collector, or another Studio ingesting the trace, prices
+    it at the cached price; a call with none cached sends no such attribute."""
+    at = datetime.now(tz=UTC)
+    facts = genai.RunFacts(
+        run_id=uuid.uuid4(), session_id=uuid.uuid4(), agent="cacher", status="succeeded",
+        error_code="", error_message="", created_at=at, ended_at=at, input_tokens=1_304,
+        output_tokens=96, models={"cacher": "gpt-4o"}, providers={"cacher": "openai"},
+    )  # fmt: skip
+
+    def call(span_id: str, cached: int) -> Span:
+        return Span(
+            span_id=span_id, parent_span_id=None, kind="model", name="model", author="cacher",
+            branch="cacher", invocation_id="i", start=at, end=at, status="ok",
+            input_tokens=1_204 if cached else 100, cached_input_tokens=cached, output_tokens=88,
+        )  # fmt: skip
+
+    hit, miss = genai.trace_of(facts, [call("a1", 1_000), call("a2", 0)], capture_content=False)[1:]
+    assert hit.attributes["gen_ai.usage.input_tokens"] == 1_204
+    assert hit.attributes["gen_ai.usage.cache_read.input_tokens"] == 1_000
+    assert "gen_ai.usage.cache_read.input_tokens" not in miss.attributes

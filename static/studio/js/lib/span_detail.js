@@ -55,7 +55,7 @@ function kindFacts(span, end) {
   const a = span.attributes;
   switch (span.kind) {
     case "model":
-      return [["Tokens", formatTokens(span.input_tokens, span.output_tokens)]];
+      return [["Tokens", formatTokens(span.input_tokens, span.output_tokens, span.cached_input_tokens || 0)]];
     case "tool": {
       const facts = [["Outcome", a.outcome ?? (span.end === null ? "running" : "—")]];
       if (a.ran_ms !== undefined) facts.push(["Ran", formatDuration(a.ran_ms)]);

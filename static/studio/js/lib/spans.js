@@ -67,6 +67,7 @@ export class SpanStore {
       span.end = span.end === null ? null : micros(span.end);
       span.error ??= undefined;
       span.cost ??= null; // spans stored before they carried costs have none
+      span.cached_input_tokens ??= null; // nor, before they carried it, the cached input
       span.callCost = callCostOf(span);
       this.answers += 1;
       this.byId.set(span.span_id, span);
@@ -225,6 +226,7 @@ export class SpanStore {
         start_seq: wire.seq ?? null,
         end_seq: null,
         input_tokens: null,
+        cached_input_tokens: null,
         output_tokens: null,
         error: undefined,
         cost: null,
@@ -296,6 +298,7 @@ export class SpanStore {
     span.attributes.tool_calls = calls.map((p) => p.name);
     const usage = wire.usage || {};
     span.input_tokens = usage.input_tokens ?? null;
+    span.cached_input_tokens = usage.cached_input_tokens ?? null;
     span.output_tokens = usage.output_tokens ?? null;
     span.callCost = wire.cost ? { amount: wire.cost.amount, currency: wire.cost.currency } : null;
     this.answers += 1;
@@ -401,6 +404,7 @@ export function toWire(span) {
     start_seq: span.start_seq,
     end_seq: span.end_seq,
     input_tokens: span.input_tokens,
+    cached_input_tokens: span.cached_input_tokens,
     output_tokens: span.output_tokens,
     error: span.error ?? null,
     cost: span.cost ?? null,
