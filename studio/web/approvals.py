@@ -126,10 +126,13 @@ def approval_answer(request: HttpRequest) -> HttpResponse:
             text=text,
         )
     except ValidationError as exc:
-        if any(error["loc"] == ("text",) for error in exc.errors()):
-            messages.error(request, f"An answer has at most {MAX_ANSWER_CHARS:,} characters.")
-            return redirect("approvals")
-        raise Http404("no such question") from None
+        wrong = [error for error in exc.errors() if error["loc"] == ("text",)]
+        if not wrong:  # the call or its hash: no question the page listed
+            raise Http404("no such question") from None
+        too_long = wrong[0]["type"] == "string_too_long"
+        why = f"it has at most {MAX_ANSWER_CHARS:,} characters" if too_long else wrong[0]["msg"]
+        messages.error(request, f"The answer was not sent: {why}.")
+        return redirect("approvals")
     try:
         async_to_sync(services.answer_question)(session, body, answered_by=user.get_username())
     except ConflictError as exc:

@@ -216,7 +216,8 @@ async def test_the_inbox_page_answers_a_question_in_place(ada: User, bob: User) 
     assert forbidden.status_code == 404
     assert '<li class="alert error">Type an answer first.' in await post(ada, "  ")
     too_long = await post(ada, "x" * (MAX_ANSWER_CHARS + 1))
-    assert f'<li class="alert error">An answer has at most {MAX_ANSWER_CHARS:,}' in too_long
+    assert f"not sent: it has at most {MAX_ANSWER_CHARS:,} characters.</li>" in too_long
+    assert "not sent: Value error, text must not contain NUL" in await post(ada, "Os\x00lo")
     stale = await post(ada, "Oslo", args_hash="0" * 64)  # not the question listed
     assert '<li class="alert error">the reply is for different arguments' in stale
     assert (await Session.objects.aget(pk=session.pk)).status == "waiting"
