@@ -161,32 +161,32 @@ def _items_in(
             approvals.append(
                 PendingApproval(
                     **about,
-                    call_id=asked.call_id,
+                    **_wait(asked, created_at),
                     tool=asked.tool,
                     args=asked.args,
-                    args_hash=asked.args_hash,
                     args_schema=asked.args_schema,
                     on_timeout=asked.on_timeout,
-                    waiting_since=created_at,
-                    expires_at=_deadline(created_at, asked.timeout_s),
                 )
             )
         elif event.type is _ASKS_USER and put and ledger.awaits_answer(put.call_id):
             questions.append(
-                PendingQuestion(
-                    **about,
-                    call_id=put.call_id,
-                    args_hash=put.args_hash,
-                    question=put.question,
-                    waiting_since=created_at,
-                    expires_at=_deadline(created_at, put.timeout_s),
-                )
+                PendingQuestion(**about, **_wait(put, created_at), question=put.question)
             )
     return approvals, questions
 
 
-def _deadline(asked_at: datetime, timeout_s: float | None) -> datetime | None:
-    return None if timeout_s is None else asked_at + timedelta(seconds=timeout_s)
+def _wait(
+    asked: core_events.ApprovalInfo | core_events.QuestionInfo, asked_at: datetime
+) -> dict[str, Any]:
+    """What an approval request and a question say alike of their wait: the call, the
+    hash a reply sends back, since when, and until when (their time-out)."""
+    timeout_s = asked.timeout_s
+    return {
+        "call_id": asked.call_id,
+        "args_hash": asked.args_hash,
+        "waiting_since": asked_at,
+        "expires_at": None if timeout_s is None else asked_at + timedelta(seconds=timeout_s),
+    }
 
 
 _ASKS_APPROVAL = core_events.EventType.APPROVAL_REQUEST

@@ -49,7 +49,7 @@ if (topbar && menu) {
 // button, for a narrow screen's folded navigation), kept live over /ws/approvals/;
 // each change is also told to the page ("studio:inbox").
 const badge = document.getElementById("approvals-badge");
-const counts = [[badge, "waiting for you"], [document.getElementById("menu-count"), "waiting for you"]];
+const counts = [badge, document.getElementById("menu-count")];
 if (badge) {
   let pause = 500;
   const connect = () => {
@@ -60,11 +60,11 @@ if (badge) {
       if (frame.type !== "inbox") return;
       pause = 500;
       const waiting = frame.count + (frame.questions || []).length;
-      for (const [el, said] of counts) {
+      for (const el of counts) {
         if (!el) continue;
         el.textContent = String(waiting);
         el.dataset.count = String(waiting);
-        el.setAttribute("aria-label", `${waiting} ${said}`);
+        el.setAttribute("aria-label", `${waiting} waiting for you`);
       }
       document.dispatchEvent(new CustomEvent("studio:inbox", { detail: frame }));
     });
