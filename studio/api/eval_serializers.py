@@ -200,8 +200,27 @@ class HistoryPointSerializer(serializers.Serializer[object]):
     latency_p95_s = serializers.FloatField(allow_null=True)
 
 
+class EvaluatorParamSerializer(serializers.Serializer[object]):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    default = serializers.JSONField(allow_null=True, help_text="Its value when not given.")
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        # `required` is a field's own attribute in DRF: declared here, it is added
+        # by name rather than as a class attribute that would shadow it.
+        fields = super().get_fields()
+        fields["required"] = serializers.BooleanField()
+        return fields
+
+
 class EvaluatorKindSerializer(serializers.Serializer[object]):
     kind = serializers.CharField()
     name = serializers.CharField(help_text="The kind, or a custom evaluator's name.")
     description = serializers.CharField()
     builtin = serializers.BooleanField()
+    params = EvaluatorParamSerializer(
+        many=True,
+        allow_null=True,
+        help_text="The parameters a custom evaluator takes in its spec's `params`; null when "
+        "it declares none (it takes any). A built-in kind's fields are the spec's own.",
+    )

@@ -3,6 +3,7 @@ the custom ones registered in Python (``agents_core.evals.registry``)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from agents_core.evals import registry
@@ -24,15 +25,22 @@ BUILTIN: dict[str, str] = {
 def catalogue() -> list[dict[str, Any]]:
     """Every evaluator, built-in kinds first, then the custom ones by name."""
     rows = [
-        {"kind": kind, "name": kind, "description": text, "builtin": True}
+        {"kind": kind, "name": kind, "description": text, "builtin": True, "params": []}
         for kind, text in BUILTIN.items()
     ]
     return rows + custom_evaluators()
 
 
 def custom_evaluators() -> list[dict[str, Any]]:
-    """The evaluators registered in Python, by name (``kind: custom``, ``name``)."""
+    """The evaluators registered in Python, by name (``kind: custom``, ``name``), each
+    with the parameters it declares."""
     return [
-        {"kind": "custom", "name": one.name, "description": one.description, "builtin": False}
+        {
+            "kind": "custom",
+            "name": one.name,
+            "description": one.description,
+            "builtin": False,
+            "params": None if one.params is None else [asdict(field) for field in one.params],
+        }
         for one in sorted(registry.registered(), key=lambda one: one.name)
     ]

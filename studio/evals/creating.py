@@ -118,7 +118,8 @@ def _cases(version: DatasetVersion) -> list[Case]:
 
 def _check_evaluators(owner: AbstractBaseUser, specs: Sequence[EvaluatorSpec]) -> None:
     """Every judge names one of ``owner``'s model configurations, every custom
-    evaluator one registered (both would only be error verdicts later)."""
+    evaluator one registered, with the parameters it takes (each would only be error
+    verdicts later, after every case ran)."""
     named = {spec.model for spec in specs if isinstance(spec, JudgeSpec)}
     have = set(
         ModelConfig.objects.filter(owner_id=owner.pk, name__in=named).values_list("name", flat=True)
@@ -133,6 +134,12 @@ def _check_evaluators(owner: AbstractBaseUser, specs: Sequence[EvaluatorSpec]) -
         Problem((i, "name"), "unknown_evaluator", f"no custom evaluator {spec.name!r}")
         for i, spec in enumerate(specs)
         if isinstance(spec, CustomSpec) and spec.name not in known
+    ]
+    problems += [
+        Problem((i, "params", *where), "invalid_params", said)
+        for i, spec in enumerate(specs)
+        if isinstance(spec, CustomSpec)
+        for where, said in registry.params_problems(spec.name, spec.params)
     ]
     if problems:
         raise InvalidInputError("evaluators", problems)

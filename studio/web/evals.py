@@ -9,6 +9,7 @@ and a script start an eval the same way."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -100,5 +101,14 @@ def _dataset_versions(request: HttpRequest) -> list[tuple[str, list[DatasetVersi
 
 
 def _custom_evaluators() -> list[dict[str, Any]]:
-    """The evaluators registered in Python code (``agents_core.evals.registry``)."""
-    return custom_evaluators()
+    """The evaluators registered in Python code (``agents_core.evals.registry``), each
+    parameter's default as JSON, and as ``example`` the parameters that have one (what
+    the form starts from)."""
+    rows = custom_evaluators()
+    for row in rows:
+        params = row["params"] or []
+        for param in params:
+            param["default_json"] = json.dumps(param["default"])
+        example = {param["name"]: param["default"] for param in params if not param["required"]}
+        row["example"] = json.dumps(example)
+    return rows

@@ -8,10 +8,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict, Field
 
 from agents_core.evals.contracts import Case, CaseInput, CustomSpec, ExactSpec, Outcome, Verdict
 from agents_core.evals.evaluators import evaluate, evaluate_all
-from agents_core.evals.registry import register_evaluator, registered, unregister_evaluator
+from agents_core.evals.registry import (
+    ParamField,
+    params_problems,
+    register_evaluator,
+    registered,
+    unregister_evaluator,
+)
 
 CASE = Case(name="c", input=CaseInput(turns=["hi"]))
 
@@ -115,5 +122,55 @@ async def test_max_words() -> None:
     over = await evaluate(spec, CASE, Outcome(final_output="one two three four"))
     assert (over.status, over.detail) == ("failed", "4 words, more than 3")
     bad = await evaluate(CustomSpec(name="max_words", params={"max": "3"}), CASE, Outcome())
-    assert bad.status == "error"
-    assert 'params {"max"' in bad.detail
+    assert (bad.status, bad.detail) == (
+        "error",
+        "max_words's parameter 'max': Input should be a valid integer",
+    )
+    missing = await evaluate(CustomSpec(name="max_words"), CASE, Outcome())
+    assert missing.detail == "max_words's parameter 'max': Field required"
+    extra = await evaluate(CustomSpec(name="no_error", params={"strict": True}), CASE, Outcome())
+    assert (extra.status, extra.detail) == (
+        "error",
+        "no_error's parameter 'strict': not a parameter it takes",
+    )
+
+
+class Near(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    city: str = Field(min_length=1, description="The city the answer names.")
+    within: int = Field(default=10, ge=0, description="Kilometres.")
+
+
+async def test_a_params_model_is_the_evaluators_contract(names: list[str]) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @register_evaluator("test.near", description="Names a city.", params=Near)
+    def near(case: Case, outcome: Outcome, params: dict[str, Any]) -> Verdict:
+        seen.append(params)
+        return Verdict(evaluator="x", status="passed")
+
+    names.append("test.near")
+    listed = {e.name: e for e in registered()}
+    assert listed["test.near"].params == (
+        ParamField("city", required=True, description="The city the answer names."),
+        ParamField("within", required=False, description="Kilometres.", default=10),
+    )
+    assert listed["no_error"].params == ()  # declares that it takes none
+    # the evaluator gets its parameters validated, defaults filled in
+    ok = await evaluate(CustomSpec(name="test.near", params={"city": "Paris"}), CASE, Outcome())
+    assert ok.status == "passed"
+    assert seen == [{"city": "Paris", "within": 10}]
+    # parameters its model refuses: an error verdict naming each, the function not called
+    bad = CustomSpec(name="test.near", params={"within": -1, "town": "x"})
+    assert params_problems("test.near", bad.params) == [
+        (("city",), "Field required"),
+        (("within",), "Input should be greater than or equal to 0"),
+        (("town",), "not a parameter it takes"),
+    ]
+    verdict = await evaluate(bad, CASE, Outcome())
+    assert verdict.status == "error"
+    assert verdict.detail.startswith("test.near's parameter 'city': Field required; ")
+    assert len(seen) == 1
+    # without a params model, anything is passed through as given
+    assert params_problems("test.mentions-nothing", {"any": 1}) == []

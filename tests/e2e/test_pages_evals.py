@@ -276,3 +276,11 @@ def test_the_new_eval_form_opens_each_ticked_evaluators_fields_and_shows_the_api
     expect(page.locator("#form-error")).to_contain_text("evaluators")
     expect(page.locator("#form-error")).to_contain_text("regex")
     assert page.url.endswith("/evals/new/")
+    # A custom evaluator's parameters are checked before any case runs; the form says
+    # which ticked evaluator is wrong, in its name, and lists what it takes.
+    words = page.locator('[data-kind="custom"][data-name="max_words"]')
+    expect(words.get_by_test_id("params")).to_contain_text("max (required)")
+    page.fill("#regex-pattern", "[0-9]+")
+    page.click("#start-eval")
+    expect(page.locator("#form-error")).to_contain_text("max_words, params.max: Field required")
+    assert page.url.endswith("/evals/new/")

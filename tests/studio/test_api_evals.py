@@ -134,6 +134,14 @@ def test_bad_input_is_refused_with_its_path_and_nothing_is_stored(
     custom = {"kind": "custom", "name": "not_registered"}
     paths = error_paths(api.post("/api/evals/", {**base, "evaluators": [custom]}, format="json"))
     assert paths == {"evaluators.0.name": "no custom evaluator 'not_registered'"}
+    # a custom evaluator's parameters are checked against its params model up front,
+    # not found wrong by every case after each one ran
+    words = {"kind": "custom", "name": "max_words", "params": {"maximum": 3}}
+    paths = error_paths(api.post("/api/evals/", {**base, "evaluators": [words]}, format="json"))
+    assert paths == {
+        "evaluators.0.params.max": "Field required",
+        "evaluators.0.params.maximum": "not a parameter it takes",
+    }
     assert "concurrency" in error_paths(
         api.post("/api/evals/", {**base, "concurrency": 0}, format="json")
     )
@@ -236,7 +244,17 @@ def test_evaluators_lists_the_built_in_kinds_and_the_registered_ones(
         "name": "test.shouting",
         "description": "The answer is in capitals.",
         "builtin": False,
+        "params": None,  # declares none: takes any
     }
+    assert custom["max_words"]["params"] == [
+        {
+            "name": "max",
+            "required": True,
+            "description": "The most words the final answer may have (0 or more).",
+            "default": None,
+        }
+    ]
+    assert custom["no_error"]["params"] == []
     assert client_for(None).get("/api/evaluators/").status_code == 401
 
 

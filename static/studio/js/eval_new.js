@@ -41,10 +41,14 @@ function spec(box) {
   return result;
 }
 
+function ticked() {
+  return [...form.querySelectorAll(".evaluator")].filter(
+    (box) => box.querySelector('input[name="use"]').checked,
+  );
+}
+
 function body() {
-  const evaluators = [...form.querySelectorAll(".evaluator")]
-    .filter((box) => box.querySelector('input[name="use"]').checked)
-    .map(spec);
+  const evaluators = ticked().map(spec);
   if (!evaluators.length) throw new Error("Tick at least one evaluator.");
   const agent = form.agent_version.selectedOptions[0].dataset;
   const dataset = form.dataset_version.selectedOptions[0].dataset;
@@ -59,12 +63,22 @@ function body() {
   };
 }
 
+// Where an error is, in words: "evaluators.2.params.max" names the evaluator ticked
+// third ("max_words, params.max"), not its place in a list the user never saw.
+function place(path) {
+  const found = /^evaluators\.(\d+)\.?(.*)$/.exec(path || "");
+  const box = found && ticked()[Number(found[1])];
+  if (!box) return path || "form";
+  const name = box.querySelector("strong").textContent;
+  return found[2] ? `${name}, ${found[2]}` : name;
+}
+
 function say(message, errors = []) {
   problem.textContent = "";
   problem.append(message);
   for (const error of errors) {
     const line = document.createElement("div");
-    line.textContent = `${error.path || "form"}: ${error.detail}`;
+    line.textContent = `${place(error.path)}: ${error.detail}`;
     problem.append(line);
   }
   problem.hidden = false;
