@@ -82,7 +82,9 @@ class DatasetVersion(models.Model):
 class EvalStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
-    SUCCEEDED = "succeeded"  # every case ran and was judged (passing or not)
+    # Every case ran and was judged, passing or not: "finished", as its pass rate, not
+    # its status, says how it went (a green "succeeded" beside 0% misread).
+    SUCCEEDED = "succeeded", "finished"
     FAILED = "failed"  # the eval itself could not go on (not: some cases failed)
     CANCELLED = "cancelled"
 

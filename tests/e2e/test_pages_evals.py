@@ -208,7 +208,8 @@ def test_an_eval_from_the_form_fills_in_live_and_a_new_version_shows_its_regress
     seen = watch_it_fill(page)
     # Live: the page saw cases finish one by one (not one reload at the end).
     assert seen[-1] == FLOW_CASES and len(set(seen)) >= 3, seen
-    expect(page.locator("#eval-status")).to_have_text("succeeded")
+    expect(page.locator("#eval-status")).to_have_text("finished")
+    expect(page.locator("#eval-status")).to_have_class("badge")  # not green: 75% passed
     expect(page.get_by_test_id("eval-count")).to_have_text(f"{FLOW_CASES} of {FLOW_CASES} finished")
     expect(page.get_by_test_id("case")).to_have_count(FLOW_CASES)
     expect(page.get_by_test_id("pass-rate")).to_have_text("75%")

@@ -61,6 +61,10 @@ def test_the_list_shows_each_of_the_owners_evals_with_its_versions_and_pass_rate
     assert html.count('data-eval="') == 2
     assert "calculator@1" in html and "calculator@2" in html and "arithmetic@1" in html
     assert re.findall(r'data-testid="pass-rate">([^<]*)<', html) == ["50%", "50%"]
+    # an eval that ran every case "finished" in a plain badge: a green "succeeded"
+    # beside its 50% would read as a pass
+    assert html.count('<span class="badge">finished</span>') == 2
+    assert "succeeded" not in html
     assert str(theirs.pk) not in html and "secret-agent" not in html
     assert 'aria-current="page">Evals<' in html  # the nav's section
 

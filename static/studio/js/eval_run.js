@@ -38,9 +38,13 @@ const view = new EvalResults(document.getElementById("cases"), { sessionUrl: dat
 const cancel = document.getElementById("cancel-eval");
 const status = document.getElementById("eval-status");
 
+// An eval that ran every case "finished", in a plain badge: its pass rate says how it
+// went (studio.models.evals.EvalStatus).
+const FINISHED = "succeeded";
+
 function showRun() {
-  status.className = `badge ${run.status}`;
-  status.textContent = run.status;
+  status.className = run.status === FINISHED ? "badge" : `badge ${run.status}`;
+  status.textContent = run.status === FINISHED ? "finished" : run.status;
   cancel.hidden = !ACTIVE.has(run.status);
   const problem = document.getElementById("eval-error");
   problem.textContent = run.error_message || "";
