@@ -58,11 +58,20 @@ class ApiIndexView(APIView):
         "models": "modelconfig-list",
         "sessions": "session-list",
         "runs": "run-list",
+        "approvals": "api-approvals",
+        "approval_decisions": "api-approval-decisions",
+        "budget": "api-budget",
+        "evals": "api-evals",
+        "evaluators": "api-evaluators",
+        "datasets": "api-datasets",
+        "memories": "api-memories",
+        "skills": "api-skills",
+        "prompt_templates": "api-prompt-templates",
         "mcp_servers": "mcpserver-list",
+        "remote_agents": "remoteagent-list",
         "tools": "api-tools",
         "hooks": "api-hooks",
         "agent_spec_schema": "api-agent-spec-schema",
-        "budget": "api-budget",
     }
 
     @extend_schema(responses=OpenApiTypes.OBJECT)

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import yaml
+from django.urls import URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from agents_core.specs import AgentSpec
@@ -123,3 +126,27 @@ def test_the_api_root_is_a_json_index_of_the_api(api: APIClient) -> None:
     for url in index["resources"].values():
         assert api.get(url).status_code == 200, url
     assert APIClient().get("/api/").json()["code"] == "not_authenticated"
+    # Every collection is listed: each route without a parameter that answers GET,
+    # but for the index's own three, those that need a query to mean anything, and a
+    # file download.
+    not_collections = {
+        "/api/costs/",
+        "/api/evals/compare/",
+        "/api/evals/history/",
+        "/api/runs/compare/",
+        "/api/approvals/decisions/export/",
+    }
+    listed = {index["docs"], index["schema"], index["token"], "/api/", *not_collections}
+    listed |= set(index["resources"].values())
+    for route in _routes(get_resolver("studio.api.urls").url_patterns, "/api/"):
+        if route not in listed and "<" not in route:
+            assert api.get(route).status_code == 405, f"{route} answers GET: list it"
+
+
+def _routes(patterns: list[Any], prefix: str) -> Iterator[str]:
+    for pattern in patterns:
+        route = prefix + str(pattern.pattern).lstrip("^").rstrip("$")
+        if isinstance(pattern, URLResolver):
+            yield from _routes(pattern.url_patterns, route)
+        else:
+            yield route
