@@ -203,7 +203,7 @@ class HistoryPointSerializer(serializers.Serializer[object]):
 class EvaluatorParamSerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
-    default = serializers.JSONField(allow_null=True, help_text="Its value when not given.")
+    default = serializers.JSONField(help_text="Its value when not given (null when required).")
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         # `required` is a field's own attribute in DRF: declared here, it is added
