@@ -30,7 +30,7 @@ from agents_core.events import (
     new_id,
     utc_now,
 )
-from agents_core.exceptions import ModelError, PolicyDeniedError
+from agents_core.exceptions import FailedModelCall, ModelError, PolicyDeniedError
 from agents_core.hooks import NO_HOOKS, HookStack
 from agents_core.llm.chain import ModelChain, falls_back
 from agents_core.llm.contracts import BaseLlm, LlmRequest, LlmResponse, estimate_prompt_tokens
@@ -54,6 +54,8 @@ class ModelTurn:
     """The model of the agent's chain that answered, when the event should say so."""
     cached: bool = False
     """The answer came from the response cache."""
+    attempts: int = 0
+    """The attempts made, each model of a chain and each retry counted."""
 
     @property
     def complete(self) -> LlmResponse:
@@ -98,11 +100,24 @@ async def stream_model_call(
         except ModelError as exc:
             turn.response = await hooks.on_model_error(ctx.readonly(), exc, turn.hooks)
             if turn.response is None:
+                exc.call = exc.call or _failed(ctx, turn, started)
                 raise
         if not turn.cached:
             ctx.budget.charge_usage(turn.complete.usage)
     turn.latency_ms = (time.perf_counter() - started) * 1000
     turn.response = await hooks.after_model(ctx.readonly(), turn.complete, turn.hooks)
+
+
+def _failed(ctx: Context, turn: ModelTurn, started: float) -> FailedModelCall:
+    """What the error event of a call that failed for good records of it."""
+    return FailedModelCall(
+        span_id=turn.span_id,
+        parent_span_id=ctx.span_id,
+        started_at=turn.started_at or utc_now(),
+        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        attempts=turn.attempts,
+        model=turn.model,
+    )
 
 
 def _model_call_args(ctx: Context, request: LlmRequest) -> dict[str, Any]:
@@ -205,6 +220,7 @@ async def _guarded(
                         span_id=turn.span_id,
                     )
     finally:  # failed or cancelled too: what was held and not spent is released
+        turn.attempts += call.attempts
         if hold is not None:
             await asyncio.shield(hold.settle(turn.response.usage if turn.response else None))
 

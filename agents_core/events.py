@@ -250,6 +250,8 @@ class ErrorInfo(Contract):
     degraded: bool = False
     """A failure a ``degrade`` failure policy let the run go past: the run goes on, and
     ends ``degraded`` (``agents_core.failures.degradations``)."""
+    attempts: int | None = Field(default=None, ge=0)
+    """A model call that failed for good: the times it was tried (its span is the event's)."""
 
     @property
     def terminal(self) -> bool:

@@ -44,7 +44,10 @@ failure ends the run, becomes an error the run reads and goes past, or degrades 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 
 class Failure(StrEnum):
@@ -96,8 +99,49 @@ class SessionNotFoundError(SessionError):
     code = "session_not_found"
 
 
+@dataclass(frozen=True, slots=True)
+class FailedModelCall:
+    """A model call that failed for good: what its error event records of it, so the
+    call is a span of its own (where the time went) and not the runner's overhead."""
+
+    span_id: str
+    parent_span_id: str | None
+    """The agent span it was made in."""
+    started_at: datetime
+    latency_ms: float
+    """From the call's start to its failure: every attempt and the waits between."""
+    attempts: int
+    """How many times it was tried (retries included)."""
+    model: str | None = None
+    """The model of the agent's chain that failed last, when the agent has a chain."""
+
+    def event_fields(self) -> dict[str, Any]:
+        """The fields of the error event that records it (``agents_core.events.Event``)."""
+        return {
+            "span_id": self.span_id,
+            "parent_span_id": self.parent_span_id,
+            "started_at": self.started_at,
+            "latency_ms": self.latency_ms,
+            "model": self.model,
+        }
+
+
+def failed_call(exc: BaseException | None) -> FailedModelCall | None:
+    """The model call that failed for good beneath ``exc``: on it, or on an error it was
+    raised from (a failure policy's ``FailedByPolicyError``)."""
+    for _ in range(8):  # a cause chain is short; a cycle must not hang
+        if exc is None:
+            return None
+        if isinstance(exc, ModelError) and exc.call is not None:
+            return exc.call
+        exc = exc.__cause__
+    return None
+
+
 class ModelError(AgentsCoreError):
     code = "model_error"
+    call: FailedModelCall | None = None
+    """Set by the agent step whose model call failed for good (``agents_core._step_loop``)."""
 
 
 class ModelRequestError(ModelError):

@@ -357,11 +357,19 @@ class SpanTree:
         built.attributes["policy"] = found
 
     def _error(self, wire: Wire) -> None:
-        """A terminal error fails the agent span it happened in."""
+        """The error of a model call that failed for good carries that call's span (its
+        ``span_id`` and ``started_at``): a failed model span, each retry in it. A terminal
+        error fails the agent span it happened in."""
         error = wire.get("error") or {}
+        said = f"{error.get('code')}: {error.get('message')}"
+        if wire.get("span_id") and wire.get("started_at"):
+            call = self._open(wire, "model", "model", _time(wire["started_at"]))
+            if call is not None and self._close(wire, "error") is not None:
+                call.fields["error"] = said
+                call.attributes["attempts"] = error.get("attempts")
         built = self._spans.get(wire.get("parent_span_id") or "")
         if built is not None and error.get("failure", "terminal") == "terminal":
-            built.fields["error"] = f"{error.get('code')}: {error.get('message')}"
+            built.fields["error"] = said
             built.fields["status"] = "error"
             if built.fields["end"] is None:
                 self._close({**wire, "span_id": built.fields["span_id"]}, "error")

@@ -15,6 +15,7 @@ from agents_core.exceptions import (
     ConfigurationError,
     FailedByPolicyError,
     LimitExceededError,
+    failed_call,
 )
 from agents_core.failures import FailurePolicy
 
@@ -96,8 +97,15 @@ class BaseAgent(ABC):
         if policy is FailurePolicy.FAIL:
             raise FailedByPolicyError(message, code=exc.code) from exc
         degraded = policy is FailurePolicy.DEGRADE
-        error = ErrorInfo(code=exc.code, message=message, failure="non_fatal", degraded=degraded)
-        return ctx.event(EventType.ERROR, error=error)
+        call = failed_call(exc)  # its model call that failed, if that was the failure
+        error = ErrorInfo(
+            code=exc.code,
+            message=message,
+            failure="non_fatal",
+            degraded=degraded,
+            attempts=call.attempts if call else None,
+        )
+        return ctx.event(EventType.ERROR, error=error, **(call.event_fields() if call else {}))
 
     @abstractmethod
     def _astream(self, ctx: Context) -> AsyncGenerator[Event]:

@@ -163,6 +163,8 @@ class ResilientCall:
     on_attempt: Callable[[], None] = lambda: None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     rand: Callable[[], float] = random.random
+    attempts: int = 0
+    """The attempts made so far (a refused call, its breaker open, makes none)."""
 
     async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
         # One generator for the retries and each attempt's chunks: every layer of
@@ -171,6 +173,7 @@ class ResilientCall:
         while True:
             attempt += 1
             self.breaker.before_call(self.model.provider_key)  # a refused call sends nothing
+            self.attempts = attempt
             self.on_attempt()
             stream = self.model.astream(request)
             limit = ChunkDeadline(self.attempt_timeout_s)

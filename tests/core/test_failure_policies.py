@@ -109,6 +109,10 @@ async def test_a_model_agent_that_continues_lets_the_pipeline_go_on() -> None:
         False,
     )
     assert "agent 'first' failed: 400" in error.error.message
+    # the error carries the call that failed: a failed model span in the agent's span
+    first_start = next(e for e in events if e.type is EventType.AGENT_START and e.author == "first")
+    assert error.error.attempts == 1 and error.span_id is not None
+    assert error.parent_span_id == first_start.span_id and error.started_at is not None
     first_end = next(e for e in events if e.type is EventType.AGENT_END and e.author == "first")
     assert events.index(first_end) == events.index(error) + 1
     assert any(e.text == "second answered" for e in events)

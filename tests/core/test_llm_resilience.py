@@ -36,6 +36,7 @@ from agents_core.llm.resilience import (
     CircuitBreaker,
     ResilientCall,
 )
+from agents_core.spans import spans_of
 from tests.support.openai_server import OpenAIServer
 
 MODEL = "test-model"
@@ -318,6 +319,50 @@ async def test_persistent_server_errors_end_the_run_after_max_attempts(
 
     assert run_error(events).code == ModelServerError.code
     assert len(openai_server.requests) == NO_WAIT.max_attempts
+
+
+async def test_a_call_that_failed_for_good_is_a_failed_model_span_not_overhead(
+    turns: Turns, openai_server: OpenAIServer
+) -> None:
+    """Its error event records the call (its span, when it began, how long it took, its
+    attempts), so the time spent retrying is the model's, not the runner's overhead."""
+    openai_server.fail(503, times=10)
+
+    events = stored(await turns.run(RunConfig(retry=NO_WAIT)))
+
+    start, failure = events[1], events[-1]
+    assert start.type is EventType.AGENT_START and failure.error is not None
+    assert failure.error.attempts == NO_WAIT.max_attempts == len(openai_server.requests)
+    assert failure.span_id is not None and failure.started_at is not None
+    assert failure.parent_span_id == start.span_id  # the agent the call was made in
+    assert failure.latency_ms is not None and failure.latency_ms > 0
+    assert failure.started_at < failure.created_at
+    spans = {span.kind: span for span in spans_of(e.to_wire() for e in events)}
+    call, agent = spans["model"], spans["agent"]
+    assert (call.span_id, call.parent_span_id, call.status) == (
+        failure.span_id,
+        agent.span_id,
+        "error",
+    )
+    assert (call.start, call.end) == (failure.started_at, failure.created_at)
+    assert call.error == f"model_server_error: {failure.error.message}"
+    assert call.attributes["attempts"] == 3 and call.cost is None
+    assert agent.status == "error" and agent.error == call.error
+
+
+async def test_a_call_its_breaker_refused_is_a_failed_span_of_no_attempt(
+    turns: Turns, openai_server: OpenAIServer
+) -> None:
+    config = RunConfig(retry=NO_WAIT, breaker=BreakerPolicy(failure_threshold=1))
+    openai_server.fail(503)
+    await turns.run(config)
+
+    refused = stored(await turns.run(config))[-1]
+
+    assert refused.error is not None and refused.error.code == "circuit_open"
+    assert refused.error.attempts == 0 and refused.span_id is not None
+    [call] = [span for span in spans_of(e.to_wire() for e in [refused]) if span.kind == "model"]
+    assert call.status == "error" and call.attributes["attempts"] == 0
 
 
 async def test_a_bad_request_is_not_retried(turns: Turns, openai_server: OpenAIServer) -> None:

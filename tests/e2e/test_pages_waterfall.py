@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 from typing import Any
 
@@ -488,6 +489,41 @@ def test_the_key_facts_call_after_a_turn_is_drawn_costed_and_timed_as_the_model_
     spans = api.get(f"/api/runs/{last_run(api, session_id)['id']}/spans/")["spans"]
     root = next(s for s in spans if s["parent_span_id"] is None)
     assert root["cost"]["calls"] == 2  # the answer and the key facts
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_model_that_never_answered_is_a_failed_call_where_its_time_went(
+    page: Page, api: Api
+) -> None:
+    """A model whose every attempt failed (nothing listens on its port): the seconds the
+    run spent retrying it are a failed model call on the waterfall, in the header's model
+    time, and the timeline and the detail say how many times it was tried."""
+    base_url = f"http://127.0.0.1:{closed_port()}/v1"
+    body = {"name": "unreachable", "provider": "openai_compatible", "model": "m"}
+    api.post("/api/models/", {**body, "base_url": base_url, "options": {"streaming": False}})
+    agent = api.agent({"name": "stranded", "model": "unreachable", "instruction": "Answer."})
+    session_id = new_session(api, agent, "a model that never answered")
+    api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
+    run = ended_run(api, session_id)
+    assert run["status"] == "failed" and run["error_code"] == "model_connection_error"
+    assert run["timing"]["model_ms"] > 0  # its retries: the model's time, not overhead
+    open_waterfall(page, session_id)
+    call = row(page, "model", "model")
+    expect(call).to_have_attribute("data-status", "error")
+    call.click()
+    detail = page.locator("#wf-detail")
+    expect(detail.locator(".wf-facts")).to_contain_text("Attempts4")
+    expect(detail).to_contain_text("(no answer: the call failed)")
+    assert_page_store_matches_the_api(page, api, session_id)  # lib/spans.js reads it alike
+    page.goto(f"/sessions/{session_id}/")
+    expect(page.locator(".ev.error [data-attempts]")).to_have_text("4 attempts")
+    screenshot(page, "waterfall/failed-model-call-timeline")
 
 
 def test_an_axis_label_at_the_tracks_right_edge_is_written_left_of_its_line(page: Page) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
+from django.utils.dateparse import parse_datetime
 from rest_framework.test import APIClient
 
 from studio import runs
@@ -109,6 +110,33 @@ def test_a_503_from_the_first_model_falls_back_to_the_second_and_the_run_succeed
     assert len(down.requests) == 4 and len(backup.requests) == 1
     stored = Event.objects.get(payload__id=answer["id"])
     assert stored.model == "backup-model"  # budgets and roll-ups count it at the backup
+
+
+def test_a_model_that_never_answers_is_a_failed_call_in_the_runs_spans_and_time(
+    api: APIClient, servers: tuple[OpenAIServer, OpenAIServer]
+) -> None:
+    """The time a run spent on a model that failed every attempt is the model's: a failed
+    model span in the waterfall, not the runner's overhead."""
+    down, _ = servers
+    down.fail(503, times=4)  # every attempt of the retry policy
+    create_model(api, "primary", down)
+
+    run, events = run_turn(api, create_agent(api, model="primary"))
+
+    assert run["status"] == "failed" and run["error_code"] == "model_server_error"
+    [failure] = of_type(events, "error")
+    assert failure["error"]["attempts"] == 4 == len(down.requests)
+    spans = api.get(f"/api/runs/{run['id']}/spans/").json()["spans"]
+    [call] = [span for span in spans if span["kind"] == "model"]
+    assert (call["span_id"], call["status"], call["attributes"]["attempts"]) == (
+        failure["span_id"],
+        "error",
+        4,
+    )
+    assert call["error"].startswith("model_server_error: ")
+    took = (parse_datetime(call["end"]) - parse_datetime(call["start"])).total_seconds() * 1000
+    assert run["timing"]["model_ms"] == pytest.approx(took, abs=0.01)
+    assert run["timing"]["overhead_ms"] < run["timing"]["model_ms"]
 
 
 def test_a_fallback_to_an_unknown_model_is_refused_with_its_path(

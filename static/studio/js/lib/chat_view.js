@@ -6,7 +6,7 @@ import { ApprovalCard } from "./approval.js";
 import { QuestionCard } from "./question.js";
 import { OUTCOMES, outcomeOf, unansweredOutcome } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { attachments, clip, fallbackText, partsOf, policyLine, provisionalKey, textOf } from "./events.js";
+import { attachments, attemptsText, clip, fallbackText, partsOf, policyLine, provisionalKey, textOf } from "./events.js";
 
 const ARGS_PREVIEW_CHARS = 80;
 
@@ -84,7 +84,7 @@ export class ChatView {
         this.dropProvisional(event);
         // A failure the run went past (non-fatal, degraded) is a warning, not the end.
         this.bubble((event.error?.failure ?? "terminal") === "terminal" ? "error" : "error went-on", event.author,
-          `${event.error?.code || "error"}: ${event.error?.message || ""}`, event);
+          [`${event.error?.code || "error"}: ${event.error?.message || ""}`, attemptsText(event)].filter(Boolean).join(" — "), event);
         break;
       default:
         return;

@@ -39,7 +39,25 @@ export function figures(event) {
   if (event.latency_ms !== null && event.latency_ms !== undefined) {
     chips.push(h("span", { class: "chip", title: "latency" }, formatDuration(event.latency_ms)));
   }
+  const attempts = event.error?.attempts;
+  if (attempts !== null && attempts !== undefined) {
+    const title = "the failed model call's attempts, retries included";
+    chips.push(h("span", { class: "chip", title, dataset: { attempts } }, plural(attempts, "attempt")));
+  }
   return chips.length ? h("span", { class: "figures" }, chips) : null;
+}
+
+/** How a model call that failed for good was tried: "after 4 attempts in 6.4 s" (empty
+ * for any other error). */
+export function attemptsText(event) {
+  const attempts = event.error?.attempts;
+  if (attempts === null || attempts === undefined) return "";
+  const took = event.latency_ms === null || event.latency_ms === undefined ? "" : ` in ${formatDuration(event.latency_ms)}`;
+  return `after ${plural(attempts, "attempt")}${took}`;
+}
+
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
 /** The state changes an event applies, collapsed (null when none). */

@@ -54,8 +54,12 @@ function badgeOf(span) {
 function kindFacts(span, end) {
   const a = span.attributes;
   switch (span.kind) {
-    case "model":
-      return [["Tokens", formatTokens(span.input_tokens, span.output_tokens, span.cached_input_tokens || 0)]];
+    case "model": {
+      const facts = [["Tokens", formatTokens(span.input_tokens, span.output_tokens, span.cached_input_tokens || 0)]];
+      // a call that failed for good: how many times it was tried, retries included
+      if (a.attempts !== undefined && a.attempts !== null) facts.push(["Attempts", String(a.attempts)]);
+      return facts;
+    }
     case "tool": {
       const facts = [["Outcome", a.outcome ?? (span.end === null ? "running" : "—")]];
       if (a.ran_ms !== undefined) facts.push(["Ran", formatDuration(a.ran_ms)]);
@@ -83,7 +87,7 @@ function sections(span, tree, run) {
     case "model":
       return [
         section("Input", modelInput(span, tree, run)),
-        section("Output", a.text || (span.end === null ? "(streaming…)" : "(no text)")),
+        section("Output", a.text || (span.end === null ? "(streaming…)" : span.status === "error" ? "(no answer: the call failed)" : "(no text)")),
         a.tool_calls?.length ? section("Tool calls", a.tool_calls.join(", ")) : null,
       ];
     case "tool":

@@ -375,13 +375,23 @@ export class SpanStore {
     this.touch(span);
   }
 
-  /** A terminal error fails the agent span it happened in. */
+  /** SpanTree._error: the error of a model call that failed for good carries that
+   * call's span (a failed model span, each retry in it); a terminal error fails the
+   * agent span it happened in. */
   error(wire) {
     const error = wire.error || {};
+    const said = `${pyStr(error.code)}: ${pyStr(error.message)}`;
+    if (wire.span_id && wire.started_at) {
+      const call = this.open(wire, "model", "model", micros(wire.started_at));
+      if (call && this.close(wire, "error")) {
+        call.error = said;
+        call.attributes.attempts = error.attempts ?? null;
+      }
+    }
     const span = this.byId.get(wire.parent_span_id || "");
     const failure = "failure" in error ? error.failure : "terminal";
     if (!span || failure !== "terminal") return;
-    span.error = `${pyStr(error.code)}: ${pyStr(error.message)}`;
+    span.error = said;
     span.status = "error";
     if (span.end === null) this.close(wire, "error", span.span_id);
     this.touch(span);
