@@ -370,7 +370,9 @@ class Runner:
             session_id=ctx.session_id,
             author=self.agent.name,
             branch=self.agent.name,
-            error=ErrorInfo(code=code, message=why, limit=limit, attempts=call and call.attempts),
+            error=ErrorInfo(
+                code=code, message=why, limit=limit, attempts=call.attempts if call else None
+            ),
             **(call.event_fields() if call else {}),
         )
 

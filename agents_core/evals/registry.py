@@ -137,16 +137,19 @@ def registered() -> list[RegisteredEvaluator]:
 
 
 def _fields(model: type[BaseModel] | None) -> tuple[ParamField, ...] | None:
+    """``model``'s fields as its JSON Schema states them (defaults as JSON, by alias)."""
     if model is None:
         return None
+    schema = model.model_json_schema()
+    required = set(schema.get("required", ()))
     return tuple(
         ParamField(
-            name=field.alias or name,
-            required=field.is_required(),
-            description=field.description or "",
-            default=None if field.is_required() else field.get_default(call_default_factory=True),
+            name=name,
+            required=name in required,
+            description=str(field.get("description", "")),
+            default=field.get("default"),
         )
-        for name, field in model.model_fields.items()
+        for name, field in schema.get("properties", {}).items()
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import date
 from typing import Any
 
 import pytest
@@ -140,6 +141,7 @@ class Near(BaseModel):
 
     city: str = Field(min_length=1, description="The city the answer names.")
     within: int = Field(default=10, ge=0, description="Kilometres.")
+    since: date = date(2026, 1, 1)  # a default that is not JSON: listed as its JSON
 
 
 async def test_a_params_model_is_the_evaluators_contract(names: list[str]) -> None:
@@ -155,12 +157,13 @@ async def test_a_params_model_is_the_evaluators_contract(names: list[str]) -> No
     assert listed["test.near"].params == (
         ParamField("city", required=True, description="The city the answer names."),
         ParamField("within", required=False, description="Kilometres.", default=10),
+        ParamField("since", required=False, description="", default="2026-01-01"),
     )
     assert listed["no_error"].params == ()  # declares that it takes none
     # the evaluator gets its parameters validated, defaults filled in
     ok = await evaluate(CustomSpec(name="test.near", params={"city": "Paris"}), CASE, Outcome())
     assert ok.status == "passed"
-    assert seen == [{"city": "Paris", "within": 10}]
+    assert seen == [{"city": "Paris", "within": 10, "since": "2026-01-01"}]
     # parameters its model refuses: an error verdict naming each, the function not called
     bad = CustomSpec(name="test.near", params={"within": -1, "town": "x"})
     assert params_problems("test.near", bad.params) == [
