@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 from langchain_core import exceptions as lc_exceptions
 
@@ -33,8 +34,36 @@ def classify_error(exc: Exception) -> ModelError:
     detail = f"{type(exc).__name__}: {exc}"
     for error in causes(exc):
         if (kind := _kind_of(error)) is not None:
+            if issubclass(kind, ModelConnectionError | ModelTimeoutError):
+                detail = _where(exc, detail)
             return kind(detail)
     return ModelError(detail)
+
+
+def _where(exc: BaseException, detail: str) -> str:
+    """``detail`` with where a connection failed or timed out, which the SDKs' own words
+    ("Connection error.") leave out: the transport's reason at the end of the chain of
+    causes and the address called (without its query or credentials, where a provider
+    may carry a key)."""
+    found = list(causes(exc))
+    reason = next((str(e) for e in reversed(found) if isinstance(e, OSError) and str(e)), "")
+    url = next((u for e in found if (u := _url_of(e))), "")
+    said = "; ".join(part for part in (reason if reason not in detail else "", url) if part)
+    return f"{detail} ({said})" if said else detail
+
+
+def _url_of(error: BaseException) -> str:
+    try:  # httpx raises when asked for the request of an error that has none
+        url = getattr(getattr(error, "request", None), "url", None)
+    except Exception:  # a classifier must not fail on an SDK's odd error
+        return ""
+    if url is None:
+        return ""
+    parts = urlsplit(str(url))
+    if not parts.scheme or not parts.hostname:
+        return ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"
 
 
 _LANGCHAIN_KINDS: tuple[tuple[type[Exception], type[ModelError]], ...] = (

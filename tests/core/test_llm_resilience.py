@@ -37,7 +37,7 @@ from agents_core.llm.resilience import (
     ResilientCall,
 )
 from agents_core.spans import spans_of
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, unreachable_base_url
 
 MODEL = "test-model"
 NO_WAIT = RetryPolicy(max_attempts=3, initial_backoff_s=0, max_backoff_s=0)
@@ -348,6 +348,35 @@ async def test_a_call_that_failed_for_good_is_a_failed_model_span_not_overhead(
     assert call.error == f"model_server_error: {failure.error.message}"
     assert call.attributes["attempts"] == 3 and call.cost is None
     assert agent.status == "error" and agent.error == call.error
+
+
+async def test_a_refused_connection_says_why_and_where_never_the_query_or_credentials(
+    loopback_http_clients: dict[str, Any],
+) -> None:
+    """The SDK's own words ("Connection error.") say neither what failed nor where: the
+    transport's reason and the address called are added, without what a URL may carry
+    a key in."""
+    address = unreachable_base_url().removeprefix("http://")
+    base_url = f"http://user:secret-pw@{address}?key=secret-key"
+    model = openai_compatible(
+        model=MODEL, base_url=base_url, api_key="sk-test", **loopback_http_clients
+    )
+    agent = LlmAgent("assistant", model=model)
+    runner = Runner(
+        agent,
+        session_service=InMemorySessionService(),
+        run_config=RunConfig(retry=NO_WAIT),
+        breakers=BreakerRegistry(),
+    )
+
+    events = [e async for e in runner.astream(user_id="u", session_id="s", message="hi")]
+
+    error = run_error(events)
+    assert error.code == "model_connection_error"
+    assert error.message.startswith("OpenAIConnectionError: Connection error. (")
+    assert "Connect call failed" in error.message  # the transport's reason
+    assert f"; http://{address}/" in error.message  # the address called
+    assert "secret" not in error.message
 
 
 async def test_a_call_its_breaker_refused_is_a_failed_span_of_no_attempt(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import time
 from typing import Any
 
@@ -18,6 +17,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot, until
 from tests.support.daphne_server import DaphneServer
+from tests.support.openai_server import unreachable_base_url
 
 ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
 SCRIPTS: dict[str, list[dict[str, Any]]] = {
@@ -491,20 +491,13 @@ def test_the_key_facts_call_after_a_turn_is_drawn_costed_and_timed_as_the_model_
     assert root["cost"]["calls"] == 2  # the answer and the key facts
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then let go)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_a_model_that_never_answered_is_a_failed_call_where_its_time_went(
     page: Page, api: Api
 ) -> None:
     """A model whose every attempt failed (nothing listens on its port): the seconds the
     run spent retrying it are a failed model call on the waterfall, in the header's model
     time, and the timeline and the detail say how many times it was tried."""
-    base_url = f"http://127.0.0.1:{closed_port()}/v1"
+    base_url = unreachable_base_url()
     body = {"name": "unreachable", "provider": "openai_compatible", "model": "m"}
     api.post("/api/models/", {**body, "base_url": base_url, "options": {"streaming": False}})
     agent = api.agent({"name": "stranded", "model": "unreachable", "instruction": "Answer."})
