@@ -88,6 +88,9 @@ class SpanTree:
     """The spans of the events ``observe``-d so far, in the order they began."""
 
     _spans: dict[str, _Open] = field(default_factory=dict)
+    _asked: dict[str, Any] = field(default_factory=dict)
+    """The arguments of calls a model's message made with no span (an ingested tool span
+    sent in a later batch answers them), by call id."""
 
     def observe(self, wire: Wire) -> None:
         self._observe(wire)
@@ -241,6 +244,7 @@ class SpanTree:
     def _tool_call(self, message: Wire, part: Wire) -> None:
         span_id = part.get("span_id")
         if not span_id:
+            self._asked[part["call_id"]] = part.get("args", {})
             return
         opened = {**message, "span_id": span_id, "parent_span_id": message.get("parent_span_id")}
         built = self._open(opened, "tool", part["name"], _time(message["created_at"]))
@@ -261,6 +265,8 @@ class SpanTree:
             opened = self._open(wire, "tool", part["name"], _time(wire["started_at"]))
             if opened is not None:
                 opened.attributes["call_id"] = part["call_id"]
+                if part["call_id"] in self._asked:  # as the model asked for it
+                    opened.attributes["arguments"] = self._asked.pop(part["call_id"])
         outcome = _outcome(part) if part is not None else "done"
         built = self._close(wire, "ok" if outcome == "done" else "error")
         if built is None:

@@ -136,8 +136,8 @@ def test_a_tool_span_in_the_batch_after_its_models_answers_the_call_the_model_ma
     assert [call[1:] for call in calls_of(session)] == [("call_1", None)]
     responses = Event.objects.filter(session=session, type="tool_response")
     assert [r.payload["parts"][0]["call_id"] for r in responses] == ["call_1"]
-    # The late response's span: its arguments are in its OpenTelemetry span only.
-    assert tool_span(session) == price_of_span(root, tool, arguments=None)
+    # The late response's span: with the arguments the model asked it with.
+    assert tool_span(session) == price_of_span(root, tool, arguments={"item": "apple"})
     assert Run.objects.get(session=session).timing["tools_ms"] == 400.0
 
 

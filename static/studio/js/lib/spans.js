@@ -58,6 +58,7 @@ export class SpanStore {
     this.changed = new Set(); // invocation ids changed since the last takeChanged()
     this.answers = 0; // model calls answered (or spans loaded): what changes a cost
     this.costed = -1; // the answers the spans' costs were summed at
+    this.asked = new Map(); // call id -> arguments of a call a message made with no span
   }
 
   /** Spans as the API sends them (open ones too): they replace what the store had. */
@@ -307,7 +308,10 @@ export class SpanStore {
   }
 
   toolCall(message, part) {
-    if (!part.span_id) return;
+    if (!part.span_id) {
+      this.asked.set(part.call_id, part.args ?? {}); // a later ingested tool span answers it
+      return;
+    }
     const opened = { ...message, span_id: part.span_id, parent_span_id: message.parent_span_id ?? null };
     const span = this.open(opened, "tool", part.name, micros(message.created_at));
     if (span) Object.assign(span.attributes, { call_id: part.call_id, arguments: part.args ?? {} });
@@ -324,6 +328,10 @@ export class SpanStore {
     if (part && wire.started_at && !this.byId.has(wire.span_id || "")) {
       const opened = this.open(wire, "tool", part.name, micros(wire.started_at));
       if (opened) opened.attributes.call_id = part.call_id;
+      if (opened && this.asked.has(part.call_id)) { // as the model asked for it
+        opened.attributes.arguments = this.asked.get(part.call_id);
+        this.asked.delete(part.call_id);
+      }
     }
     const result = part ? outcome(part) : "done";
     const span = this.close(wire, result === "done" ? "ok" : "error");
