@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='evalrun',
             name='status',
-            field=models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'finished'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=16),
+            field=models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Finished'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=16),
         ),
     ]

@@ -84,7 +84,7 @@ class EvalStatus(models.TextChoices):
     RUNNING = "running"
     # Every case ran and was judged, passing or not: "finished", as its pass rate, not
     # its status, says how it went (a green "succeeded" beside 0% misread).
-    SUCCEEDED = "succeeded", "finished"
+    SUCCEEDED = "succeeded", "Finished"
     FAILED = "failed"  # the eval itself could not go on (not: some cases failed)
     CANCELLED = "cancelled"
 
