@@ -516,6 +516,8 @@ def test_a_model_that_never_answered_is_a_failed_call_where_its_time_went(
     assert_page_store_matches_the_api(page, api, session_id)  # lib/spans.js reads it alike
     page.goto(f"/sessions/{session_id}/")
     expect(page.locator(".ev.error [data-attempts]")).to_have_text("4 attempts")
+    totals = page.locator("#totals")  # the call was made, and failed: not "0" alone
+    expect(totals.locator("dt:text-is('Model calls') + dd")).to_have_text("0 · 1 failed")
     screenshot(page, "waterfall/failed-model-call-timeline")
 
 

@@ -45,7 +45,7 @@ export class TimelineView {
     this.invocations = new Map();
     this.provisional = new Map();
     this.openSteps = new Set();
-    this.counts = { events: 0, toolCalls: 0, errors: 0, modelCalls: 0, latencyMs: 0 };
+    this.counts = { events: 0, toolCalls: 0, errors: 0, modelCalls: 0, failedCalls: 0, latencyMs: 0 };
   }
 
   /** Run ``fn`` (which adds events) with new invocations built in a detached fragment
@@ -571,6 +571,8 @@ export class TimelineView {
     if (event.type === "error") {
       s.errors += 1;
       this.counts.errors += 1;
+      // a model call that failed for good (agents_core.exceptions.FailedModelCall)
+      if (event.error?.attempts !== null && event.error?.attempts !== undefined) this.counts.failedCalls += 1;
       s.terminal ||= (event.error?.failure ?? "terminal") === "terminal";
     }
   }
