@@ -126,16 +126,18 @@ class FailedModelCall:
         }
 
 
-def failed_call(exc: BaseException | None) -> FailedModelCall | None:
-    """The model call that failed for good beneath ``exc``: on it, or on an error it was
-    raised from (a failure policy's ``FailedByPolicyError``)."""
+def failed_call(exc: BaseException | None) -> tuple[int | None, dict[str, Any]]:
+    """What the error event of ``exc`` records of the model call that failed for good
+    beneath it (on it, or on an error it was raised from, as a failure policy's
+    ``FailedByPolicyError``): its attempts (``ErrorInfo.attempts``) and the event's
+    fields that make it the call's span; ``(None, {})`` when no call did."""
     for _ in range(8):  # a cause chain is short; a cycle must not hang
         if exc is None:
-            return None
+            break
         if isinstance(exc, ModelError) and exc.call is not None:
-            return exc.call
+            return exc.call.attempts, exc.call.event_fields()
         exc = exc.__cause__
-    return None
+    return None, {}
 
 
 class ModelError(AgentsCoreError):

@@ -19,7 +19,6 @@ from agents_core.config import RunConfig
 from agents_core.context import CancellationToken, Context, Invocation, InvocationBudget, PauseGate
 from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id, user_message
 from agents_core.exceptions import AgentsCoreError, LimitExceededError, SessionError, failed_call
-from agents_core.exceptions import FailedModelCall as Call
 from agents_core.ledger import CallLedger
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
 from agents_core.memory import MemoryConfig, save_key_facts
@@ -354,26 +353,25 @@ class Runner:
 
     def _failure_event(self, ctx: Context, exc: Exception) -> Event:
         if isinstance(exc, AgentsCoreError):
-            limit = exc.limit if isinstance(exc, LimitExceededError) else None
-            return self._error_event(ctx, exc.code, exc.message, limit, failed_call(exc))
+            return self._error_event(ctx, exc.code, exc.message, exc)
         logger.error("agent %r crashed", self.agent.name, exc_info=exc)
         return self._error_event(ctx, "internal_error", f"{type(exc).__name__}: {exc}")
 
     def _error_event(
-        self, ctx: Context, code: str, why: str, limit: str | None = None, call: Call | None = None
+        self, ctx: Context, code: str, why: str, exc: Exception | None = None
     ) -> Event:
         """A terminal error event, authored by the root agent, that closes the invocation
-        (and the span of the model ``call`` that failed for good, if one did)."""
+        (the limit ``exc`` reached, or the span of its model call that failed for good)."""
+        limit = exc.limit if isinstance(exc, LimitExceededError) else None
+        attempts, call = failed_call(exc)
         return Event(
             type=EventType.ERROR,
             invocation_id=ctx.invocation_id,
             session_id=ctx.session_id,
             author=self.agent.name,
             branch=self.agent.name,
-            error=ErrorInfo(
-                code=code, message=why, limit=limit, attempts=call.attempts if call else None
-            ),
-            **(call.event_fields() if call else {}),
+            error=ErrorInfo(code=code, message=why, limit=limit, attempts=attempts),
+            **call,
         )
 
 

@@ -97,15 +97,15 @@ class BaseAgent(ABC):
         if policy is FailurePolicy.FAIL:
             raise FailedByPolicyError(message, code=exc.code) from exc
         degraded = policy is FailurePolicy.DEGRADE
-        call = failed_call(exc)  # its model call that failed, if that was the failure
+        attempts, call = failed_call(exc)  # its model call that failed, if that was the failure
         error = ErrorInfo(
             code=exc.code,
             message=message,
             failure="non_fatal",
             degraded=degraded,
-            attempts=call.attempts if call else None,
+            attempts=attempts,
         )
-        return ctx.event(EventType.ERROR, error=error, **(call.event_fields() if call else {}))
+        return ctx.event(EventType.ERROR, error=error, **call)
 
     @abstractmethod
     def _astream(self, ctx: Context) -> AsyncGenerator[Event]:
