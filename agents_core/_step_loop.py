@@ -18,6 +18,7 @@ from agents_core._tool_round import policy_event
 from agents_core.context import Context
 from agents_core.contracts import built
 from agents_core.events import (
+    ErrorInfo,
     Event,
     EventType,
     FallbackInfo,
@@ -56,6 +57,8 @@ class ModelTurn:
     """The answer came from the response cache."""
     attempts: int = 0
     """The attempts made, each model of a chain and each retry counted."""
+    routed: bool = False
+    """A chain of several models, or a cache: its events name the model (``model``)."""
 
     @property
     def complete(self) -> LlmResponse:
@@ -135,7 +138,7 @@ async def _call_model(
 ) -> AsyncGenerator[Event]:
     """Call a chain: read the response cache, walk the chain, fill the cache."""
     cache = ctx.invocation.response_cache if model.cache_ttl_s else None
-    routed = len(model.links) > 1 or cache is not None
+    routed = turn.routed = len(model.links) > 1 or cache is not None
     first = model.links[0].name
     if cache is not None and (kept := await cache.get(first, request)) is not None:
         # No usage: nothing was spent, so no limit, budget or roll-up counts it.
@@ -206,6 +209,9 @@ async def _guarded(
         breaker=ctx.breakers.get(model.provider_key, config.breaker),
         attempt_timeout_s=config.model_timeout_s,
         on_attempt=ctx.budget.charge_model_call,
+        on_retry=lambda attempts, exc, backoff: ctx.event_callback(
+            _retry_event(ctx, turn, name, attempts, exc, backoff)
+        ),
     )
     try:  # the call's chunks read here, not through one more generator layer
         async with aclosing(call.astream(request)) as chunks:  # closed at once: frees the breaker
@@ -223,6 +229,24 @@ async def _guarded(
         turn.attempts += call.attempts
         if hold is not None:
             await asyncio.shield(hold.settle(turn.response.usage if turn.response else None))
+
+
+def _retry_event(
+    ctx: Context, turn: ModelTurn, name: str | None, attempts: int, exc: ModelError, backoff: float
+) -> Event:
+    """A ``model_retry``: the call's attempt failed retryably; it goes again in ``backoff``
+    seconds. On the call's span, so a live waterfall draws the call while it is retried;
+    any text streamed by the failed attempt is provisional and starts again."""
+    limit = ctx.run_config.retry.max_attempts
+    text = f"Attempt {attempts} of {limit} failed; trying again in {backoff:.1f} s."
+    return ctx.event(
+        EventType.MODEL_RETRY,
+        parts=[TextPart(text=text)],
+        error=ErrorInfo(code=exc.code, message=exc.message, failure="retryable", attempts=attempts),
+        span_id=turn.span_id,
+        started_at=turn.started_at,
+        model=name if turn.routed else None,
+    )
 
 
 def _delta_parts(chunk: LlmResponse) -> list[Part]:

@@ -1,5 +1,5 @@
-"""What an event says about a person's turn, a policy's decision, a model fallback or an
-edit made when forking (``agents_core.events``)."""
+"""What an event says about a person's turn, a policy's decision, a failure, a model
+fallback or an edit made when forking (``agents_core.events``)."""
 
 from __future__ import annotations
 
@@ -95,3 +95,23 @@ class IngestedInfo(Contract):
     status: str = ""
     attributes: dict[str, Any] = Field(default_factory=dict)
     resource: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorInfo(Contract):
+    """Why an error event was emitted (or, on a ``model_retry``, why an attempt failed)."""
+
+    code: str
+    message: str
+    failure: Literal["retryable", "terminal", "non_fatal"] = "terminal"
+    limit: str | None = None
+    """For ``limit_exceeded``: the ``RunConfig`` field that was reached."""
+    degraded: bool = False
+    """A failure a ``degrade`` failure policy let the run go past: the run goes on, and
+    ends ``degraded`` (``agents_core.failures.degradations``)."""
+    attempts: int | None = Field(default=None, ge=0)
+    """A model call that failed for good: the times it was tried (its span is the event's);
+    on a ``model_retry``, the attempts made so far."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.failure == "terminal"

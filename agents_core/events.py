@@ -23,12 +23,15 @@ is the part of a model call's input served from the provider's prompt cache; eve
 stored before it read as ``0``. Likewise ``usage.reasoning_tokens``: the part of the
 output the model spent thinking.
 
-Model routing (fields with defaults, no new version): a ``model_fallback`` event says
-an agent's call moved to the next model of its chain (``fallback``); an agent with a
-chain or a cache names on each ``agent_message`` the model that answered (``model``),
-and ``cached`` marks an answer served from the response cache (no model was called,
-and it costs nothing); ``replayed`` likewise an answer a replay played back from its
-record (``agents_core.replay``). A call that must wait for its model's shared rate
+Model routing (fields with defaults, no new version): a ``model_retry`` event says an
+attempt of a model call failed retryably and the call goes again after a backoff (its
+``span_id`` and ``started_at`` the call's, as its answer's; ``error.attempts`` counts the
+attempts so far), a ``model_fallback`` event that an agent's call moved to the next model
+of its chain (``fallback``); an agent with a chain or a cache names on each
+``agent_message`` the model that answered (``model``), and ``cached`` marks an answer
+served from the response cache (no model was called, and it costs nothing);
+``replayed`` likewise an answer a replay played back from its record
+(``agents_core.replay``). A call that must wait for its model's shared rate
 limit opens a wait span with a ``rate_limit_waiting`` event and closes it with a
 ``rate_limit_wait`` event (with ``started_at``; with a non-fatal ``error`` when the wait
 gave up or the run ended during it). Runs stored before the opening event have only
@@ -73,6 +76,9 @@ from agents_core.event_infos import (
     EditInfo as EditInfo,
 )
 from agents_core.event_infos import (
+    ErrorInfo as ErrorInfo,
+)
+from agents_core.event_infos import (
     FallbackInfo as FallbackInfo,
 )
 from agents_core.event_infos import (
@@ -114,6 +120,9 @@ class EventType(StrEnum):
     says why; it opens a wait span (``span_id``) that ``run_resumed`` closes."""
     RUN_RESUMED = "run_resumed"
     """A paused run goes on; ``started_at`` is when it paused."""
+    MODEL_RETRY = "model_retry"
+    """An attempt of a model call failed retryably and the call is tried again after a
+    backoff; ``error`` says why and how many attempts were made (its text, when next)."""
     MODEL_FALLBACK = "model_fallback"
     """A model call failed (retryably, or its breaker is open) and moves to the next
     model of the agent's chain; ``fallback`` says from which to which, and why."""
@@ -237,25 +246,6 @@ class EventActions(Contract):
     compaction: CompactionRange | None = None
     artifact_delta: dict[str, PositiveInt] = Field(default_factory=dict)
     """Artifacts a tool call saved: name -> the version it saved (``agents_core.artifacts``)."""
-
-
-class ErrorInfo(Contract):
-    """Why an error event was emitted."""
-
-    code: str
-    message: str
-    failure: Literal["retryable", "terminal", "non_fatal"] = "terminal"
-    limit: str | None = None
-    """For ``limit_exceeded``: the ``RunConfig`` field that was reached."""
-    degraded: bool = False
-    """A failure a ``degrade`` failure policy let the run go past: the run goes on, and
-    ends ``degraded`` (``agents_core.failures.degradations``)."""
-    attempts: int | None = Field(default=None, ge=0)
-    """A model call that failed for good: the times it was tried (its span is the event's)."""
-
-    @property
-    def terminal(self) -> bool:
-        return self.failure == "terminal"
 
 
 def new_id() -> str:

@@ -190,13 +190,14 @@ def replay_copies(recording: Recording, session_id: str) -> list[Event]:
 def comparable(events: Iterable[Event]) -> list[dict[str, Any]]:
     """``events`` without what differs between two faithful runs of one turn: ids,
     seqs, times, latencies, spans, usage and prices (a replay spends nothing), and the
-    mark of an answer played back. Partial events are left out, and so is
-    parking on a person (``run_parked``, and an agent starting again in its span
-    after it), which is how a run waited, not what it did."""
+    mark of an answer played back. Partial events are left out, and so are parking on a
+    person (``run_parked``, and an agent starting again in its span after it) and a
+    model call's retries (``model_retry``: a replay calls no model), which are how a run
+    waited, not what it did."""
     out = []
     started: set[str] = set()
     for event in events:
-        if event.partial or event.type is EventType.RUN_PARKED:
+        if event.partial or event.type in (EventType.RUN_PARKED, EventType.MODEL_RETRY):
             continue
         if event.type is EventType.AGENT_START and event.span_id:
             if event.span_id in started:

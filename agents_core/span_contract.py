@@ -46,7 +46,8 @@ class Span(Contract):
     """Kind-specific details: a tool's ``call_id``, ``arguments``, ``result``,
     ``outcome`` and the ``policy`` rule that decided it (``rule``, ``action``,
     ``reason``, a rewrite's ``rewritten_args``); a model's ``text`` and
-    ``tool_calls``, or, for a call that failed for good, its ``attempts``; an agent's
+    ``tool_calls``, and for a call that was retried or failed for good its ``attempts``
+    (and the failed attempts' errors, ``retries``); an agent's
     ``transfer_to`` and loop ``iteration``; a wait's
     ``decision``, ``decided_by``, ``reason`` and ``edited_args``, or its ``question``,
     ``answer`` and ``answered_by``; on a span ingested over OTLP, ``otel``: the

@@ -18,7 +18,7 @@ roll-ups and OpenTelemetry export all read spans from here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -50,6 +50,7 @@ SPAN_EVENT_TYPES: frozenset[str] = frozenset(
         EventType.RUN_RESUMED,
         EventType.RATE_LIMIT_WAITING,
         EventType.RATE_LIMIT_WAIT,
+        EventType.MODEL_RETRY,
         EventType.ERROR,
         EventType.POLICY_DECISION,
         EventType.RUN_PARKED,
@@ -106,18 +107,10 @@ class SpanTree:
             self._close(wire, "ok")
         elif kind == EventType.AGENT_MESSAGE or kind in AFTER_TURN:
             self._model(wire)
-        elif kind == EventType.TOOL_RESPONSE:
-            self._tool_response(wire)
         elif kind in _WAIT_OPENED or kind in _WAIT_CLOSED:
             self._wait(str(kind), wire)
-        elif kind in (EventType.RATE_LIMIT_WAITING, EventType.RATE_LIMIT_WAIT):
-            self._rate_limit(wire)
-        elif kind == EventType.ERROR:
-            self._error(wire)
-        elif kind == EventType.POLICY_DECISION:
-            self._policy(wire)
-        elif kind == EventType.RUN_PARKED:
-            self._parked(wire)
+        elif (read := _READERS.get(str(kind))) is not None:
+            read(self, wire)
 
     def observe_all(self, wires: Iterable[Wire]) -> SpanTree:
         for wire in wires:
@@ -362,6 +355,17 @@ class SpanTree:
             found["rewritten_args"] = policy["rewritten_args"]
         built.attributes["policy"] = found
 
+    def _retry(self, wire: Wire) -> None:
+        """A failed attempt of a model call that goes again: the call's span opens (a live
+        waterfall draws it while it is retried) and counts the attempts and their errors."""
+        error = wire.get("error") or {}
+        start = _time(wire.get("started_at") or wire["created_at"])
+        call = self._open(wire, "model", "model", start)
+        if call is not None and error.get("attempts") is not None:
+            call.attributes["attempts"] = error["attempts"] + 1  # the one under way
+            said = f"{error.get('code')}: {error.get('message')}"
+            call.attributes["retries"] = [*call.attributes.get("retries", ()), said]
+
     def _error(self, wire: Wire) -> None:
         """The error of a model call that failed for good carries that call's span (its
         ``span_id`` and ``started_at``): a failed model span, each retry in it. A terminal
@@ -379,6 +383,18 @@ class SpanTree:
             built.fields["status"] = "error"
             if built.fields["end"] is None:
                 self._close({**wire, "span_id": built.fields["span_id"]}, "error")
+
+
+_READERS: Mapping[str, Callable[[SpanTree, Wire], None]] = {
+    EventType.TOOL_RESPONSE: SpanTree._tool_response,
+    EventType.RATE_LIMIT_WAITING: SpanTree._rate_limit,
+    EventType.RATE_LIMIT_WAIT: SpanTree._rate_limit,
+    EventType.MODEL_RETRY: SpanTree._retry,
+    EventType.ERROR: SpanTree._error,
+    EventType.POLICY_DECISION: SpanTree._policy,
+    EventType.RUN_PARKED: SpanTree._parked,
+}
+"""What each other kind of span event does to the tree."""
 
 
 def spans_of(wires: Iterable[Wire]) -> list[Span]:

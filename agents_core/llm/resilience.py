@@ -152,7 +152,10 @@ class ResilientCall:
     """Streams one logical model call, retrying retryable failures.
 
     ``on_attempt`` runs before every attempt (the runner charges its model-call
-    budget there, so a limit can stop retries). A retry after some chunks were
+    budget there, so a limit can stop retries); ``on_retry`` after an attempt that
+    failed retryably, with the attempts so far, the failure and the backoff before the
+    next (the agent stores it as a ``model_retry`` event, so a viewer sees the call
+    being retried as it happens). A retry after some chunks were
     streamed starts the stream again: partial chunks are provisional by contract.
     """
 
@@ -161,6 +164,7 @@ class ResilientCall:
     breaker: CircuitBreaker
     attempt_timeout_s: float | None
     on_attempt: Callable[[], None] = lambda: None
+    on_retry: Callable[[int, ModelError, float], Awaitable[object]] | None = None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     rand: Callable[[], float] = random.random
     attempts: int = 0
@@ -203,10 +207,17 @@ class ResilientCall:
                 self.breaker.record_failure()
                 if failure_of(exc) is not Failure.RETRYABLE or attempt >= self.retry.max_attempts:
                     raise
-                await self.sleep(self.retry.backoff(attempt, self.rand()))
+                await self._back_off(attempt, exc)
                 continue
             except BaseException:
                 self.breaker.record_abandoned()
                 raise
             self.breaker.record_success()
             return
+
+    async def _back_off(self, attempt: int, exc: ModelError) -> None:
+        """Wait the policy's backoff after failed attempt ``attempt``, said first."""
+        backoff = self.retry.backoff(attempt, self.rand())
+        if self.on_retry is not None:
+            await self.on_retry(attempt, exc, backoff)
+        await self.sleep(backoff)

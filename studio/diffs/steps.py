@@ -35,6 +35,7 @@ NOT_STEPS = frozenset(
         EventType.TOOL_STARTED,
         EventType.RATE_LIMIT_WAITING,
         EventType.RATE_LIMIT_WAIT,
+        EventType.MODEL_RETRY,
         EventType.RUN_PAUSED,
         EventType.RUN_RESUMED,
         EventType.RUN_PARKED,

@@ -244,6 +244,8 @@ def _model(facts: RunFacts, span: Span, capture: bool) -> Described:
         attributes["gen_ai.usage.output_tokens"] = span.output_tokens
     if calls := [str(name) for name in span.attributes.get("tool_calls", ())]:
         attributes["studio.model.tool_calls"] = calls
+    if (attempts := span.attributes.get("attempts")) is not None:  # retried, or failed
+        attributes["studio.model.attempts"] = int(attempts)
     text = span.attributes.get("text")
     if capture and text:
         message = {"role": "assistant", "parts": [{"type": "text", "content": text}]}

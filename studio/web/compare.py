@@ -56,6 +56,7 @@ KINDS = {
     "user_question": "Question",
     "user_answer": "Answer",
     "policy_decision": "Policy",
+    "model_retry": "Model retry",
     "model_fallback": "Model fallback",
     "compaction": "Compaction",
     "memory_saved": "Key facts saved",

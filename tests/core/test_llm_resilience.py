@@ -289,6 +289,44 @@ async def test_two_server_errors_then_success_complete_the_run(
     assert requests[0].body == requests[1].body == requests[2].body
 
 
+async def test_each_retry_is_an_event_on_the_call_span_before_its_answer(
+    turns: Turns, openai_server: OpenAIServer
+) -> None:
+    """A viewer sees the call being retried as it happens: a ``model_retry`` for each
+    failed attempt, on the call's span, saying why, how many attempts so far and when the
+    next one goes; the call's answer closes the same span, which counts its attempts."""
+    openai_server.fail(503, times=2)
+    openai_server.reply("Recovered.")
+
+    events = stored(await turns.run(RunConfig(retry=NO_WAIT)))
+
+    kinds = [e.type for e in events]
+    assert kinds[2:5] == [EventType.MODEL_RETRY, EventType.MODEL_RETRY, EventType.AGENT_MESSAGE]
+    first, second, answer = events[2:5]
+    for attempts, retry in enumerate([first, second], start=1):
+        assert retry.error is not None and retry.error.failure == "retryable"
+        assert (retry.error.code, retry.error.attempts) == (ModelServerError.code, attempts)
+        assert retry.text == f"Attempt {attempts} of 3 failed; trying again in 0.0 s."
+        assert (retry.span_id, retry.started_at) == (answer.span_id, answer.started_at)
+        assert retry.parent_span_id == events[1].span_id  # the agent's span
+    [call] = [span for span in spans_of(e.to_wire() for e in events) if span.kind == "model"]
+    assert (call.status, call.attributes["attempts"]) == ("ok", 3)
+    said = [f"{r.error.code}: {r.error.message}" for r in (first, second) if r.error]
+    assert call.attributes["retries"] == said and len(said) == 2
+
+
+async def test_a_retry_says_the_backoff_it_waits(turns: Turns, openai_server: OpenAIServer) -> None:
+    openai_server.fail(503)
+    openai_server.reply("Recovered.")
+    policy = RetryPolicy(max_attempts=2, initial_backoff_s=0.3, max_backoff_s=1, jitter=False)
+
+    events = await turns.run(RunConfig(retry=policy))
+
+    [retry] = [e for e in events if e.type is EventType.MODEL_RETRY]
+    assert retry.text == "Attempt 1 of 2 failed; trying again in 0.3 s."
+    assert final_text(events) == "Recovered."
+
+
 @pytest.mark.parametrize(
     "inject",
     [

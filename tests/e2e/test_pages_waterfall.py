@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from tests.e2e.browser import *  # noqa: F403  (the browser fixtures)
 from tests.e2e.browser import Api, screenshot, until
 from tests.support.daphne_server import DaphneServer
-from tests.support.openai_server import unreachable_base_url
+from tests.support.openai_server import OpenAIServer, unreachable_base_url
 
 ENDED = {"succeeded", "failed", "cancelled", "interrupted"}
 SCRIPTS: dict[str, list[dict[str, Any]]] = {
@@ -513,12 +513,55 @@ def test_a_model_that_never_answered_is_a_failed_call_where_its_time_went(
     detail = page.locator("#wf-detail")
     expect(detail.locator(".wf-facts")).to_contain_text("Attempts4")
     expect(detail).to_contain_text("(no answer: the call failed)")
+    expect(detail).to_contain_text("attempt 3: model_connection_error: ")  # retried after
     assert_page_store_matches_the_api(page, api, session_id)  # lib/spans.js reads it alike
     page.goto(f"/sessions/{session_id}/")
     expect(page.locator(".ev.error [data-attempts]")).to_have_text("4 attempts")
+    expect(page.locator(".ev.model_retry")).to_have_count(3)
     totals = page.locator("#totals")  # the call was made, and failed: not "0" alone
-    expect(totals.locator("dt:text-is('Model calls') + dd")).to_have_text("0 · 1 failed")
+    expect(totals.locator("dt:text-is('Model calls') + dd")).to_have_text(
+        "0 · 1 failed · 3 retries"
+    )
     screenshot(page, "waterfall/failed-model-call-timeline")
+
+
+def test_a_call_being_retried_shows_each_retry_live_and_its_attempts_after(
+    page: Page, api: Api
+) -> None:
+    """The timeline open as the run goes: each failed attempt of the model call arrives
+    as a Retry row saying which attempt failed, why and when the next goes, before the
+    answer; the waterfall's detail then counts the call's attempts and lists the failures."""
+    with OpenAIServer() as server:
+        server.fail(503, times=2, message="overloaded, try later")
+        server.reply("Third time lucky.")
+        body = {"name": "flaky", "provider": "openai_compatible", "model": "m"}
+        options = {"streaming": False}
+        api.post("/api/models/", {**body, "base_url": server.base_url, "options": options})
+        agent = api.agent({"name": "patient", "model": "flaky", "instruction": "Answer."})
+        session_id = new_session(api, agent, "a model that answers at the third try")
+        page.goto(f"/sessions/{session_id}/")
+        expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
+        retries = page.locator(".ev.model_retry")
+        expect(retries).to_have_count(2)
+        expect(retries.first).to_contain_text("Attempt 1 of 4 failed; trying again in ")
+        expect(retries.first).to_contain_text("(model_server_error: ")
+        expect(retries.first).to_contain_text("overloaded, try later")
+        expect(page.locator(".ev.agent_message")).to_contain_text("Third time lucky.")
+        totals = page.locator("#totals dt:text-is('Model calls') + dd")
+        expect(totals).to_contain_text("2 retries")
+        screenshot(page, "waterfall/retried-model-call-timeline")
+        assert ended_run(api, session_id)["status"] == "succeeded"
+        assert len(server.requests) == 3
+    open_waterfall(page, session_id)
+    call = row(page, "model", "model")
+    expect(call).to_have_attribute("data-status", "ok")
+    call.click()
+    detail = page.locator("#wf-detail")
+    expect(detail.locator(".wf-facts")).to_contain_text("Attempts3")
+    expect(detail).to_contain_text("attempt 2: model_server_error: ")
+    expect(detail).to_contain_text("Third time lucky.")
+    assert_page_store_matches_the_api(page, api, session_id)
 
 
 def test_an_axis_label_at_the_tracks_right_edge_is_written_left_of_its_line(page: Page) -> None:

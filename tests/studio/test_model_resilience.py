@@ -139,6 +139,39 @@ def test_a_model_that_never_answers_is_a_failed_call_in_the_runs_spans_and_time(
     assert run["timing"]["overhead_ms"] < run["timing"]["model_ms"]
 
 
+def test_a_call_retried_after_503s_shows_each_retry_and_its_attempts_in_its_span(
+    api: APIClient, servers: tuple[OpenAIServer, OpenAIServer]
+) -> None:
+    """Each failed attempt is stored as it happens (a ``model_retry`` with its error),
+    on the call's span, whose attempts and failed attempts the spans API gives; the run
+    succeeds with one answer, and its model time includes the retries."""
+    flaky, _ = servers
+    flaky.fail(503, times=2)
+    flaky.reply("third time lucky", usage=USAGE)
+    create_model(api, "flaky", flaky)
+
+    run, events = run_turn(api, create_agent(api, model="flaky"))
+
+    assert run["status"] == "succeeded", run
+    retries = of_type(events, "model_retry")
+    [answer] = of_type(events, "agent_message")
+    assert [r["error"]["attempts"] for r in retries] == [1, 2]
+    assert {r["error"]["code"] for r in retries} == {"model_server_error"}
+    assert all(r["span_id"] == answer["span_id"] for r in retries)
+    assert {r["model"] for r in retries} == {None} == {answer["model"]}  # a chain of one
+    assert retries[-1]["seq"] < answer["seq"]
+    spans = api.get(f"/api/runs/{run['id']}/spans/").json()["spans"]
+    [call] = [span for span in spans if span["kind"] == "model"]
+    assert (call["status"], call["attributes"]["attempts"]) == ("ok", 3)
+    assert [said.split(":")[0] for said in call["attributes"]["retries"]] == [
+        "model_server_error"
+    ] * 2
+    assert call["start"] == retries[0]["started_at"] == answer["started_at"]
+    took = (parse_datetime(call["end"]) - parse_datetime(call["start"])).total_seconds() * 1000
+    assert run["timing"]["model_ms"] == pytest.approx(took, abs=0.01)
+    assert len(flaky.requests) == 3 and answer["usage"]["output_tokens"] == 5
+
+
 def test_a_fallback_to_an_unknown_model_is_refused_with_its_path(
     api: APIClient, servers: tuple[OpenAIServer, OpenAIServer]
 ) -> None:

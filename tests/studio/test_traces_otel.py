@@ -554,3 +554,27 @@ def test_a_calls_prompt_cache_reads_are_exported_as_the_conventions_name_them() 
     assert hit.attributes["gen_ai.usage.input_tokens"] == 1_204
     assert hit.attributes["gen_ai.usage.cache_read.input_tokens"] == 1_000
     assert "gen_ai.usage.cache_read.input_tokens" not in miss.attributes
+
+
+def test_a_retried_calls_attempts_are_exported() -> None:
+    """A call tried more than once (``model_retry`` events on its span) says how many
+    times in ``studio.model.attempts``; a call answered at once sends no such attribute."""
+    at = datetime.now(tz=UTC)
+    facts = genai.RunFacts(
+        run_id=uuid.uuid4(), session_id=uuid.uuid4(), agent="patient", status="succeeded",
+        error_code="", error_message="", created_at=at, ended_at=at, input_tokens=10,
+        output_tokens=5, models={"patient": "gpt-4o"}, providers={"patient": "openai"},
+    )  # fmt: skip
+
+    def call(span_id: str, attributes: dict[str, Any]) -> Span:
+        return Span(
+            span_id=span_id, parent_span_id=None, kind="model", name="model", author="patient",
+            branch="patient", invocation_id="i", start=at, end=at, status="ok",
+            attributes=attributes,
+        )  # fmt: skip
+
+    retried = call("a1", {"attempts": 3, "retries": ["model_server_error: 503"] * 2})
+    at_once = call("a2", {})
+    exported = genai.trace_of(facts, [retried, at_once], capture_content=False)[1:]
+    assert exported[0].attributes["studio.model.attempts"] == 3
+    assert "studio.model.attempts" not in exported[1].attributes

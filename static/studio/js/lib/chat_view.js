@@ -6,7 +6,7 @@ import { ApprovalCard } from "./approval.js";
 import { QuestionCard } from "./question.js";
 import { OUTCOMES, outcomeOf, unansweredOutcome } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { attachments, attemptsText, clip, fallbackText, partsOf, policyLine, provisionalKey, textOf } from "./events.js";
+import { attachments, attemptsText, clip, fallbackText, partsOf, policyLine, provisionalKey, retryText, textOf } from "./events.js";
 
 const ARGS_PREVIEW_CHARS = 80;
 
@@ -73,6 +73,10 @@ export class ChatView {
         break;
       case "model_fallback":
         this.bubble("policy fallback", "Fallback", fallbackText(event), event);
+        break;
+      case "model_retry": // the failed attempt's streamed text is provisional: the call starts again
+        this.dropProvisional(event);
+        this.bubble("policy retry", "Retry", retryText(event), event);
         break;
       case "rate_limit_waiting":
         this.bubble("policy waiting", "Rate limit", textOf(event), event);

@@ -39,7 +39,7 @@ export function figures(event) {
   if (event.latency_ms !== null && event.latency_ms !== undefined) {
     chips.push(h("span", { class: "chip", title: "latency" }, formatDuration(event.latency_ms)));
   }
-  const attempts = event.error?.attempts;
+  const attempts = event.type === "error" ? event.error?.attempts : null; // a retry's are in its text
   if (attempts !== null && attempts !== undefined) {
     const title = "the failed model call's attempts, retries included";
     chips.push(h("span", { class: "chip", title, dataset: { attempts } }, plural(attempts, "attempt")));
@@ -112,6 +112,13 @@ export function fallbackText(event) {
   if (!fallback) return textOf(event);
   const why = fallback.reason ? `: ${fallback.reason}` : "";
   return `${fallback.from_model} failed (${fallback.code}${why}); the call moves to ${fallback.to_model}`;
+}
+
+/** A model_retry's line: "Attempt 1 of 4 failed; trying again in 0.5 s. (model_server_error:
+ * …)" (a chain's model, when it has several, is the event's route mark). */
+export function retryText(event) {
+  const why = event.error ? ` (${event.error.code}: ${event.error.message})` : "";
+  return `${textOf(event)}${why}`;
 }
 
 /** The failure a degrade policy let the run go past, as a chip (null when none). */

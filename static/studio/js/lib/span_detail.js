@@ -56,7 +56,7 @@ function kindFacts(span, end) {
   switch (span.kind) {
     case "model": {
       const facts = [["Tokens", formatTokens(span.input_tokens, span.output_tokens, span.cached_input_tokens || 0)]];
-      // a call that failed for good: how many times it was tried, retries included
+      // a call that was retried or failed for good: how many times it was tried
       if (a.attempts !== undefined && a.attempts !== null) facts.push(["Attempts", String(a.attempts)]);
       return facts;
     }
@@ -89,6 +89,7 @@ function sections(span, tree, run) {
         section("Input", modelInput(span, tree, run)),
         section("Output", a.text || (span.end === null ? "(streaming…)" : span.status === "error" ? "(no answer: the call failed)" : "(no text)")),
         a.tool_calls?.length ? section("Tool calls", a.tool_calls.join(", ")) : null,
+        a.retries?.length ? section("Retried after", a.retries.map((said, i) => `attempt ${i + 1}: ${said}`).join("\n")) : null,
       ];
     case "tool":
       return [

@@ -140,6 +140,9 @@ export class SpanStore {
       case "rate_limit_wait":
         this.rateLimit(wire);
         break;
+      case "model_retry":
+        this.retry(wire);
+        break;
       case "error":
         this.error(wire);
         break;
@@ -381,6 +384,17 @@ export class SpanStore {
     if (policy.rewritten_args !== null && policy.rewritten_args !== undefined) found.rewritten_args = policy.rewritten_args;
     span.attributes.policy = found;
     this.touch(span);
+  }
+
+  /** SpanTree._retry: a failed attempt of a model call that goes again opens the call's
+   * span (drawn while it is retried) and counts the attempts and their errors. */
+  retry(wire) {
+    const error = wire.error || {};
+    const call = this.open(wire, "model", "model", micros(wire.started_at || wire.created_at));
+    if (!call || error.attempts === null || error.attempts === undefined) return;
+    call.attributes.attempts = error.attempts + 1; // the one under way
+    call.attributes.retries = [...(call.attributes.retries ?? []), `${pyStr(error.code)}: ${pyStr(error.message)}`];
+    this.touch(call);
   }
 
   /** SpanTree._error: the error of a model call that failed for good carries that

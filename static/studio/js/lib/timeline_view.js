@@ -12,7 +12,7 @@ import { ApprovalCard } from "./approval.js";
 import { answerText, QuestionCard } from "./question.js";
 import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { artifactMarks, attachments, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
+import { artifactMarks, attachments, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { costText, runsCost } from "./span_costs.js";
 import { editedMark, forkButton } from "./fork.js";
@@ -45,7 +45,7 @@ export class TimelineView {
     this.invocations = new Map();
     this.provisional = new Map();
     this.openSteps = new Set();
-    this.counts = { events: 0, toolCalls: 0, errors: 0, modelCalls: 0, failedCalls: 0, latencyMs: 0 };
+    this.counts = { events: 0, toolCalls: 0, errors: 0, modelCalls: 0, failedCalls: 0, retries: 0, latencyMs: 0 };
   }
 
   /** Run ``fn`` (which adds events) with new invocations built in a detached fragment
@@ -195,6 +195,10 @@ export class TimelineView {
         break;
       case "model_fallback":
         this.place(inv, event, this.row(event, "Fallback", h("div", { class: "text" }, fallbackText(event))));
+        break;
+      case "model_retry": // the failed attempt's streamed text is provisional: the call starts again
+        this.dropProvisional(event);
+        this.place(inv, event, this.row(event, "Retry", h("div", { class: "text" }, retryText(event))));
         break;
       case "rate_limit_waiting":
         this.rateLimitWaiting(inv, event);
@@ -568,6 +572,7 @@ export class TimelineView {
     const calls = partsOf(event, "tool_call").length;
     s.toolCalls += calls;
     this.counts.toolCalls += calls;
+    if (event.type === "model_retry") this.counts.retries += 1;
     if (event.type === "error") {
       s.errors += 1;
       this.counts.errors += 1;
