@@ -200,4 +200,6 @@ application = with_run_executor(
     )
 )
 
+if settings.STUDIO_PRELOAD and runs.executor().executes_in_servers:
+    runs.preload(runs.MODEL_CLIENT)  # not in its first run (and frozen with the rest, below)
 heap.freeze_startup_heap()  # last: what start-up made is not walked by each full collection

@@ -163,10 +163,11 @@ else:
         },
     }
 
-# inline: runs execute as asyncio tasks in the server that started them;
-# worker: runs are enqueued through Django's tasks framework (its database backend,
-# django_tasks_db) and executed by `manage.py run_worker` processes (studio.runs.tasks).
+# inline: runs execute as asyncio tasks in the server that started them; worker: runs are
+# enqueued (django_tasks_db) and executed by `manage.py run_worker` (studio.runs.tasks).
 STUDIO_RUN_EXECUTION = env_choice("STUDIO_RUN_EXECUTION", "inline", {"inline", "worker"})
+# A process that executes runs imports what they import on first use as it starts.
+STUDIO_PRELOAD = env_bool("STUDIO_PRELOAD", True)
 if STUDIO_RUN_EXECUTION == "worker":
     if REDIS_URL is None:
         raise ImproperlyConfigured(
@@ -177,10 +178,8 @@ if STUDIO_RUN_EXECUTION == "worker":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": f"django.contrib.auth.password_validation.{name}Validator"}
+    for name in ("UserAttributeSimilarity", "MinimumLength", "CommonPassword", "NumericPassword")
 ]
 
 LANGUAGE_CODE = "en-us"

@@ -6,7 +6,11 @@ says which module brought it.
 
 Twisted and Daphne's server (~0.4 s) are for Daphne and ``runserver`` alone; every
 other command used to import them with Daphne's app (``studio.conf.runserver_apps``).
-That ``runserver`` is still Daphne's is tests/e2e/test_outbound_startup.py's to see."""
+That ``runserver`` is still Daphne's is tests/e2e/test_outbound_startup.py's to see.
+
+A server that executes runs (inline execution) imports the model client as it starts
+(``STUDIO_PRELOAD``, ``studio.runs.preload``), so that its first run does not pay for
+it; it is the one library it loads ahead."""
 
 from __future__ import annotations
 
@@ -34,8 +38,9 @@ print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
 """
 
 
-def last_line(data: Path, *args: str) -> str:
-    """What ``python <args>`` printed last, run in a new process on ``data``."""
+def last_line(data: Path, *args: str, **env: str) -> str:
+    """What ``python <args>`` printed last, run in a new process on ``data`` (``env``: more
+    variables)."""
     done = subprocess.run(
         [sys.executable, *args],
         cwd=ROOT,
@@ -43,6 +48,7 @@ def last_line(data: Path, *args: str) -> str:
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "studio.settings",
             "STUDIO_DATA_DIR": str(data),
+            **env,
         },
         capture_output=True,
         text=True,
@@ -53,10 +59,27 @@ def last_line(data: Path, *args: str) -> str:
 
 
 def test_a_server_starts_without_the_libraries_only_some_requests_use(tmp_path: Path) -> None:
-    loaded = set(json.loads(last_line(tmp_path, "-c", START)))
+    loaded = set(json.loads(last_line(tmp_path, "-c", START, STUDIO_PRELOAD="0")))
     assert "django" in loaded and "agents_core" in loaded  # it did start
     early = {name: where for name, where in ON_FIRST_USE.items() if name in loaded}
     assert not early, f"imported at start-up, instead of in {early}"
+    assert "openai" not in loaded and "langchain_openai" not in loaded
+
+
+def test_a_server_that_executes_runs_imports_the_model_client_ahead_and_only_it(
+    tmp_path: Path,
+) -> None:
+    loaded = set(json.loads(last_line(tmp_path, "-c", START)))
+    assert {"openai", "langchain_openai"} <= loaded  # preloaded: not in its first run
+    early = {name: where for name, where in ON_FIRST_USE.items() if name in loaded}
+    assert not early, f"imported at start-up, instead of in {early}"
+    assert "mcp" not in loaded  # the tools' libraries: only runs that use them
+
+
+def test_a_server_whose_runs_execute_in_workers_preloads_nothing(tmp_path: Path) -> None:
+    worker = {"STUDIO_RUN_EXECUTION": "worker", "REDIS_URL": "redis://127.0.0.1:6379/13"}
+    loaded = set(json.loads(last_line(tmp_path, "-c", START, **worker)))
+    assert "django" in loaded and "openai" not in loaded
 
 
 def test_a_command_other_than_runserver_loads_no_web_server(tmp_path: Path) -> None:

@@ -60,6 +60,9 @@ class DaphneServer:
             "DJANGO_SETTINGS_MODULE": SETTINGS_MODULE,
             "STUDIO_DATA_DIR": str(self.data_dir),
             "STUDIO_DEBUG": "1",
+            # Not the model client at each start (~0.7 s of CPU a server, most of which
+            # never call it); tests/studio/test_startup_imports.py checks the preload.
+            "STUDIO_PRELOAD": "0",
             # The tests' model and MCP servers listen on loopback.
             "STUDIO_OUTBOUND_ALLOWLIST": "127.0.0.0/8,::1,localhost",
             "PYTHONUNBUFFERED": "1",

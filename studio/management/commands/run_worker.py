@@ -7,7 +7,7 @@ options apply. Unlike ``db_worker``, it
 - polls the queue every 0.2 s rather than every second;
 - never autoreloads: a reload would cut the run in progress, and killing the reloader
   would leave its child running;
-- imports what runs import lazily before its first run (``LAZY_IMPORTS``), then
+- imports what runs import lazily before its first run (``runs.preload``), then
   freezes its start-up heap (``studio.heap``);
 - executes up to ``--concurrency`` runs at once (16 by default), all on one event loop
   kept for the process (``serve``), rather than one run at a time, each on a new loop: a
@@ -23,7 +23,6 @@ options apply. Unlike ``db_worker``, it
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import threading
 import time
@@ -43,11 +42,6 @@ from studio.runs import execute, records, tasks
 from studio.traces import otel
 
 logger = logging.getLogger("studio.worker")
-
-LAZY_IMPORTS = ("agents_core.tools.mcp", "agents_core.tools.a2a", "agents_core.llm.openai")
-"""Modules runs import on first use, taking seconds: imported before the first run, so
-it does not stall its event loop, and with it its lease renewals, on them."""
-
 
 DEFAULT_CONCURRENCY = 16
 """Runs a worker executes at once, unless ``--concurrency`` says otherwise."""
@@ -169,8 +163,7 @@ class Command(db_worker.Command):
             excluded_queue_names=excluded,
             concurrency=options["concurrency"],
         )
-        for module in LAZY_IMPORTS:
-            importlib.import_module(module)
+        runs.preload()  # not in its first run, stalling the loop and its lease renewals
         heap.freeze_startup_heap()
         worker.configure_signals()
         self.stderr.write(f"worker {records.PROCESS_ID} started")
