@@ -47,10 +47,10 @@ class Span(Contract):
     ``outcome`` and the ``policy`` rule that decided it (``rule``, ``action``,
     ``reason``, a rewrite's ``rewritten_args``); a model's ``text`` and
     ``tool_calls``, and for a call that was retried or failed for good its ``attempts``
-    (and the failed attempts' errors, ``retries``); an agent's
-    ``transfer_to`` and loop ``iteration``; a wait's
-    ``decision``, ``decided_by``, ``reason`` and ``edited_args``, or its ``question``,
-    ``answer`` and ``answered_by``; on a span ingested over OTLP, ``otel``: the
+    (and the failed attempts' errors, ``retries``, and when each failed, ``retried_at``);
+    an agent's ``transfer_to`` and loop ``iteration``; a wait's ``decision``,
+    ``decided_by``, ``reason`` and ``edited_args``, or its ``question``, ``answer`` and
+    ``answered_by``; on a span ingested over OTLP, ``otel``: the
     OpenTelemetry span it came from (name, kind, status, every attribute)."""
 
     @property

@@ -153,13 +153,11 @@ class SpanTree:
         until the run's next execution starts them again. Calls and waits go on."""
         for built in self._spans.values():
             fields = built.fields
-            if fields["kind"] != "agent" or fields["end"] is not None:
+            ended = fields["kind"] != "agent" or fields["end"] is not None
+            if ended or fields["invocation_id"] != wire["invocation_id"]:
                 continue
-            if fields["invocation_id"] != wire["invocation_id"]:
-                continue
-            fields["end"] = max(_time(wire["created_at"]), fields["start"])
-            fields["end_seq"] = wire.get("seq")
-            fields["status"] = "ok"
+            end = max(_time(wire["created_at"]), fields["start"])
+            fields.update(end=end, end_seq=wire.get("seq"), status="ok")
             built.attributes["parked"] = True
 
     def _open(self, wire: Wire, kind: SpanKind, name: str, start: datetime) -> _Open | None:
@@ -193,9 +191,8 @@ class SpanTree:
         built = self._spans.get(wire.get("span_id") or "")
         if built is None:
             return None
-        built.fields["end"] = max(_time(wire["created_at"]), built.fields["start"])
-        built.fields["end_seq"] = wire.get("seq")
-        built.fields["status"] = status
+        end = max(_time(wire["created_at"]), built.fields["start"])
+        built.fields.update(end=end, end_seq=wire.get("seq"), status=status)
         return built
 
     # Kinds
@@ -357,14 +354,17 @@ class SpanTree:
 
     def _retry(self, wire: Wire) -> None:
         """A failed attempt of a model call that goes again: the call's span opens (a live
-        waterfall draws it while it is retried) and counts the attempts and their errors."""
+        waterfall draws it while it is retried) and counts the attempts, their errors and
+        when each failed."""
         error = wire.get("error") or {}
         start = _time(wire.get("started_at") or wire["created_at"])
         call = self._open(wire, "model", "model", start)
-        if call is not None and error.get("attempts") is not None:
-            call.attributes["attempts"] = error["attempts"] + 1  # the one under way
-            said = f"{error.get('code')}: {error.get('message')}"
-            call.attributes["retries"] = [*call.attributes.get("retries", ()), said]
+        if call is None or error.get("attempts") is None:
+            return
+        a = call.attributes
+        a["attempts"] = error["attempts"] + 1  # the one under way
+        a["retries"] = [*a.get("retries", ()), f"{error.get('code')}: {error.get('message')}"]
+        a["retried_at"] = [*a.get("retried_at", ()), _time(wire["created_at"])]
 
     def _error(self, wire: Wire) -> None:
         """The error of a model call that failed for good carries that call's span (its

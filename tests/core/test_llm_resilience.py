@@ -313,6 +313,7 @@ async def test_each_retry_is_an_event_on_the_call_span_before_its_answer(
     assert (call.status, call.attributes["attempts"]) == ("ok", 3)
     said = [f"{r.error.code}: {r.error.message}" for r in (first, second) if r.error]
     assert call.attributes["retries"] == said and len(said) == 2
+    assert call.attributes["retried_at"] == [first.created_at, second.created_at]
 
 
 async def test_a_retry_says_the_backoff_it_waits(turns: Turns, openai_server: OpenAIServer) -> None:

@@ -556,6 +556,14 @@ def test_a_call_being_retried_shows_each_retry_live_and_its_attempts_after(
     open_waterfall(page, session_id)
     call = row(page, "model", "model")
     expect(call).to_have_attribute("data-status", "ok")
+    expect(call.locator(".wf-chip.retry")).to_have_text("3 attempts")
+    marks = call.locator(".wf-retry")  # where each failed attempt ended, on the call's bar
+    expect(marks).to_have_count(2)
+    expect(marks.first).to_have_attribute("title", re.compile(r"^attempt 1 failed: model_server"))
+    bar, first, second = (e.bounding_box() for e in (call.locator(".wf-bar"), *marks.all()))
+    assert bar and first and second
+    assert bar["x"] < first["x"] < second["x"] < bar["x"] + bar["width"]
+    screenshot(page, "waterfall/retried-model-call")
     call.click()
     detail = page.locator("#wf-detail")
     expect(detail.locator(".wf-facts")).to_contain_text("Attempts3")

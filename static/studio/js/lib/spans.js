@@ -387,13 +387,15 @@ export class SpanStore {
   }
 
   /** SpanTree._retry: a failed attempt of a model call that goes again opens the call's
-   * span (drawn while it is retried) and counts the attempts and their errors. */
+   * span (drawn while it is retried) and counts the attempts, their errors and when each
+   * failed. */
   retry(wire) {
     const error = wire.error || {};
     const call = this.open(wire, "model", "model", micros(wire.started_at || wire.created_at));
     if (!call || error.attempts === null || error.attempts === undefined) return;
     call.attributes.attempts = error.attempts + 1; // the one under way
     call.attributes.retries = [...(call.attributes.retries ?? []), `${pyStr(error.code)}: ${pyStr(error.message)}`];
+    call.attributes.retried_at = [...(call.attributes.retried_at ?? []), wire.created_at];
     this.touch(call);
   }
 

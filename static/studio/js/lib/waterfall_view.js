@@ -239,7 +239,8 @@ export class WaterfallChart {
     const selected = this.selected === row.key;
     const collapsed = row.head ? this.options.collapsed.has(row.lane.key) : null;
     const cost = costText(span.cost);
-    const sig = `${span.status}|${span.end === null}|${critical}|${heat}|${selected}|${span.name}|${collapsed}|${span.cost?.amount}|${cost}`;
+    const retried = span.attributes.retried_at?.length ?? 0;
+    const sig = `${span.status}|${span.end === null}|${critical}|${heat}|${selected}|${span.name}|${collapsed}|${span.cost?.amount}|${cost}|${retried}`;
     if (el.sig !== sig) {
       el.sig = sig;
       this.fillSpan(el, row, { critical, heat, selected, collapsed, cost });
@@ -250,6 +251,7 @@ export class WaterfallChart {
       const from = micros(span.attributes.ran_from);
       place(el.ran, x(from) - left, x(from + span.attributes.ran_ms * 1000) - left, Infinity);
     }
+    el.retries.forEach((mark, i) => { mark.style.left = `${x(micros(span.attributes.retried_at[i])) - left}px`; });
     const took = span.end === null ? `${formatDuration((now - span.start) / 1000)}…` : formatDuration((end - span.start) / 1000);
     const text = this.options.colour === "cost" && el.cost ? `${took} · ${el.cost}` : took;
     if (el.dur.textContent !== text) el.dur.textContent = text;
@@ -286,6 +288,9 @@ export class WaterfallChart {
     if (span.end === null) classes.push("open");
     el.bar = h("span", { class: classes.join(" ") });
     el.ran = span.kind === "tool" && span.attributes.ran_from ? el.bar.appendChild(h("span", { class: "wf-ran" })) : null;
+    // a model call's failed attempts, each a mark where it failed (its retry then waited)
+    el.retries = (span.attributes.retried_at ?? []).map((_, i) => el.bar.appendChild(
+      h("span", { class: "wf-retry", title: `attempt ${i + 1} failed: ${span.attributes.retries?.[i] ?? ""}` })));
     el.dur = h("span", { class: "wf-dur" });
     el.track.replaceChildren(el.bar, el.dur);
     el.cost = cost;
@@ -592,6 +597,7 @@ function chips(span) {
   if (a.parked) found.push(h("span", { class: "wf-chip via", title: "The run waits on a person and holds nothing until the call is decided" }, "parked"));
   if (a.resumed) found.push(h("span", { class: "wf-chip via", title: "It waited on a person, parked, and went on once decided" }, "parked, went on"));
   if (a.outcome && a.outcome !== "done") found.push(h("span", { class: "wf-chip error" }, a.outcome));
+  if (span.kind === "model" && a.attempts > 1) found.push(h("span", { class: "wf-chip retry", title: "tried again after retryable failures" }, `${a.attempts} attempts`));
   const decided = decisionChip(span);
   if (decided) found.push(h("span", { class: `wf-chip ${decided[1]}` }, decided[0]));
   if (span.status === "error" && !(a.outcome && a.outcome !== "done")) found.push(h("span", { class: "wf-chip error" }, "error"));
