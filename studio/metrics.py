@@ -9,7 +9,8 @@ Two kinds, on one registry:
   person or a pause, and the events stored so far (its rate is events persisted per
   second). One aggregate query each, over indexed columns or the sessions table.
 - Counted in this process, as things happen here: live viewers connected to this
-  server, events this process stored, model and tool call durations it persisted, live
+  server, events this process stored, model and tool call durations it persisted, the
+  model calls' failed attempts (retried, or failed for good), live
   messages the channel layer refused (viewers fill such gaps from the database), and
   sign-in attempts it refused for the rate limit.
   Workers serve no HTTP: their own counts are not scraped; the stored figures are.
@@ -59,6 +60,14 @@ SIGN_INS_REFUSED = Counter(
     "token exchange): a rise is someone guessing passwords.",
     registry=REGISTRY,
 )
+MODEL_FAILURES = Counter(
+    "studio_model_failures",
+    "Failed model call attempts this process stored, by error code and what followed: "
+    "retried (the call went again) or failed (for good; a call its open breaker refused "
+    "too). A rise is a model provider in trouble.",
+    ["code", "then"],
+    registry=REGISTRY,
+)
 _CALL_KINDS = {
     core_events.EventType.AGENT_MESSAGE: "model",
     core_events.EventType.TOOL_RESPONSE: "tool",
@@ -77,6 +86,9 @@ def stored_many(events: Sequence[core_events.Event]) -> None:
         kind = _CALL_KINDS.get(event.type)
         if kind is not None and event.latency_ms is not None:
             CALL_SECONDS.labels(kind).observe(event.latency_ms / 1000)
+        elif (error := event.error) is not None and error.attempts is not None:
+            retried = event.type is core_events.EventType.MODEL_RETRY
+            MODEL_FAILURES.labels(error.code, "retried" if retried else "failed").inc()
 
 
 class StoredRuns(Collector):

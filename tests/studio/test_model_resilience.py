@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
+from django.test import Client
 from django.utils.dateparse import parse_datetime
+from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from studio import runs
@@ -170,6 +172,39 @@ def test_a_call_retried_after_503s_shows_each_retry_and_its_attempts_in_its_span
     took = (parse_datetime(call["end"]) - parse_datetime(call["start"])).total_seconds() * 1000
     assert run["timing"]["model_ms"] == pytest.approx(took, abs=0.01)
     assert len(flaky.requests) == 3 and answer["usage"]["output_tokens"] == 5
+
+
+def test_the_metrics_count_failed_attempts_by_code_and_what_followed(
+    api: APIClient, staff: User, servers: tuple[OpenAIServer, OpenAIServer]
+) -> None:
+    """Two runs: one whose call went through at the third attempt, one whose four
+    attempts all failed. /metrics counts each failed attempt once, by its code, as
+    retried or failed for good."""
+    model, _ = servers
+    create_model(api, "flaky", model)
+    agent = create_agent(api, model="flaky")
+    scraper = Client()
+    scraper.force_login(staff)
+
+    def failures() -> dict[str, float]:
+        text = scraper.get("/metrics").content.decode()
+        found = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "studio_model_failures_total":
+                    found[f"{sample.labels['code']}/{sample.labels['then']}"] = sample.value
+        return found
+
+    before = failures()
+    model.fail(503, times=2)
+    model.reply("at last", usage=USAGE)
+    assert run_turn(api, agent)[0]["status"] == "succeeded"
+    model.fail(503, times=4)
+    assert run_turn(api, agent)[0]["status"] == "failed"
+    after = failures()
+
+    grew = {key: n - before.get(key, 0) for key, n in after.items() if n > before.get(key, 0)}
+    assert grew == {"model_server_error/retried": 5, "model_server_error/failed": 1}
 
 
 def test_a_fallback_to_an_unknown_model_is_refused_with_its_path(
