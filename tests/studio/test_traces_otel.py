@@ -531,25 +531,35 @@ def test_a_summary_span_names_the_summarisers_model_not_its_agents(ada: User) ->
     assert summary.attributes["gen_ai.provider.name"] == "anthropic"
 
 
+def one_agents_facts(agent: str, at: datetime) -> genai.RunFacts:
+    """A succeeded run of ``agent`` on gpt-4o (OpenAI), for spans exported alone."""
+    return genai.RunFacts(
+        run_id=uuid.uuid4(), session_id=uuid.uuid4(), agent=agent, status="succeeded",
+        error_code="", error_message="", created_at=at, ended_at=at, input_tokens=1_304,
+        output_tokens=96, models={agent: "gpt-4o"}, providers={agent: "openai"},
+    )  # fmt: skip
+
+
+def model_span(span_id: str, agent: str, at: datetime, **fields: Any) -> Span:
+    """A model call of ``agent`` at ``at``, with ``fields`` (tokens, attributes)."""
+    return Span(
+        span_id=span_id, parent_span_id=None, kind="model", name="model", author=agent,
+        branch=agent, invocation_id="i", start=at, end=at, status="ok", **fields,
+    )  # fmt: skip
+
+
 def test_a_calls_prompt_cache_reads_are_exported_as_the_conventions_name_them() -> None:
     """What the provider served from its prompt cache goes out as
     ``gen_ai.usage.cache_read.input_tokens`` (part of the input tokens, as the
     conventions say), so the collector, or another Studio ingesting the trace, prices
     it at the cached price; a call with none cached sends no such attribute."""
     at = datetime.now(tz=UTC)
-    facts = genai.RunFacts(
-        run_id=uuid.uuid4(), session_id=uuid.uuid4(), agent="cacher", status="succeeded",
-        error_code="", error_message="", created_at=at, ended_at=at, input_tokens=1_304,
-        output_tokens=96, models={"cacher": "gpt-4o"}, providers={"cacher": "openai"},
-    )  # fmt: skip
 
     def call(span_id: str, cached: int) -> Span:
-        return Span(
-            span_id=span_id, parent_span_id=None, kind="model", name="model", author="cacher",
-            branch="cacher", invocation_id="i", start=at, end=at, status="ok",
-            input_tokens=1_204 if cached else 100, cached_input_tokens=cached, output_tokens=88,
-        )  # fmt: skip
+        tokens = {"input_tokens": 1_204 if cached else 100, "output_tokens": 88}
+        return model_span(span_id, "cacher", at, cached_input_tokens=cached, **tokens)
 
+    facts = one_agents_facts("cacher", at)
     hit, miss = genai.trace_of(facts, [call("a1", 1_000), call("a2", 0)], capture_content=False)[1:]
     assert hit.attributes["gen_ai.usage.input_tokens"] == 1_204
     assert hit.attributes["gen_ai.usage.cache_read.input_tokens"] == 1_000
@@ -560,21 +570,9 @@ def test_a_retried_calls_attempts_are_exported() -> None:
     """A call tried more than once (``model_retry`` events on its span) says how many
     times in ``studio.model.attempts``; a call answered at once sends no such attribute."""
     at = datetime.now(tz=UTC)
-    facts = genai.RunFacts(
-        run_id=uuid.uuid4(), session_id=uuid.uuid4(), agent="patient", status="succeeded",
-        error_code="", error_message="", created_at=at, ended_at=at, input_tokens=10,
-        output_tokens=5, models={"patient": "gpt-4o"}, providers={"patient": "openai"},
-    )  # fmt: skip
-
-    def call(span_id: str, attributes: dict[str, Any]) -> Span:
-        return Span(
-            span_id=span_id, parent_span_id=None, kind="model", name="model", author="patient",
-            branch="patient", invocation_id="i", start=at, end=at, status="ok",
-            attributes=attributes,
-        )  # fmt: skip
-
-    retried = call("a1", {"attempts": 3, "retries": ["model_server_error: 503"] * 2})
-    at_once = call("a2", {})
+    retried = model_span("a1", "patient", at, attributes={"attempts": 3})
+    at_once = model_span("a2", "patient", at)
+    facts = one_agents_facts("patient", at)
     exported = genai.trace_of(facts, [retried, at_once], capture_content=False)[1:]
     assert exported[0].attributes["studio.model.attempts"] == 3
     assert "studio.model.attempts" not in exported[1].attributes
