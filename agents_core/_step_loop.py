@@ -57,8 +57,6 @@ class ModelTurn:
     """The answer came from the response cache."""
     attempts: int = 0
     """The attempts made, each model of a chain and each retry counted."""
-    routed: bool = False
-    """A chain of several models, or a cache: its events name the model (``model``)."""
 
     @property
     def complete(self) -> LlmResponse:
@@ -138,7 +136,7 @@ async def _call_model(
 ) -> AsyncGenerator[Event]:
     """Call a chain: read the response cache, walk the chain, fill the cache."""
     cache = ctx.invocation.response_cache if model.cache_ttl_s else None
-    routed = turn.routed = len(model.links) > 1 or cache is not None
+    routed = len(model.links) > 1 or cache is not None
     first = model.links[0].name
     if cache is not None and (kept := await cache.get(first, request)) is not None:
         # No usage: nothing was spent, so no limit, budget or roll-up counts it.
@@ -236,7 +234,8 @@ def _retry_event(
 ) -> Event:
     """A ``model_retry``: the call's attempt failed retryably; it goes again in ``backoff``
     seconds. On the call's span, so a live waterfall draws the call while it is retried;
-    any text streamed by the failed attempt is provisional and starts again."""
+    any text streamed by the failed attempt is provisional and starts again. It names the
+    model of a chain that failed (``name``), whether or not the answer will."""
     limit = ctx.run_config.retry.max_attempts
     text = f"Attempt {attempts} of {limit} failed; trying again in {backoff:.1f} s."
     return ctx.event(
@@ -245,7 +244,7 @@ def _retry_event(
         error=ErrorInfo(code=exc.code, message=exc.message, failure="retryable", attempts=attempts),
         span_id=turn.span_id,
         started_at=turn.started_at,
-        model=name if turn.routed else None,
+        model=name,  # as the error of a call that failed for good does
     )
 
 

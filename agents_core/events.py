@@ -292,7 +292,8 @@ class Event(Contract):
     edited: EditInfo | None = None
     """The user edited it in a fork (see the module docstring)."""
     model: str | None = None
-    """The model (its registry name) that answered, for agents with a chain or cache."""
+    """The model (its registry name) that answered, for agents with a chain or cache; on
+    a ``model_retry`` or a failed call's error, the model of the chain that failed."""
     cached: bool = False
     """The answer came from the response cache: no model was called; it costs nothing."""
     replayed: bool = False

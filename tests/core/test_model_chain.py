@@ -53,7 +53,7 @@ async def test_a_retryable_failure_moves_the_call_to_the_fallback_model() -> Non
     message = next(e for e in events if e.type is EventType.AGENT_MESSAGE)
     assert message.text == "from b" and message.model == "b"
     assert len(down.requests) == 2  # its retries were spent first
-    [retry] = [e for e in events if e.type is EventType.MODEL_RETRY]  # named: one of two
+    [retry] = [e for e in events if e.type is EventType.MODEL_RETRY]
     assert retry.model == "a" and retry.seq is not None and retry.seq < switch.seq  # type: ignore[operator]
 
 
