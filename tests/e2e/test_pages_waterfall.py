@@ -518,6 +518,11 @@ def test_a_model_that_never_answered_is_a_failed_call_where_its_time_went(
     page.goto(f"/sessions/{session_id}/")
     expect(page.locator(".ev.error [data-attempts]")).to_have_text("4 attempts")
     expect(page.locator(".ev.model_retry")).to_have_count(3)
+    chat = page.context.new_page()  # the chat: the error's line alone says the attempts
+    chat.goto(f"/playground/?session={session_id}")
+    expect(chat.locator(".msg.error")).to_contain_text("after 4 attempts")
+    expect(chat.locator(".msg.retry, .msg.retried")).to_have_count(0)
+    chat.close()
     totals = page.locator("#totals")  # the call was made, and failed: not "0" alone
     expect(totals.locator("dt:text-is('Model calls') + dd")).to_have_text(
         "0 · 1 failed · 3 retries"
@@ -570,6 +575,13 @@ def test_a_call_being_retried_shows_each_retry_live_and_its_attempts_after(
     expect(detail).to_contain_text("attempt 2: model_server_error: ")
     expect(detail).to_contain_text("Third time lucky.")
     assert_page_store_matches_the_api(page, api, session_id)
+    page.goto(f"/playground/?session={session_id}")  # the chat: one line for the call's retries
+    expect(page.locator(".msg.agent")).to_contain_text("Third time lucky.")
+    expect(page.locator(".msg.retry")).to_have_count(0)
+    expect(page.locator(".msg.retried")).to_have_count(1)
+    expect(page.locator(".msg.retried")).to_contain_text(
+        "Answered at attempt 3, after 2 failed: model_server_error: "
+    )
 
 
 def test_an_axis_label_at_the_tracks_right_edge_is_written_left_of_its_line(page: Page) -> None:

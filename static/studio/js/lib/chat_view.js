@@ -23,6 +23,7 @@ export class ChatView {
     this.calls = new Map();
     this.approvals = new Map();
     this.provisional = new Map();
+    this.retries = new Map(); // model call span -> its one Retry line
     this.pending = [];
     this.messages = 0;
   }
@@ -42,6 +43,7 @@ export class ChatView {
         break;
       case "agent_message":
         this.dropProvisional(event);
+        this.retried(event);
         this.agentMessage(event);
         break;
       case "tool_response":
@@ -76,7 +78,7 @@ export class ChatView {
         break;
       case "model_retry": // the failed attempt's streamed text is provisional: the call starts again
         this.dropProvisional(event);
-        this.bubble("policy retry", "Retry", retryText(event), event);
+        this.retry(event);
         break;
       case "rate_limit_waiting":
         this.bubble("policy waiting", "Rate limit", textOf(event), event);
@@ -86,6 +88,7 @@ export class ChatView {
         break;
       case "error":
         this.dropProvisional(event);
+        this.retried(event); // its own line says how many attempts failed
         // A failure the run went past (non-fatal, degraded) is a warning, not the end.
         this.bubble((event.error?.failure ?? "terminal") === "terminal" ? "error" : "error went-on", event.author,
           [`${event.error?.code || "error"}: ${event.error?.message || ""}`, attemptsText(event)].filter(Boolean).join(" — "), event);
@@ -94,6 +97,36 @@ export class ChatView {
         return;
     }
     this.onChange();
+  }
+
+  /** A model call's retries share one line, kept current: its latest failure and when
+   * the next attempt goes (the timeline keeps each). */
+  retry(event) {
+    let shown = this.retries.get(event.span_id);
+    if (!shown) {
+      shown = this.bubble("policy retry", "Retry", "", event);
+      if (event.span_id) this.retries.set(event.span_id, shown);
+    }
+    Object.assign(shown.dataset, { seq: event.seq, failures: event.error?.attempts ?? 1,
+      last: event.error ? `${event.error.code}: ${event.error.message}` : "" });
+    shown.querySelector(".bubble").replaceChildren(richText(retryText(event)));
+  }
+
+  /** The call a retry line was about ended: answered, the line says at which attempt; failed
+   * for good, the error's own line says it all and the retry line goes. */
+  retried(event) {
+    const shown = this.retries.get(event.span_id ?? "");
+    if (!shown) return;
+    this.retries.delete(event.span_id);
+    if (event.type === "error") {
+      shown.remove();
+      this.messages -= 1;
+      return;
+    }
+    const failures = Number(shown.dataset.failures);
+    shown.className = "msg policy retried";
+    shown.querySelector(".bubble").replaceChildren(
+      `Answered at attempt ${failures + 1}, after ${failures} failed: ${shown.dataset.last}`);
   }
 
   addPartial(event) {
