@@ -579,6 +579,7 @@ def test_a_call_being_retried_shows_each_retry_live_and_its_attempts_after(
     expect(page.locator(".msg.agent")).to_contain_text("Third time lucky.")
     expect(page.locator(".msg.retry")).to_have_count(0)
     expect(page.locator(".msg.retried")).to_have_count(1)
+    expect(page.locator(".msg.retried .who")).to_have_text("Retried")
     expect(page.locator(".msg.retried")).to_contain_text(
         "Answered at attempt 3, after 2 failed: model_server_error: "
     )

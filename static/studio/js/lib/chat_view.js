@@ -125,6 +125,7 @@ export class ChatView {
     }
     const failures = Number(shown.dataset.failures);
     shown.className = "msg policy retried";
+    shown.querySelector(".who").textContent = "Retried";
     shown.querySelector(".bubble").replaceChildren(
       `Answered at attempt ${failures + 1}, after ${failures} failed: ${shown.dataset.last}`);
   }
