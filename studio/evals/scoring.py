@@ -13,7 +13,9 @@ How verdicts become the case's status:
   ``failed`` verdict ``failed``, and else it ``passed``: every verdict passed or was
   skipped. A case that expects nothing any evaluator checks (all skipped) passes once
   its run finished: it asked for nothing more;
-- its score is the mean of its verdicts' scores (skipped ones have none).
+- its score is the mean of its verdicts' scores (skipped ones have none); a case in
+  ``error`` has none, as the summary's mean leaves it out: its output was no answer to
+  judge, or a judge could not say (its verdicts are still stored and shown).
 """
 
 from __future__ import annotations
@@ -103,9 +105,8 @@ async def score(scoring: Scoring) -> Scored:
             judges[spec.model] = llms.build_llm(config, timeout_s=spec.timeout_s)
     verdicts = await evaluate_all(scoring.specs, scoring.case, scoring.outcome, judges=judges)
     status, message = decide(verdicts, scoring.outcome, finished=scoring.finished)
-    return Scored(
-        scoring.result_id, status, verdicts, mean_score(verdicts), scoring.outcome, message
-    )
+    score = None if status is CaseStatus.ERROR else mean_score(verdicts)
+    return Scored(scoring.result_id, status, verdicts, score, scoring.outcome, message)
 
 
 def decide(

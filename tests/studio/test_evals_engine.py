@@ -113,12 +113,16 @@ async def test_repeats_and_concurrency_never_more_case_sessions_at_once(
 async def test_a_run_that_fails_makes_its_case_an_error(ada: User) -> None:
     runs.executor().start()
     await sync_to_async(echo_agent)(ada, "mute", script=[])  # no answer: the model errors
-    await sync_to_async(make_dataset)(ada, "one", [case("any", "hi")])
+    await sync_to_async(make_dataset)(ada, "one", [case("any", "hi", expect="hello")])
     eval_run = await start(ada, "mute", "one")
     ended = await until_ended(eval_run.pk)
     [result] = await sync_to_async(results_of)(ended)
     assert result.status == "error"
     assert "no more responses" in result.error_message
+    # Its verdicts are kept (the answer checked, and missed), but an unfinished run's
+    # output is no answer to judge: it gets no score (it had the mean of the verdicts').
+    assert [v["score"] for v in result.verdicts if v["status"] != "skipped"] == [0.0]
+    assert result.score is None
     assert ended.summary["pass_rate"] == 0.0 and ended.summary["counts"]["error"] == 1
 
 
