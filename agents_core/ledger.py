@@ -45,9 +45,13 @@ TRACKED_TYPES: frozenset[EventType] = frozenset(
         EventType.TOOL_STARTED,
         EventType.RATE_LIMIT_WAITING,
         EventType.RATE_LIMIT_WAIT,
+        EventType.MODEL_RETRY,
+        EventType.MODEL_FALLBACK,
+        EventType.ERROR,
     }
 )
-"""The event types that open or close a call."""
+"""The event types that open or close a call (a model call's retries and what ends them
+among them)."""
 
 
 def error_code(result: str) -> str:
@@ -85,10 +89,14 @@ class CallLedger:
     calls of tools with side effects that may have taken effect."""
     open_waits: dict[str, Event] = field(default_factory=dict)
     """Waits for a model's rate limit not yet over: their opening events, by span."""
+    retrying: bool = False
+    """The last of these events was a ``model_retry``: a model call is being tried again
+    (its answer, its failure for good or a fallback ends that)."""
 
     def observe(self, event: Event) -> None:
         if event.partial or event.type not in TRACKED_TYPES:
             return
+        self.retrying = event.type is EventType.MODEL_RETRY
         if event.type is EventType.AGENT_MESSAGE:
             self.open_calls.update(_open_calls(event))
         elif event.type in (EventType.RATE_LIMIT_WAITING, EventType.RATE_LIMIT_WAIT):

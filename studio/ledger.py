@@ -3,9 +3,9 @@
 ``agents_core.ledger.CallLedger`` knows a turn's open tool calls and pending approvals;
 this module reads one for a run from the database and answers, from it, every question
 about what the run waits on: the live status (``waiting_for``: a person's approval or
-answer, a tool, the model's rate limit, or else the model), recovery (which tool calls
-were left unanswered when its executor died, and whether each may have taken effect)
-and approval decisions (does this call wait for one?).
+answer, a tool, the model's rate limit, a retry of the model, or else the model),
+recovery (which tool calls were left unanswered when its executor died, and whether
+each may have taken effect) and approval decisions (does this call wait for one?).
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ __all__ = [
 ]
 
 WaitingFor = (
-    Literal["model", "tool", "approval", "answer", "paused", "rate_limit", "elsewhere"] | None
+    Literal["model", "tool", "approval", "answer", "paused", "rate_limit", "retry", "elsewhere"]
+    | None
 )
-"""``elsewhere``: an ingested run's agent runs outside Studio (``studio.live.status``)."""
+"""``retry``: a model call is tried again after a failure (``model_retry``); ``elsewhere``:
+an ingested run's agent runs outside Studio (``studio.live.status``)."""
 
 
 def waiting_for(ledger: CallLedger, run_status: str | None) -> WaitingFor:
@@ -51,6 +53,8 @@ def waiting_for(ledger: CallLedger, run_status: str | None) -> WaitingFor:
         return "answer"
     if ledger.open_waits:
         return "rate_limit"
+    if ledger.retrying:
+        return "retry"
     return "tool" if ledger.open_calls else "model"
 
 

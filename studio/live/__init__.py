@@ -49,7 +49,7 @@ Server frames:
   chunk that belongs between stored events N and N + 1; the stored agent_message that
   follows replaces the chunks before it. Only sent while the viewer is at seq N.
 - ``{"type": "status", "run": <Run JSON as GET /api/runs/{id}/> | None, "waiting_for":
-  None | "model" | "tool" | "approval" | "answer" | "paused" | "rate_limit" |
+  None | "model" | "tool" | "approval" | "answer" | "paused" | "rate_limit" | "retry" |
   "elsewhere"}``: on connect, then whenever it changes. ``run`` is the session's latest
   run; ``waiting_for`` is only set while that run is active (``elsewhere`` for an
   ingested run: its agent runs outside Studio).

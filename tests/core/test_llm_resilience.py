@@ -27,6 +27,7 @@ from agents_core.exceptions import (
     ModelRequestError,
     ModelServerError,
 )
+from agents_core.ledger import CallLedger
 from agents_core.llm import ChatMessage, LlmRequest
 from agents_core.llm.langchain import LangChainModel
 from agents_core.llm.openai import openai_compatible
@@ -314,6 +315,8 @@ async def test_each_retry_is_an_event_on_the_call_span_before_its_answer(
     said = [f"{r.error.code}: {r.error.message}" for r in (first, second) if r.error]
     assert call.attributes["retries"] == said and len(said) == 2
     assert call.attributes["retried_at"] == [first.created_at, second.created_at]
+    assert CallLedger().observe_all(events[:4]).retrying  # until the call answers
+    assert not CallLedger().observe_all(events).retrying
 
 
 async def test_a_retry_says_the_backoff_it_waits(turns: Turns, openai_server: OpenAIServer) -> None:

@@ -16,6 +16,7 @@ const WAITING = {
   answer: "Waiting for your answer",
   paused: "Paused: resume to go on",
   rate_limit: "Waiting for the model's rate limit…",
+  retry: "Retrying the model…",
 };
 
 const data = readJsonScript("playground-data");

@@ -191,5 +191,6 @@ export const WAITING_LABELS = {
   answer: "waiting for your answer",
   paused: "paused until resumed",
   rate_limit: "waiting for the model's rate limit",
+  retry: "retrying the model after a failure",
   elsewhere: "running elsewhere: each step shows once it ends", // an ingested trace
 };
