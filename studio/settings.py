@@ -166,7 +166,7 @@ else:
 # inline: runs execute as asyncio tasks in the server that started them; worker: runs are
 # enqueued (django_tasks_db) and executed by `manage.py run_worker` (studio.runs.tasks).
 STUDIO_RUN_EXECUTION = env_choice("STUDIO_RUN_EXECUTION", "inline", {"inline", "worker"})
-# A process that executes runs imports what they import on first use as it starts.
+# A server with inline execution imports the model client as it starts (studio.runs.preload).
 STUDIO_PRELOAD = env_bool("STUDIO_PRELOAD", True)
 if STUDIO_RUN_EXECUTION == "worker":
     if REDIS_URL is None:
