@@ -507,6 +507,8 @@ def test_a_model_that_never_answered_is_a_failed_call_where_its_time_went(
     assert run["status"] == "failed" and run["error_code"] == "model_connection_error"
     assert run["timing"]["model_ms"] > 0  # its retries: the model's time, not overhead
     open_waterfall(page, session_id)
+    # One failure, two failed spans: the call, and the agent it ended.
+    expect(page.locator(".wf-run .chip.error")).to_have_text("2 failed spans")
     call = row(page, "model", "model")
     expect(call).to_have_attribute("data-status", "error")
     call.click()

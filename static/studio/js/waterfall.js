@@ -112,7 +112,8 @@ class RunSection {
       root?.cost ? `cost ${costText(root.cost)}` : null,
       // A run not opened yet has not had its spans read: no count rather than "0 spans".
       this.loaded ? `${spans.length} span${spans.length === 1 ? "" : "s"}` : null,
-      errors ? `${errors} error${errors === 1 ? "" : "s"}` : null,
+      // spans, not errors: a call that failed fails the agent it was made in too
+      errors ? `${errors} failed span${errors === 1 ? "" : "s"}` : null,
       waits ? WAITING_LABELS[waits] || `waiting for ${waits}` : null,
     ].filter(Boolean);
     const timing = run.timing || (spans.length ? wallTime(run.created_at, run.started_at, end, spans) : null);
@@ -122,7 +123,7 @@ class RunSection {
     this.title.textContent = run.message || "Run";
     this.status.className = `badge ${status}`;
     this.status.textContent = status;
-    this.figures.replaceChildren(...chips.map((c) => h("span", { class: /error/.test(c) ? "chip error" : "chip" }, c)));
+    this.figures.replaceChildren(...chips.map((c) => h("span", { class: / failed spans?$/.test(c) ? "chip error" : "chip" }, c)));
     this.wall.replaceChildren(...[wallTimeBar(timing)].filter(Boolean));
     if (root?.start_seq) this.timeline.href = `${data.urls.timeline}?seq=${root.start_seq}`;
   }
