@@ -10,6 +10,7 @@ from asgiref.local import Local
 from django.contrib.auth.models import User
 from django.tasks import task_backends
 from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from studio import costs, runs, services
@@ -173,3 +174,18 @@ async def worker_execution(settings: Any) -> AsyncIterator[None]:
     settings.STUDIO_RUN_EXECUTION = "inline"
     runs.configure()
     forget_task_backends()
+
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(client: Client, **headers: str) -> Samples:
+    """``GET /metrics`` as ``client``: each sample's value by its name and labels."""
+    response = client.get("/metrics", headers=headers)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain; version=")
+    found: Samples = {}
+    for family in text_string_to_metric_families(response.content.decode()):
+        for sample in family.samples:
+            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return found

@@ -13,7 +13,6 @@ from asgiref.sync import sync_to_async
 from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.contrib.auth.models import User
 from django.test import Client
-from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.authtoken.models import Token
 
 from studio.asgi import application
@@ -22,23 +21,10 @@ from studio.live import publisher
 from studio.models import Run, RunStatus
 from studio.runs import records
 from studio.runs.execute import execute_run
-from tests.studio.conftest import make_agent, make_session
+from tests.studio.conftest import Samples, make_agent, make_session, scrape
 from tests.support.live import watch
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def scrape(client: Client, **headers: str) -> Samples:
-    response = client.get("/metrics", headers=headers)
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"].startswith("text/plain; version=")
-    found: Samples = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for sample in family.samples:
-            found[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return found
 
 
 def staff_client(staff: User) -> Client:

@@ -13,7 +13,6 @@ from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils.dateparse import parse_datetime
-from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from studio import runs
@@ -21,12 +20,13 @@ from studio.gates import rate_limits
 from studio.models import Event, ModelConfig, RateWindow, Run
 from studio.runs.execute import execute_run
 from studio.runs.inline import InlineExecutor
-from tests.studio.conftest import error_paths
+from tests.studio.conftest import error_paths, scrape
 from tests.support.openai_server import OpenAIServer, TokenUsage
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 USAGE = TokenUsage(prompt_tokens=10, completion_tokens=5)
+FAILURES = "studio_model_failures_total"
 
 
 class HeldExecutor(InlineExecutor):
@@ -188,13 +188,9 @@ def test_the_metrics_count_failed_attempts_by_code_and_what_followed(
     scraper.force_login(staff)
 
     def failures() -> dict[str, float]:
-        text = scraper.get("/metrics").content.decode()
-        found = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == "studio_model_failures_total":
-                    found[f"{sample.labels['code']}/{sample.labels['then']}"] = sample.value
-        return found
+        found = scrape(scraper).items()
+        named = [(dict(labels), n) for (name, labels), n in found if name == FAILURES]
+        return {f"{labels['code']}/{labels['then']}": n for labels, n in named}
 
     before = failures()
     model.fail(503, times=2)

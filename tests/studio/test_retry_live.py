@@ -6,7 +6,6 @@ OpenAI-compatible server."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -14,7 +13,7 @@ from django.contrib.auth.models import User
 
 from studio.asgi import application
 from studio.models import Session
-from tests.studio.conftest import client_for
+from tests.studio.conftest import make_agent, make_session, remote_model
 from tests.support.live import run_manager, watch  # noqa: F401  (autouse)
 from tests.support.openai_server import OpenAIServer
 
@@ -29,21 +28,9 @@ def model_server() -> Iterator[OpenAIServer]:
 
 @sync_to_async
 def session_on(owner: User, server: OpenAIServer) -> Session:
-    """A session of an agent whose model is ``server`` (not streamed)."""
-    api = client_for(owner)
-
-    def post(path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = api.post(path, body, format="json")
-        assert response.status_code in (200, 201), response.content
-        return response.json()  # type: ignore[no-any-return]
-
-    options = {"streaming": False}
-    model = {"provider": "openai_compatible", "model": "m", "options": options}
-    post("/api/models/", {"name": "flaky", "base_url": server.base_url, **model})
-    spec = {"name": "patient", "model": "flaky", "instruction": "Answer."}
-    agent = post("/api/agents/", {"name": "patient", "spec": spec})
-    session = post("/api/sessions/", {"agent": agent["id"]})
-    return Session.objects.get(pk=session["id"])
+    """A session of an agent whose model is ``server``."""
+    remote_model(owner, server.base_url)
+    return make_session(owner, make_agent(owner, "patient", model="remote"))
 
 
 async def test_the_status_says_the_model_is_retried_until_the_call_answers(
