@@ -18,7 +18,7 @@ from agents_core.blobs import BlobStore, InMemoryBlobStore
 from agents_core.builder import build_agent, check_spec
 from agents_core.compaction import CompactionConfig
 from agents_core.config import BreakerPolicy, RetryPolicy, RunConfig
-from agents_core.context import CancellationToken, Context, PauseGate, ReadonlyContext
+from agents_core.context import CancellationToken, Context, ReadonlyContext
 from agents_core.contracts import ToolCall, ToolResult, ToolSchema, Usage
 from agents_core.events import (
     ErrorInfo,
@@ -37,6 +37,7 @@ from agents_core.exceptions import AgentsCoreError, Failure
 from agents_core.failures import FailurePolicy, degradations
 from agents_core.hooks import Hook, HookEntry, HookRegistry
 from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel, ScriptedResponse
+from agents_core.pausing import PauseGate
 from agents_core.planners import BasePlanner, PlanReActPlanner, TaskPlanner
 from agents_core.runner import Runner
 from agents_core.sessions import BaseSessionService, InMemorySessionService, Session

@@ -16,13 +16,14 @@ from agents_core.artifacts import ArtifactService
 from agents_core.blobs import BlobStore
 from agents_core.compaction import CompactionConfig, compact
 from agents_core.config import RunConfig
-from agents_core.context import CancellationToken, Context, Invocation, InvocationBudget, PauseGate
+from agents_core.context import CancellationToken, Context, Invocation, InvocationBudget
 from agents_core.events import ErrorInfo, Event, EventType, TextPart, new_id, user_message
 from agents_core.exceptions import AgentsCoreError, LimitExceededError, SessionError, failed_call
 from agents_core.ledger import CallLedger
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
 from agents_core.memory import MemoryConfig, save_key_facts
 from agents_core.model_gates import RateLimiter, ResponseCache
+from agents_core.pausing import PauseGate
 from agents_core.resume import ResumePoint
 from agents_core.sessions.base import BaseSessionService, Session
 from agents_core.spend import SpendGuard

@@ -19,7 +19,7 @@ from agents_core._tool_round import (
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalPolicy, RunParked
 from agents_core.blobs import with_blobs
-from agents_core.context import Context, ReadonlyContext, fill_instruction, pause_point
+from agents_core.context import Context, ReadonlyContext, fill_instruction
 from agents_core.contracts import built
 from agents_core.events import ErrorInfo, Event, EventActions, EventType, StructuredPart, TextPart
 from agents_core.exceptions import ConfigurationError, LimitExceededError, OutputSchemaError
@@ -27,6 +27,7 @@ from agents_core.failures import FailurePolicy
 from agents_core.history import HistoryBuilder, HistoryCache
 from agents_core.hooks import Hook, HookStack
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
+from agents_core.pausing import pause_point
 from agents_core.planners.base import BasePlanner
 from agents_core.policies import PolicyEngine, PolicyRule, approval_rules
 from agents_core.resume import in_doubt_reports, retry_message

@@ -7,10 +7,11 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 from agents_core.agents.base import BaseAgent
-from agents_core.context import Context, pause_point
+from agents_core.context import Context
 from agents_core.events import ErrorInfo, Event, EventType, new_id, utc_now
 from agents_core.exceptions import ConfigurationError
 from agents_core.failures import FailurePolicy
+from agents_core.pausing import pause_point
 
 
 class LoopAgent(BaseAgent):

@@ -20,7 +20,7 @@ from agents_core._tool_round import raise_for_failures, response_event, run_tool
 from agents_core.agents.base import BaseAgent
 from agents_core.agents.llm import InstructionProvider, LlmAgent, ToolLike
 from agents_core.approvals import ApprovalPolicy
-from agents_core.context import Context, pause_point
+from agents_core.context import Context
 from agents_core.contracts import Contract, ToolCall
 from agents_core.events import Event, EventActions, EventType, ThinkingPart, ToolCallPart, new_id
 from agents_core.exceptions import LimitExceededError, ModelOutputError
@@ -28,6 +28,7 @@ from agents_core.failures import FailurePolicy
 from agents_core.history import build_history
 from agents_core.hooks import Hook
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest, LlmResponse
+from agents_core.pausing import pause_point
 from agents_core.policies import PolicyRule
 from agents_core.tools.base import BaseTool
 

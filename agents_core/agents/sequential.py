@@ -6,10 +6,11 @@ from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 
 from agents_core.agents.base import BaseAgent
-from agents_core.context import Context, pause_point
+from agents_core.context import Context
 from agents_core.events import Event
 from agents_core.exceptions import ConfigurationError
 from agents_core.failures import FailurePolicy
+from agents_core.pausing import pause_point
 
 
 class SequentialAgent(BaseAgent):

@@ -29,9 +29,10 @@ from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
 from agents_core import failures as core_failures
 from agents_core.approvals import ApprovalBroker
-from agents_core.context import CancellationToken, PauseGate
+from agents_core.context import CancellationToken
 from agents_core.contracts import Usage
 from agents_core.memory import MemoryConfig
+from agents_core.pausing import PauseGate
 from agents_core.runner import Runner
 from studio import budgets
 from studio.agents import llms, specs, versions

@@ -14,7 +14,8 @@ from typing import Any
 
 from agents_core import events as core_events
 from agents_core.approvals import ApprovalBroker
-from agents_core.context import CancellationToken, PauseGate
+from agents_core.context import CancellationToken
+from agents_core.pausing import PauseGate
 from studio import runs, wire
 from studio.db import db_sync_to_async
 from studio.errors import ConflictError
