@@ -39,6 +39,10 @@ from agents_core.llm.resilience import ResilientCall
 from agents_core.policies import NO_POLICY, PolicyAction, PolicyEngine
 from agents_core.spend import CallEstimate
 
+SHOWN_AFTER_S = 0.25
+"""A model call that has neither answered nor streamed text by then shows itself live
+(``_show``): long enough that a quick call costs no event, short enough to be seen."""
+
 
 @dataclass(slots=True)
 class ModelTurn:
@@ -211,12 +215,15 @@ async def _guarded(
             _retry_event(ctx, turn, name, attempts, exc, backoff)
         ),
     )
+    shown = asyncio.get_running_loop().call_later(SHOWN_AFTER_S, _show, ctx, turn, name)
     try:  # the call's chunks read here, not through one more generator layer
         async with aclosing(call.astream(request)) as chunks:  # closed at once: frees the breaker
             async for chunk in chunks:
                 if not chunk.partial:
+                    shown.cancel()  # answered: the message shows it
                     turn.response = chunk
                 elif stream and (chunk.text or chunk.thinking):
+                    shown.cancel()  # its text shows it from here on
                     yield ctx.built_event(
                         EventType.AGENT_MESSAGE,
                         parts=_delta_parts(chunk),
@@ -224,9 +231,26 @@ async def _guarded(
                         span_id=turn.span_id,
                     )
     finally:  # failed or cancelled too: what was held and not spent is released
+        shown.cancel()
         turn.attempts += call.attempts
         if hold is not None:
             await asyncio.shield(hold.settle(turn.response.usage if turn.response else None))
+
+
+def _show(ctx: Context, turn: ModelTurn, name: str | None) -> None:
+    """A model call that has not answered (nor streamed) after ``SHOWN_AFTER_S``: a
+    partial ``agent_message`` without parts on the call's span, from when it started,
+    so that a live view draws the call while it waits rather than nothing until its
+    first token. Never stored; a call that answers sooner costs a timer and no event."""
+    ctx.invocation.post(
+        ctx.built_event(
+            EventType.AGENT_MESSAGE,
+            partial=True,
+            span_id=turn.span_id,
+            started_at=turn.started_at,
+            model=name,
+        )
+    )
 
 
 def _retry_event(

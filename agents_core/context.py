@@ -125,6 +125,9 @@ class Invocation:
     budget: InvocationBudget
     breakers: BreakerRegistry
     event_callback: EventCallback
+    post: Callable[[Event], None]
+    """Hands a partial event to the runner at once, from outside an agent's generator (a
+    model call slow to answer shows itself: ``agents_core._step_loop``)."""
     cancel_token: CancellationToken
     approvals: ApprovalBroker
     pause_gate: PauseGate = field(default_factory=PauseGate)

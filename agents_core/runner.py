@@ -154,6 +154,7 @@ class Runner:
                 budget=InvocationBudget(config),
                 breakers=self.breakers,
                 event_callback=channel.send,
+                post=channel.post,
                 cancel_token=token,
                 approvals=self.approvals,
                 pause_gate=controls.pause_gate,

@@ -587,6 +587,42 @@ def test_a_call_being_retried_shows_each_retry_live_and_its_attempts_after(
     )
 
 
+def test_a_model_call_slow_to_answer_is_drawn_live_before_its_answer(page: Page, api: Api) -> None:
+    """A model that holds its answer: watched live, the waterfall draws the call on its
+    own span, open and growing, and the timeline says the agent is calling its model;
+    the answer closes that same span and replaces the timeline's row."""
+    with OpenAIServer() as server:
+        server.reply("Slow but sure.", hold_after=0)  # the whole answer waits for release()
+        body = {"name": "slow", "provider": "openai_compatible", "model": "m"}
+        options = {"streaming": False}
+        api.post("/api/models/", {**body, "base_url": server.base_url, "options": options})
+        agent = api.agent({"name": "pondering", "model": "slow", "instruction": "Answer."})
+        session_id = new_session(api, agent, "a model that takes its time")
+        open_waterfall(page, session_id)
+        timeline = page.context.new_page()
+        timeline.goto(f"/sessions/{session_id}/")
+        expect(timeline.locator("#conn")).to_have_attribute("data-state", "live")
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
+        server.wait_until_held(timeout=30)
+        call = row(page, "model", "model")
+        expect(call).to_have_attribute("data-status", "open")
+        calling = timeline.locator(".ev.agent_message.provisional")
+        expect(calling).to_contain_text("pondering · calling the model (slow)…")
+        screenshot(timeline, "waterfall/slow-model-call-timeline")
+        screenshot(page, "waterfall/slow-model-call-open")
+        call.click()
+        expect(page.locator("#wf-detail")).to_contain_text("no answer yet: the call is in flight")
+        assert last_run(api, session_id)["status"] == "running"  # held: nothing answered
+        server.release()
+        expect(call).to_have_attribute("data-status", "ok")
+        expect(page.locator("#wf-detail")).to_contain_text("Slow but sure.")
+        expect(timeline.locator(".ev.agent_message")).to_contain_text("Slow but sure.")
+        expect(calling).to_have_count(0)
+        timeline.close()
+    assert ended_run(api, session_id)["status"] == "succeeded"
+    assert_page_store_matches_the_api(page, api, session_id)
+
+
 def test_an_axis_label_at_the_tracks_right_edge_is_written_left_of_its_line(page: Page) -> None:
     """3 s on a 600 px track: a tick each second, the last one on the right edge, where a
     label written right of its line would be cut off by the edge."""

@@ -109,7 +109,8 @@ class Reply:
     ``usage`` defaults to word counts of the request and the reply. ``finish_reason``
     defaults to ``tool_calls`` when there are tool calls, else ``stop``. With
     ``hold_after=n`` a streamed answer stops after the role chunk and ``n`` more chunks
-    until ``release()``, then carries on if the client is still listening.
+    until ``release()``, then carries on if the client is still listening; an answer
+    not streamed waits until then before it is sent.
     """
 
     text: str = ""
@@ -406,6 +407,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif body.get("stream"):
             self._stream(item, body)
         else:
+            if item.hold_after is not None:  # a whole answer is held before it is sent
+                self.server.app._hold()
             self._send_json(200, self._completion(item, body))
 
     def _recorded(self, body: Mapping[str, Any]) -> RecordedRequest:

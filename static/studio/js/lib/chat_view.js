@@ -131,6 +131,7 @@ export class ChatView {
   }
 
   addPartial(event) {
+    if (!(event.parts || []).length) return; // a slow call showing itself: the status line says so
     const key = provisionalKey(event);
     let el = this.provisional.get(key);
     if (!el) {

@@ -87,7 +87,7 @@ function sections(span, tree, run) {
     case "model":
       return [
         section("Input", modelInput(span, tree, run)),
-        section("Output", a.text || (span.end === null ? "(streaming…)" : span.status === "error" ? "(no answer: the call failed)" : "(no text)")),
+        section("Output", a.text || (span.end === null ? "(no answer yet: the call is in flight)" : span.status === "error" ? "(no answer: the call failed)" : "(no text)")),
         a.tool_calls?.length ? section("Tool calls", a.tool_calls.join(", ")) : null,
         a.retries?.length ? section("Retried after", a.retries.map((said, i) => `attempt ${i + 1}: ${said}`).join("\n")) : null,
       ];

@@ -212,7 +212,9 @@ export class TimelineView {
     this.updateSummary(inv);
   }
 
-  /** A streamed chunk: grows the provisional message of its agent. */
+  /** A streamed chunk: grows the provisional message of its agent. A chunk without
+   * parts is a model call slow to answer showing itself: the row says the agent is
+   * calling its model until the first text arrives. */
   addPartial(event) {
     const inv = this.invocation(event);
     const key = provisionalKey(event);
@@ -221,12 +223,14 @@ export class TimelineView {
       row = h("div", { class: "ev agent_message provisional", dataset: { provisional: "1" } },
         h("span", { class: "seq" }, "…"),
         h("div", { class: "body" },
-          h("div", { class: "line" }, h("span", { class: "kind" }, `${event.author} · streaming`)),
+          h("div", { class: "line" }, h("span", { class: "kind" }, `${event.author} · calling the model${event.model ? ` (${event.model})` : ""}…`)),
           h("details", { class: "thinking live", hidden: true }, h("summary", {}, "Thinking…"), h("div", { class: "text thought" })),
           h("div", { class: "text answer" })));
       this.provisional.set(key, row);
       this.containerFor(inv, event).append(row);
     }
+    if (!(event.parts || []).length) return;
+    row.querySelector(".kind").textContent = `${event.author} · streaming`;
     const thinking = textOf(event, "thinking");
     if (thinking) {
       row.querySelector(".thinking").hidden = false;
