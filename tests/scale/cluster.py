@@ -209,13 +209,15 @@ def wait_until(check: Any, within: float, what: str) -> Any:
 @dataclass
 class Viewer:
     """One websocket viewer of a session. ``events`` are the stored events it received;
-    ``breaches`` records every seq that arrived twice or out of order."""
+    ``breaches`` records every seq that arrived twice or out of order; ``calls_shown``
+    the partial events without parts (a model call slow to answer showing itself)."""
 
     server: DaphneServer
     cookie: str
     session_id: str
     events: list[dict[str, Any]] = field(default_factory=list)
     breaches: list[tuple[int, int]] = field(default_factory=list)
+    calls_shown: list[dict[str, Any]] = field(default_factory=list)
     status: dict[str, Any] | None = None
     ws: ClientConnection | None = None
     reconnects: int = 0
@@ -265,6 +267,8 @@ class Viewer:
                 self.breaches.append((self.last_seq, seq))
             if seq > self.last_seq:
                 self.events.append(frame["event"])
+        elif frame["type"] == "event" and not frame["event"]["parts"]:
+            self.calls_shown.append(frame["event"])
 
     async def watch_until(self, done: Any, within: float) -> None:
         """Receive until ``done(self)``, reconnecting (from the last seq) when the server

@@ -7,6 +7,7 @@ connection (on a real provider, a TLS handshake) for its model calls."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -104,3 +105,31 @@ def test_ten_runs_at_once_on_two_workers_succeed_each_storing_its_models_answer(
     assert sorted(outcomes) == sorted(("succeeded", "", f"answer {i}") for i in range(10))
     assert model_server.pending == 0
     assert second.process is not None and second.process.poll() is None
+
+
+async def test_a_worker_runs_slow_model_call_shows_itself_to_a_viewer_on_the_server(
+    cluster: Cluster, worker: Worker, model_server: OpenAIServer, agent_id: str
+) -> None:
+    """Worker, Redis, server, websocket: a model call that holds its answer reaches a
+    viewer live as a partial event without parts, before anything of its answer, on the
+    span its stored answer then closes."""
+    api = cluster.api(0)
+    session_id = api.new_session(agent_id)
+    [viewer] = cluster.viewers(session_id, 1)
+    await viewer.open()
+    model_server.reply("Worth the wait.", hold_after=0)  # the role chunk, then held
+    run = api.send(session_id, "Take your time.")
+    await asyncio.to_thread(model_server.wait_until_held, 1, timeout=60)
+    await viewer.watch_until(lambda v: v.calls_shown, 60)
+
+    [call] = viewer.calls_shown
+    assert [e["type"] for e in viewer.events] == ["user_message", "agent_start"]
+    model_server.release()
+    await viewer.watch_until(lambda v: v.ended, 60)
+    assert api.run(run["id"])["status"] == "succeeded"
+    [answer] = [e for e in viewer.events if e["type"] == "agent_message"]
+    assert answer["parts"][0]["text"] == "Worth the wait."
+    assert (call["span_id"], call["started_at"]) == (answer["span_id"], answer["started_at"])
+    assert (call["seq"], call["author"]) == (None, answer["author"])
+    assert viewer.calls_shown == [call]
+    await viewer.close()
