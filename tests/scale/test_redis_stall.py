@@ -20,7 +20,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from studio import live
-from tests.scale.cluster import Api, Viewer, prepare, redis_url, throwaway_database
+from tests.scale.cluster import Api, Viewer, prepare, redis_url, throwaway_database, watch_all
 from tests.scale.redis_proxy import RedisProxy, proxy_to, through
 from tests.support.daphne_server import DaphneServer
 
@@ -100,10 +100,6 @@ def stage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stage]:
             for server in servers:
                 server.stop()
             proxy.close()
-
-
-async def watch_all(viewers: list[Viewer], done: Any, within: float) -> None:
-    await asyncio.gather(*(viewer.watch_until(done, within) for viewer in viewers))
 
 
 async def ride_out(stage: Stage, outage: Any) -> None:
