@@ -11,8 +11,9 @@ from agents_core.events import Event
 class Channel:
     """A rendezvous between the agent tree and the runner: ``send`` returns once the
     runner has stored the event, so agents never run ahead of what is persisted.
-    Partial events are never stored, so ``post`` hands one over without waiting; the
-    runner still takes every item in order.
+    ``post`` hands one over without waiting: partial events, never stored, and what an
+    agent records as it is stopped (it can wait no more); the runner still takes every
+    item in order, and stores each complete one.
 
     A deque and one waiter rather than an ``asyncio.Queue``: this is on the path of
     every event of a turn, and a queue's getters, putters and size bookkeeping cost a

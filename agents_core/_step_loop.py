@@ -44,6 +44,10 @@ SHOWN_AFTER_S = 0.25
 (``_show``): long enough that a quick call costs no event, short enough to be seen."""
 
 
+CUT_OFF = "model_call_cut_off"
+"""The error code of a model call cut off before it answered (``_cut_off``)."""
+
+
 @dataclass(slots=True)
 class ModelTurn:
     """Filled in by ``stream_model_call`` once the complete response has arrived."""
@@ -88,11 +92,7 @@ async def stream_model_call(
         turn.response = hooked
     else:
         if policy:
-            verdict = policy.decide("model", model.provider_key, _model_call_args(ctx, hooked))
-            if verdict is not None:
-                await ctx.event_callback(policy_event(ctx, verdict, None, ctx.span_id))
-                if verdict.action is PolicyAction.DENY:
-                    raise PolicyDeniedError(verdict.refusal())
+            await _decide(ctx, policy, model, hooked)
         stream = not hooks.rewrites_output
         if isinstance(model, ModelChain):
             calling = _call_model(ctx, model, hooked, turn, stream=stream)
@@ -107,10 +107,23 @@ async def stream_model_call(
             if turn.response is None:
                 exc.call = exc.call or _failed(ctx, turn, started)
                 raise
+        except asyncio.CancelledError:
+            if ctx.invocation.stopping:  # the run cancelled or out of time: the call is cut off
+                ctx.invocation.post(_cut_off(ctx, turn, started))
+            raise
         if not turn.cached:
             ctx.budget.charge_usage(turn.complete.usage)
     turn.latency_ms = (time.perf_counter() - started) * 1000
     turn.response = await hooks.after_model(ctx.readonly(), turn.complete, turn.hooks)
+
+
+async def _decide(ctx: Context, policy: PolicyEngine, model: BaseLlm, request: LlmRequest) -> None:
+    """The policy's decision on the call, stored as its event; a denial refuses it."""
+    verdict = policy.decide("model", model.provider_key, _model_call_args(ctx, request))
+    if verdict is not None:
+        await ctx.event_callback(policy_event(ctx, verdict, None, ctx.span_id))
+        if verdict.action is PolicyAction.DENY:
+            raise PolicyDeniedError(verdict.refusal())
 
 
 def _failed(ctx: Context, turn: ModelTurn, started: float) -> FailedModelCall:
@@ -122,6 +135,19 @@ def _failed(ctx: Context, turn: ModelTurn, started: float) -> FailedModelCall:
         latency_ms=round((time.perf_counter() - started) * 1000, 3),
         attempts=turn.attempts,
         model=turn.model,
+    )
+
+
+def _cut_off(ctx: Context, turn: ModelTurn, started: float) -> Event:
+    """The record of a call cut off before it answered (the run cancelled, its wall-time
+    limit reached): an error on the call's span, so that its time is the model's and not
+    the runner's. Not fatal of itself: the run's own terminal error follows it."""
+    call = _failed(ctx, turn, started)
+    said = f"the model call was cut off after {call.latency_ms / 1000:.1f} s, before it answered"
+    return ctx.event(
+        EventType.ERROR,
+        error=ErrorInfo(code=CUT_OFF, message=said, failure="non_fatal"),
+        **call.event_fields(),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -126,8 +127,9 @@ class Invocation:
     breakers: BreakerRegistry
     event_callback: EventCallback
     post: Callable[[Event], None]
-    """Hands a partial event to the runner at once, from outside an agent's generator (a
-    model call slow to answer shows itself: ``agents_core._step_loop``)."""
+    """Hands an event to the runner without waiting for it to be stored: a partial one
+    from outside an agent's generator (a model call slow to answer shows itself), or the
+    record of a call cut off as the agent tree is stopped (``agents_core._step_loop``)."""
     cancel_token: CancellationToken
     approvals: ApprovalBroker
     pause_gate: PauseGate = field(default_factory=PauseGate)
@@ -149,6 +151,15 @@ class Invocation:
     memory: MemoryConfig | None = None
     """The user's long-term memory, for the memory tools (``agents_core.memory``)."""
     artifacts: ArtifactService | None = None  # the session's files (agents_core.artifacts)
+    deadline: asyncio.Timeout | None = None
+    """The wall-time limit the runner holds the agent tree to (expired once it struck)."""
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the run itself is being stopped: cancelled, or out of wall time (not a
+        branch that an agent of the tree stops, as a parallel agent does its others)."""
+        deadline = self.deadline
+        return self.cancel_token.cancelled or (deadline is not None and deadline.expired())
 
 
 @dataclass(slots=True)

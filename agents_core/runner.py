@@ -319,7 +319,7 @@ class Runner:
         resume = ctx.invocation.resume
         if resume is not None and resume.skips(self.agent.name, self.agent.name):
             return  # the interrupted turn had finished: nothing is left to do
-        deadline = asyncio.timeout(ctx.run_config.max_wall_time_s)
+        deadline = ctx.invocation.deadline = asyncio.timeout(ctx.run_config.max_wall_time_s)
         _stop_clock_while_held(deadline, ctx.invocation.pause_gate)
         try:
             async with deadline, contextlib.aclosing(self.agent.astream(ctx)) as events:

@@ -250,6 +250,7 @@ def end_run(
             return None
         if not run.is_active:  # cancelled by request while its executor held it
             ending = Ending(RunStatus(run.status), run.error_code, run.error_message)
+            run.ended_at = None  # it ends now, its executor's last events stored (a cut call)
         closes = not ending.finished and not terminal_event_stored
         appended = _close_open_calls(run, ending) if closes else []
         if ending.status == RunStatus.INTERRUPTED:

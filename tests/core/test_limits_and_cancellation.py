@@ -21,6 +21,7 @@ from agents_core import (
     Usage,
     function_tool,
 )
+from agents_core._step_loop import CUT_OFF
 from agents_core.exceptions import ModelServerError
 from agents_core.history import build_history
 from agents_core.ledger import error_code
@@ -44,11 +45,13 @@ def ping() -> str:
 
 
 async def assert_ended_by_limit(
-    events: Sequence[Event], sessions: InMemorySessionService, limit: str
+    events: Sequence[Event], sessions: InMemorySessionService, limit: str, *, cut_off: int = 0
 ) -> None:
-    """One terminal ``limit_exceeded`` error naming ``limit``, last both yielded and stored."""
+    """One terminal ``limit_exceeded`` error naming ``limit``, last both yielded and stored,
+    after the errors of the ``cut_off`` model calls it cut off."""
     errors = [e for e in events if e.type is EventType.ERROR]
-    assert errors == [events[-1]]
+    assert errors[-1] is events[-1]
+    assert [e.error.code for e in errors[:-1] if e.error] == [CUT_OFF] * cut_off
     error = events[-1].error
     assert error is not None
     assert (error.code, error.limit, error.terminal) == ("limit_exceeded", limit, True)
@@ -138,7 +141,7 @@ async def test_max_wall_time_cuts_off_a_model_call_that_never_returns(
 
     events = await run_turn(runner)
 
-    await assert_ended_by_limit(events, sessions, "max_wall_time_s")
+    await assert_ended_by_limit(events, sessions, "max_wall_time_s", cut_off=1)
     assert model.cancelled.is_set()
 
 
@@ -241,11 +244,13 @@ async def cancel_when(
     return await runner_turn
 
 
-def assert_ended_by_cancellation(events: Sequence[Event]) -> None:
+def assert_ended_by_cancellation(events: Sequence[Event], *, cut_off: int = 0) -> None:
+    """Ended by the user's cancel, after the errors of the ``cut_off`` model calls it cut."""
     error = events[-1].error
     assert error is not None
     assert (error.code, error.message) == ("cancelled", "user pressed stop")
-    assert [e.type for e in events].count(EventType.ERROR) == 1
+    errors = [e.error.code for e in events[:-1] if e.type is EventType.ERROR and e.error]
+    assert errors == [CUT_OFF] * cut_off
 
 
 async def test_cancelling_while_the_model_is_called_ends_the_run_with_a_cancelled_event(
@@ -258,12 +263,14 @@ async def test_cancelling_while_the_model_is_called_ends_the_run_with_a_cancelle
 
     events = await cancel_when(model.entered, turn, token)
 
-    assert_ended_by_cancellation(events)
+    assert_ended_by_cancellation(events, cut_off=1)
     assert [e.type for e in events] == [
         EventType.USER_MESSAGE,
         EventType.AGENT_START,
+        EventType.ERROR,  # the model call, cut off: on its span, not fatal of itself
         EventType.ERROR,
     ]
+    assert events[2].span_id and events[2].parent_span_id == events[1].span_id
     assert model.cancelled.is_set()
     assert [e.id for e in await stored_events(sessions)] == [e.id for e in events]
 

@@ -20,6 +20,7 @@ from agents_core import (
     RunConfig,
     Runner,
 )
+from agents_core._step_loop import CUT_OFF
 from agents_core.events import ErrorInfo, Event, EventType
 from agents_core.exceptions import (
     CircuitOpenError,
@@ -570,6 +571,7 @@ async def test_a_run_cancelled_during_the_half_open_probe_lets_a_later_run_probe
     cancelled = await turns.run(config, cancel_at_first_token=True)
     later = await turns.run(config)
 
-    assert run_error(cancelled).code == "cancelled"
+    errors = [e.error.code for e in cancelled if e.type is EventType.ERROR and e.error]
+    assert errors == [CUT_OFF, "cancelled"]  # the probe's call cut off, then the run
     assert final_text(later) == "Back again."
     assert len(openai_server.requests) == 3

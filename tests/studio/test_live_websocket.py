@@ -258,7 +258,7 @@ async def test_cancel_over_the_socket_ends_the_run_promptly_with_a_cancelled_eve
     await viewer.send({"type": "cancel"})
     await viewer.until(lambda v: v.run_status == "cancelled", within=5)
     errors = viewer.events_of_type("error")
-    assert [e["error"]["code"] for e in errors] == ["cancelled"]
+    assert [e["error"]["code"] for e in errors] == ["model_call_cut_off", "cancelled"]
     assert viewer.events == await stored(session)
     run = await latest_run(session)
     assert run is not None

@@ -231,8 +231,9 @@ async def test_a_run_that_loses_its_lease_stops(ada: User, settings: Any) -> Non
     assert run is not None
     # Cancelled by another server: no signal reaches this process, the lease tells.
     await Run.objects.filter(pk=run.pk).aupdate(status=RunStatus.CANCELLED)
-    await viewer.until(lambda v: bool(v.events_of_type("error")), within=5)
-    assert viewer.events_of_type("error")[0]["error"]["code"] == "cancelled"
+    await viewer.until(lambda v: len(v.events_of_type("error")) == 2, within=5)
+    errors = [event["error"]["code"] for event in viewer.events_of_type("error")]
+    assert errors == ["model_call_cut_off", "cancelled"]  # its streaming call, then the run
 
     async def released() -> bool:
         fresh = await Run.objects.aget(pk=run.pk)
