@@ -623,6 +623,48 @@ def test_a_model_call_slow_to_answer_is_drawn_live_before_its_answer(page: Page,
     assert_page_store_matches_the_api(page, api, session_id)
 
 
+def test_a_model_call_cut_off_by_a_cancel_is_the_model_s_time_not_the_runner_s(
+    page: Page, api: Api
+) -> None:
+    """A run cancelled while its model holds the answer: the call is stored cut off, on
+    its span, so the wall-time split counts its seconds as the model's; the timeline's
+    row and totals and the waterfall's detail say it was cut off, not that it failed."""
+    with OpenAIServer() as server:
+        server.reply("Never sent.", hold_after=0)
+        body = {"name": "stalling", "provider": "openai_compatible", "model": "m"}
+        options = {"streaming": False}
+        api.post("/api/models/", {**body, "base_url": server.base_url, "options": options})
+        agent = api.agent({"name": "waiting", "model": "stalling", "instruction": "Answer."})
+        session_id = new_session(api, agent, "cancelled while the model thinks")
+        page.goto(f"/sessions/{session_id}/")
+        expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
+        server.wait_until_held(timeout=30)
+        expect(page.locator(".ev.agent_message.provisional")).to_be_visible()
+        time.sleep(1)  # the call is held a second at least
+        api.post(f"/api/runs/{last_run(api, session_id)['id']}/cancel/", {})
+        cut = page.locator(".ev.error").first
+        expect(cut).to_contain_text("Error · model_call_cut_off")
+        expect(cut).not_to_contain_text("went on")
+        expect(cut).to_contain_text("the model call was cut off after ")
+        expect(page.locator(".ev.error").nth(1)).to_contain_text("cancelled by request")
+        totals = page.locator("#totals dt:text-is('Model calls') + dd")
+        expect(totals).to_have_text("0 · 1 cut off")
+        screenshot(page, "waterfall/cut-off-model-call-timeline")
+    run = ended_run(api, session_id)
+    assert run["status"] == "cancelled"
+    timing = run["timing"]
+    assert timing["model_ms"] >= 1000  # held a second and more: the model's, not overhead
+    open_waterfall(page, session_id)
+    call = row(page, "model", "model")
+    expect(call).to_have_attribute("data-status", "error")
+    call.click()
+    detail = page.locator("#wf-detail")
+    expect(detail).to_contain_text("(no answer: the call was cut off)")
+    expect(detail).to_contain_text("model_call_cut_off: the model call was cut off after ")
+    assert_page_store_matches_the_api(page, api, session_id)
+
+
 def test_an_axis_label_at_the_tracks_right_edge_is_written_left_of_its_line(page: Page) -> None:
     """3 s on a 600 px track: a tick each second, the last one on the right edge, where a
     label written right of its line would be cut off by the edge."""

@@ -290,7 +290,7 @@ function refreshSide() {
     ["Events", String(socket.lastSeq || session.last_seq)],
     ["Runs", String(runs.size)],
     ["Tokens", formatTokens(input, output)],
-    ["Model calls", `${c.modelCalls}${c.modelCalls ? ` · avg ${formatDuration(c.latencyMs / c.modelCalls)}` : ""}${c.failedCalls ? ` · ${c.failedCalls} failed` : ""}${c.retries ? ` · ${c.retries} ${c.retries === 1 ? "retry" : "retries"}` : ""}`],
+    ["Model calls", `${c.modelCalls}${c.modelCalls ? ` · avg ${formatDuration(c.latencyMs / c.modelCalls)}` : ""}${c.failedCalls ? ` · ${c.failedCalls} failed` : ""}${c.cutCalls ? ` · ${c.cutCalls} cut off` : ""}${c.retries ? ` · ${c.retries} ${c.retries === 1 ? "retry" : "retries"}` : ""}`],
     ["Tool calls", tallyText(view.callTally())],
     ["Errors", String(c.errors)],
   ];

@@ -13,6 +13,11 @@ export function textOf(event, kind = "text") {
 }
 
 /** Streamed chunks of one agent's answer share this key until the stored message lands. */
+/** The error code of a model call cut off before it answered, as its run was cancelled
+ * or ran out of time (agents_core._step_loop.CUT_OFF): not fatal of itself, the run's
+ * own terminal error follows. */
+export const CUT_OFF = "model_call_cut_off";
+
 export function provisionalKey(event) {
   return `${event.invocation_id}|${event.branch || ""}|${event.author}`;
 }

@@ -12,7 +12,7 @@ import { ApprovalCard } from "./approval.js";
 import { answerText, QuestionCard } from "./question.js";
 import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { artifactMarks, attachments, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
+import { artifactMarks, attachments, CUT_OFF, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { costText, runsCost } from "./span_costs.js";
 import { editedMark, forkButton } from "./fork.js";
@@ -45,7 +45,7 @@ export class TimelineView {
     this.invocations = new Map();
     this.provisional = new Map();
     this.openSteps = new Set();
-    this.counts = { events: 0, toolCalls: 0, errors: 0, modelCalls: 0, failedCalls: 0, retries: 0, latencyMs: 0 };
+    this.counts = { events: 0, toolCalls: 0, errors: 0, modelCalls: 0, failedCalls: 0, cutCalls: 0, retries: 0, latencyMs: 0 };
   }
 
   /** Run ``fn`` (which adds events) with new invocations built in a detached fragment
@@ -523,7 +523,8 @@ export class TimelineView {
       el.classList.add("replay-diverged");
       return el;
     }
-    const went = error.failure && error.failure !== "terminal" && !error.degraded ? " (went on)" : "";
+    const wentOn = error.failure && error.failure !== "terminal" && !error.degraded && error.code !== CUT_OFF;
+    const went = wentOn ? " (went on)" : ""; // a call cut off: the run stopped, it did not go on
     const rejected = textOf(event);
     const el = this.row(event, `Error · ${error.code}${went}`, h("div", { class: "text" }, error.message),
       rejected ? h("details", { class: "rejected" }, h("summary", {}, "The answer it gave"), h("pre", {}, rejected)) : null,
@@ -582,6 +583,7 @@ export class TimelineView {
       this.counts.errors += 1;
       // a model call that failed for good (agents_core.exceptions.FailedModelCall)
       if (event.error?.attempts !== null && event.error?.attempts !== undefined) this.counts.failedCalls += 1;
+      if (event.error?.code === CUT_OFF) this.counts.cutCalls += 1;
       s.terminal ||= (event.error?.failure ?? "terminal") === "terminal";
     }
   }
