@@ -75,6 +75,16 @@ def new_session(api: Api, agent: dict[str, Any], title: str) -> str:
     return str(api.post("/api/sessions/", {"agent": agent["id"], "title": title})["id"])
 
 
+def session_on(api: Api, server: OpenAIServer, model: str, agent: str, title: str) -> str:
+    """A new session of agent ``agent`` (it answers) on model config ``model``, the
+    OpenAI-compatible ``server``'s model, its answers not streamed."""
+    body = {"name": model, "provider": "openai_compatible", "model": "m"}
+    options = {"streaming": False}
+    api.post("/api/models/", {**body, "base_url": server.base_url, "options": options})
+    spec = api.agent({"name": agent, "model": model, "instruction": "Answer."})
+    return new_session(api, spec, title)
+
+
 def wait_for(condition: Any, what: str, within: float = 30.0) -> Any:
     """Polls ``condition`` (observable state through the API, with a bound)."""
     deadline = time.monotonic() + within
@@ -541,11 +551,9 @@ def test_a_call_being_retried_shows_each_retry_live_and_its_attempts_after(
     with OpenAIServer() as server:
         server.fail(503, times=2, message="overloaded, try later")
         server.reply("Third time lucky.")
-        body = {"name": "flaky", "provider": "openai_compatible", "model": "m"}
-        options = {"streaming": False}
-        api.post("/api/models/", {**body, "base_url": server.base_url, "options": options})
-        agent = api.agent({"name": "patient", "model": "flaky", "instruction": "Answer."})
-        session_id = new_session(api, agent, "a model that answers at the third try")
+        session_id = session_on(
+            api, server, "flaky", "patient", "a model that answers at the third try"
+        )
         page.goto(f"/sessions/{session_id}/")
         expect(page.locator("#conn")).to_have_attribute("data-state", "live")
         api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
@@ -593,11 +601,7 @@ def test_a_model_call_slow_to_answer_is_drawn_live_before_its_answer(page: Page,
     the answer closes that same span and replaces the timeline's row."""
     with OpenAIServer() as server:
         server.reply("Slow but sure.", hold_after=0)  # the whole answer waits for release()
-        body = {"name": "slow", "provider": "openai_compatible", "model": "m"}
-        options = {"streaming": False}
-        api.post("/api/models/", {**body, "base_url": server.base_url, "options": options})
-        agent = api.agent({"name": "pondering", "model": "slow", "instruction": "Answer."})
-        session_id = new_session(api, agent, "a model that takes its time")
+        session_id = session_on(api, server, "slow", "pondering", "a model that takes its time")
         open_waterfall(page, session_id)
         timeline = page.context.new_page()
         timeline.goto(f"/sessions/{session_id}/")
@@ -631,11 +635,9 @@ def test_a_model_call_cut_off_by_a_cancel_is_the_model_s_time_not_the_runner_s(
     row and totals and the waterfall's detail say it was cut off, not that it failed."""
     with OpenAIServer() as server:
         server.reply("Never sent.", hold_after=0)
-        body = {"name": "stalling", "provider": "openai_compatible", "model": "m"}
-        options = {"streaming": False}
-        api.post("/api/models/", {**body, "base_url": server.base_url, "options": options})
-        agent = api.agent({"name": "waiting", "model": "stalling", "instruction": "Answer."})
-        session_id = new_session(api, agent, "cancelled while the model thinks")
+        session_id = session_on(
+            api, server, "stalling", "waiting", "cancelled while the model thinks"
+        )
         page.goto(f"/sessions/{session_id}/")
         expect(page.locator("#conn")).to_have_attribute("data-state", "live")
         api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
