@@ -37,11 +37,13 @@ class ViewerCursor:
         self.lock = asyncio.Lock()
         """Held while sending: live messages wait until the backlog is sent."""
 
-    async def start(self) -> None:
-        """Send the stored events after ``after``, then the session's status."""
+    async def start(self) -> protocol.Status:
+        """Send the stored events after ``after``, then the session's status (returned)."""
         await self._catch_up(upto=None)
-        await self._send_status(await self.watch.status(), force=True)
+        status = await self.watch.status()
+        await self._send_status(status, force=True)
         await self._flush()
+        return status
 
     async def deliver(self, batch: protocol.Batch) -> None:
         """A live message of the session's group."""

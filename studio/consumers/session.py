@@ -43,7 +43,8 @@ class SessionConsumer(GuardedConsumer):
             self.watch, self._send_text, after=after, batched=batched
         )
         async with cursor.lock:
-            await cursor.start()
+            status = await cursor.start()
+        services.show_calls_in_flight(status)  # partial events are not in the backlog
 
     async def disconnect(self, code: int) -> None:
         if (watch := self._let_go()) is not None:

@@ -106,6 +106,11 @@ class RunExecutor(abc.ABC):
         """The queued runs among ``run_ids`` that merely wait to be executed."""
         return set()
 
+    @abc.abstractmethod
+    def show_calls(self, run_id: uuid.UUID) -> None:
+        """A viewer joined run ``run_id``'s session: its executor sends the model calls in
+        flight that showed themselves again (``published.Execution.show_calls``)."""
+
     def lost(self, run_id: uuid.UUID) -> None:  # noqa: B027  (most adapters keep nothing)
         """Run ``run_id``'s executor died and recovery ended the run: forget it."""
 

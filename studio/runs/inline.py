@@ -64,6 +64,14 @@ class InlineExecutor(RunExecutor):
     def executes(self, run_id: uuid.UUID) -> bool:
         return run_id in self._executions
 
+    def show_calls(self, run_id: uuid.UUID) -> None:
+        self._call_soon(self._show_calls, run_id)
+
+    def _show_calls(self, run_id: uuid.UUID) -> None:
+        execution = self._executions.get(run_id)
+        if execution is not None:
+            execution.show_calls()
+
     def _bound(self) -> None:
         self._executions = {}
 

@@ -51,6 +51,10 @@ class Execution:
     shown_seq: int = 0
     """Stored events up to this seq went to the viewers before the runner yielded them
     (a fresh run's user message, at once, rather than once its agent is built)."""
+    calls_shown: dict[str, core_events.Event] = field(default_factory=dict)
+    """The model calls that showed themselves (a partial event without parts) and have
+    neither streamed nor ended since, by span: sent again to a viewer that joins."""
+    publisher: Publisher | None = None
 
     def wake(self) -> None:
         self.woken = True
@@ -63,6 +67,13 @@ class Execution:
             self.gate.pause()
         else:
             self.gate.resume()
+
+    def show_calls(self) -> None:
+        """Send the session's viewers the model calls in flight that showed themselves
+        again: a viewer joined since, and partial events are not in the backlog."""
+        if self.publisher is not None:
+            for call in self.calls_shown.values():
+                self.publisher.event(call, self.last_seq)
 
     def status(self, run: Run) -> Status:
         waiting = waiting_for(self.ledger, run.status)
@@ -85,7 +96,7 @@ async def execute_and_publish(
     except Run.DoesNotExist:  # deleted before it started
         on_stopped()
         return
-    publisher = Publisher(run.session_id)
+    publisher = execution.publisher = Publisher(run.session_id)
     if run.started_at is None and run.resumed_from_id is None:
         said = await db_sync_to_async(stored_user_message)(run)
         if said is not None and said.seq is not None:
@@ -128,6 +139,8 @@ async def _on_claimed(execution: Execution, publisher: Publisher, run: Run) -> N
 async def _on_event(
     execution: Execution, publisher: Publisher, run: Run, event: core_events.Event
 ) -> None:
+    if event.span_id in execution.calls_shown or (event.partial and not event.parts):
+        _follow_call(execution, event)
     if event.partial:
         publisher.event(event, execution.last_seq)
         return
@@ -140,6 +153,15 @@ async def _on_event(
     if execution.last_seq > execution.shown_seq:
         publisher.event(event, execution.last_seq - 1)
     _status_changed(execution, publisher, run)
+
+
+def _follow_call(execution: Execution, event: core_events.Event) -> None:
+    """Keep a model call that showed itself until it streams, retries or ends."""
+    span = event.span_id or ""
+    if event.partial and not event.parts:
+        execution.calls_shown[span] = event
+    else:
+        execution.calls_shown.pop(span, None)
 
 
 def _status_changed(execution: Execution, publisher: Publisher, run: Run) -> None:

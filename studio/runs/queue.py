@@ -40,6 +40,9 @@ class QueuedExecutor(RunExecutor):
     async def decide(self, run_id: uuid.UUID, session_key: str, decision: Reply) -> None:
         await relay.relay_decision(run_id, session_key, decision)
 
+    def show_calls(self, run_id: uuid.UUID) -> None:
+        self._track(relay.ask_to_show_calls(run_id), name=f"show-calls-{run_id}")
+
     def waiting_for_a_worker(self, run_ids: list[uuid.UUID], now: datetime) -> set[uuid.UUID]:
         """The queued runs among ``run_ids`` whose task waits for a free worker, or was
         taken by one less than a lease ago (which is about to claim the run)."""

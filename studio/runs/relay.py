@@ -15,6 +15,7 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from channels.layers import BaseChannelLayer, get_channel_layer
@@ -64,12 +65,22 @@ async def relay_decision(run_id: uuid.UUID, session_key: str, decision: Reply) -
         raise refusal(decision, str(answer["refused"]))
 
 
+async def ask_to_show_calls(run_id: uuid.UUID) -> None:
+    """Ask the worker executing run ``run_id`` to send its model calls in flight that
+    showed themselves again (a viewer joined); nothing waits for it."""
+    try:
+        await _layer().group_send(run_group(run_id), {"type": SHOW_CALLS})
+    except Exception:  # the viewer sees the call once it streams or ends
+        logger.info("run %s: could not ask for its calls in flight", run_id, exc_info=True)
+
+
 # The worker's side
 
 
 STOP_TIMEOUT_S = 2.0
 """How long a run's end waits for its listener to take the message that stops it."""
 _STOP = "relay.stop"
+SHOW_CALLS = "live.show_calls"
 
 
 class DecisionListener:
@@ -82,9 +93,12 @@ class DecisionListener:
     Redis connection, and the worker's next run opens a new one (the worker keeps one
     event loop, and with it its connections, from run to run)."""
 
-    def __init__(self, run_id: uuid.UUID, broker: ApprovalBroker) -> None:
+    def __init__(
+        self, run_id: uuid.UUID, broker: ApprovalBroker, show_calls: Callable[[], None]
+    ) -> None:
         self._run_id = run_id
         self._broker = broker
+        self._show_calls = show_calls  # a viewer joined (``ask_to_show_calls``)
         self._layer = _layer()
         self._channel: str | None = None
         self._stop_word = secrets.token_hex(8)
@@ -102,6 +116,9 @@ class DecisionListener:
                         message = await layer.receive(channel)
                         if message.get("type") == _STOP and message.get("word") == self._stop_word:
                             return
+                        if message.get("type") == SHOW_CALLS:
+                            self._show_calls()
+                            continue
                         await _answer(layer, self._broker, message)
                         pause = 0.1
                 except Exception:

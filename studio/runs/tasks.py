@@ -59,7 +59,7 @@ async def execute(run_id: uuid.UUID) -> None:
         raise RuntimeError("execute() runs as a task")
     watch = StatusWatch.of_loop()
     watch.add(run_id, execution)
-    decisions = relay.DecisionListener(run_id, execution.broker)
+    decisions = relay.DecisionListener(run_id, execution.broker, execution.show_calls)
     listening = asyncio.create_task(decisions.listen(), name=f"relay-{run_id}")
     with _executing_lock:
         _executing[current] = asyncio.get_running_loop()

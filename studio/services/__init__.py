@@ -46,6 +46,7 @@ from studio.services.sessions import (
     resume_interrupted_run,
     resume_run,
     session_status,
+    show_calls_in_flight,
     start_run,
     start_session,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "save_template",
     "session_status",
     "set_user_budget",
+    "show_calls_in_flight",
     "start_run",
     "start_session",
     "update_agent",

@@ -284,6 +284,13 @@ async def session_status(session_pk: uuid.UUID) -> Status:
     return await runs.executor().status(session_pk)
 
 
+def show_calls_in_flight(status: Status) -> None:
+    """A viewer joined with ``status``: while the run waits for its model, its executor
+    sends the calls in flight that showed themselves again (``runs.Execution``)."""
+    if status.waiting_for == "model" and status.run is not None:
+        runs.executor().show_calls(uuid.UUID(str(status.run["id"])))
+
+
 def delete_session(session: Session) -> None:
     """Cancel its active runs (so their executors stop), then delete it with its events.
     An ingested session's runs execute nowhere here: there is nothing to stop."""

@@ -597,8 +597,9 @@ def test_a_call_being_retried_shows_each_retry_live_and_its_attempts_after(
 
 def test_a_model_call_slow_to_answer_is_drawn_live_before_its_answer(page: Page, api: Api) -> None:
     """A model that holds its answer: watched live, the waterfall draws the call on its
-    own span, open and growing, and the timeline says the agent is calling its model;
-    the answer closes that same span and replaces the timeline's row."""
+    own span, open and growing, and the timeline says the agent is calling its model (a
+    waterfall opened after the call showed itself draws it too); the answer closes that
+    same span and replaces the timeline's row."""
     with OpenAIServer() as server:
         server.reply("Slow but sure.", hold_after=0)  # the whole answer waits for release()
         session_id = session_on(api, server, "slow", "pondering", "a model that takes its time")
@@ -614,6 +615,10 @@ def test_a_model_call_slow_to_answer_is_drawn_live_before_its_answer(page: Page,
         expect(calling).to_contain_text("pondering · calling the model (slow)…")
         screenshot(timeline, "waterfall/slow-model-call-timeline")
         screenshot(page, "waterfall/slow-model-call-open")
+        late = page.context.new_page()
+        open_waterfall(late, session_id)
+        expect(row(late, "model", "model")).to_have_attribute("data-status", "open")
+        late.close()
         call.click()
         expect(page.locator("#wf-detail")).to_contain_text("no answer yet: the call is in flight")
         assert last_run(api, session_id)["status"] == "running"  # held: nothing answered

@@ -112,7 +112,8 @@ async def test_a_worker_runs_slow_model_call_shows_itself_to_a_viewer_on_the_ser
 ) -> None:
     """Worker, Redis, server, websocket: a model call that holds its answer reaches a
     viewer live as a partial event without parts, before anything of its answer, on the
-    span its stored answer then closes."""
+    span its stored answer then closes; a viewer who joins later is sent it again (the
+    server asks the worker, through the run's relay group)."""
     api = cluster.api(0)
     session_id = api.new_session(agent_id)
     [viewer] = cluster.viewers(session_id, 1)
@@ -124,6 +125,10 @@ async def test_a_worker_runs_slow_model_call_shows_itself_to_a_viewer_on_the_ser
 
     [call] = viewer.calls_shown
     assert [e["type"] for e in viewer.events] == ["user_message", "agent_start"]
+    [late] = cluster.viewers(session_id, 1)
+    await late.open()
+    await late.watch_until(lambda v: v.calls_shown, 60)
+    assert late.calls_shown == [call]
     model_server.release()
     await viewer.watch_until(lambda v: v.ended, 60)
     assert api.run(run["id"])["status"] == "succeeded"
@@ -131,5 +136,8 @@ async def test_a_worker_runs_slow_model_call_shows_itself_to_a_viewer_on_the_ser
     assert answer["parts"][0]["text"] == "Worth the wait."
     assert (call["span_id"], call["started_at"]) == (answer["span_id"], answer["started_at"])
     assert (call["seq"], call["author"]) == (None, answer["author"])
-    assert viewer.calls_shown == [call]
+    assert viewer.calls_shown in ([call], [call, call])  # sent again to every viewer
+    await late.watch_until(lambda v: v.ended, 60)
+    assert late.events == viewer.events
     await viewer.close()
+    await late.close()

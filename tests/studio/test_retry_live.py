@@ -1,11 +1,13 @@
-"""A model call tried again after a failure, seen live: each ``model_retry`` reaches the
+"""A model call seen live: tried again after a failure, each ``model_retry`` reaches the
 viewer as it is stored, and the status says the run is retrying its model until the
-call answers. A real run on the real ASGI application, against the in-repo
-OpenAI-compatible server."""
+call answers; slow to answer, it shows itself to a viewer who joins while it waits.
+A real run on the real ASGI application, against the in-repo OpenAI-compatible
+server."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -53,3 +55,32 @@ async def test_the_status_says_the_model_is_retried_until_the_call_answers(
     # once answered, it waited on its model no more.
     assert waited == ["model", "retry", "model"]
     assert viewer.statuses[-1]["waiting_for"] is None
+
+
+def calls_shown(viewer: Any) -> list[dict[str, Any]]:
+    """The partial events without parts a viewer got: model calls showing themselves."""
+    return [f["event"] for f in viewer.partials if not f["event"]["parts"]]
+
+
+async def test_a_viewer_who_joins_while_a_call_is_in_flight_is_shown_the_call(
+    ada: User, model_server: OpenAIServer
+) -> None:
+    """A call that showed itself before a viewer joined is sent again to that viewer:
+    partial events are not in the backlog a viewer catches up on."""
+    model_server.reply("Worth the wait.", hold_after=0)
+    session = await session_on(ada, model_server)
+    first = await watch(application, session, ada)
+    await first.send({"type": "user_message", "text": "hello"})
+    await first.until(lambda v: bool(calls_shown(v)))
+    [call] = calls_shown(first)
+
+    late = await watch(application, session, ada)
+    await late.until(lambda v: bool(calls_shown(v)))
+
+    assert [e["type"] for e in late.events] == ["user_message", "agent_start"]
+    assert calls_shown(late) == [call]  # the same call: its span, from when it started
+    model_server.release()
+    await late.until_ended()
+    [answer] = [e for e in late.events if e["type"] == "agent_message"]
+    assert (answer["span_id"], answer["started_at"]) == (call["span_id"], call["started_at"])
+    assert calls_shown(first) == [call]  # sent again to the session's viewers: one kept
