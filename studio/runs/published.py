@@ -28,6 +28,9 @@ from studio.runs.execute import execute_run, hold, stored_user_message
 
 logger = logging.getLogger("studio.runs")
 
+SHOW_AGAIN_AFTER_S = 0.1
+"""How long viewers joining a run whose calls are shown again wait for that sending."""
+
 
 @dataclass(slots=True)
 class Execution:
@@ -55,6 +58,8 @@ class Execution:
     """The model calls that showed themselves (a partial event without parts) and have
     neither streamed nor ended since, by span: sent again to a viewer that joins."""
     publisher: Publisher | None = None
+    showing: bool = False
+    """The calls shown are to be sent again shortly (``show_calls``)."""
 
     def wake(self) -> None:
         self.woken = True
@@ -70,7 +75,16 @@ class Execution:
 
     def show_calls(self) -> None:
         """Send the session's viewers the model calls in flight that showed themselves
-        again: a viewer joined since, and partial events are not in the backlog."""
+        again: a viewer joined since, and partial events are not in the backlog. Every
+        viewer gets them, so viewers joining together share one sending
+        (``SHOW_AGAIN_AFTER_S``), not one each to all."""
+        if self.publisher is None or not self.calls_shown or self.showing:
+            return
+        self.showing = True
+        asyncio.get_running_loop().call_later(SHOW_AGAIN_AFTER_S, self._show_again)
+
+    def _show_again(self) -> None:
+        self.showing = False
         if self.publisher is not None:
             for call in self.calls_shown.values():
                 self.publisher.event(call, self.last_seq)

@@ -6,15 +6,20 @@ server."""
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 
+from agents_core import events as core_events
 from studio.asgi import application
+from studio.live import Publisher
 from studio.models import Session
+from studio.runs.published import SHOW_AGAIN_AFTER_S, Execution
 from tests.studio.conftest import make_agent, make_session, remote_model
 from tests.support.live import run_manager, watch  # noqa: F401  (autouse)
 from tests.support.openai_server import OpenAIServer
@@ -84,3 +89,31 @@ async def test_a_viewer_who_joins_while_a_call_is_in_flight_is_shown_the_call(
     [answer] = [e for e in late.events if e["type"] == "agent_message"]
     assert (answer["span_id"], answer["started_at"]) == (call["span_id"], call["started_at"])
     assert calls_shown(first) == [call]  # sent again to the session's viewers: one kept
+
+
+async def test_viewers_joining_together_share_one_sending_of_the_calls_shown() -> None:
+    """Each joining viewer asks; the calls go to every viewer of the session, so the
+    asks of viewers joining together are answered by one sending, not one each."""
+    sent: list[tuple[core_events.Event, int]] = []
+
+    class Recorder:  # the publisher's one method the execution calls
+        def event(self, event: core_events.Event, after_seq: int) -> None:
+            sent.append((event, after_seq))
+
+    execution = Execution(uuid.uuid4(), last_seq=2, publisher=cast(Publisher, Recorder()))
+    call = core_events.Event(
+        type=core_events.EventType.AGENT_MESSAGE,
+        invocation_id="i",
+        session_id="s",
+        author="patient",
+        partial=True,
+        span_id="c1",
+    )
+    execution.calls_shown["c1"] = call
+    for _ in range(3):
+        execution.show_calls()
+    await asyncio.sleep(SHOW_AGAIN_AFTER_S * 3)
+    assert sent == [(call, 2)]
+    execution.show_calls()  # a viewer joining later: sent again
+    await asyncio.sleep(SHOW_AGAIN_AFTER_S * 3)
+    assert sent == [(call, 2), (call, 2)]
