@@ -153,8 +153,7 @@ async def _on_claimed(execution: Execution, publisher: Publisher, run: Run) -> N
 async def _on_event(
     execution: Execution, publisher: Publisher, run: Run, event: core_events.Event
 ) -> None:
-    if event.span_id in execution.calls_shown or (event.partial and not event.parts):
-        _follow_call(execution, event)
+    _follow_call(execution, event)
     if event.partial:
         publisher.event(event, execution.last_seq)
         return
@@ -171,11 +170,10 @@ async def _on_event(
 
 def _follow_call(execution: Execution, event: core_events.Event) -> None:
     """Keep a model call that showed itself until it streams, retries or ends."""
-    span = event.span_id or ""
     if event.partial and not event.parts:
-        execution.calls_shown[span] = event
-    else:
-        execution.calls_shown.pop(span, None)
+        execution.calls_shown[event.span_id or ""] = event
+    elif event.span_id in execution.calls_shown:
+        del execution.calls_shown[event.span_id]
 
 
 def _status_changed(execution: Execution, publisher: Publisher, run: Run) -> None:

@@ -6,7 +6,7 @@ import { ApprovalCard } from "./approval.js";
 import { QuestionCard } from "./question.js";
 import { OUTCOMES, outcomeOf, unansweredOutcome } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { attachments, attemptsText, clip, fallbackText, partsOf, policyLine, provisionalKey, retryText, textOf } from "./events.js";
+import { attachments, attemptsText, clip, fallbackText, partsOf, policyLine, provisionalKey, retryText, showsCall, textOf } from "./events.js";
 
 const ARGS_PREVIEW_CHARS = 80;
 
@@ -131,7 +131,7 @@ export class ChatView {
   }
 
   addPartial(event) {
-    if (!(event.parts || []).length) return; // a slow call showing itself: the status line says so
+    if (showsCall(event)) return; // the status line says the model is thinking
     const key = provisionalKey(event);
     let el = this.provisional.get(key);
     if (!el) {

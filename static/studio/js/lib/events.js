@@ -18,6 +18,12 @@ export function textOf(event, kind = "text") {
  * own terminal error follows. */
 export const CUT_OFF = "model_call_cut_off";
 
+/** Whether ``event`` is a model call slow to answer showing itself: a partial event
+ * without parts, on the call's span (agents_core._step_loop._show). */
+export function showsCall(event) {
+  return Boolean(event.partial) && !(event.parts || []).length;
+}
+
 export function provisionalKey(event) {
   return `${event.invocation_id}|${event.branch || ""}|${event.author}`;
 }

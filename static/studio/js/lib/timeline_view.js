@@ -12,7 +12,7 @@ import { ApprovalCard } from "./approval.js";
 import { answerText, QuestionCard } from "./question.js";
 import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { artifactMarks, attachments, CUT_OFF, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, stateDelta, structuredBlock, textOf } from "./events.js";
+import { artifactMarks, attachments, CUT_OFF, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, showsCall, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { costText, runsCost } from "./span_costs.js";
 import { editedMark, forkButton } from "./fork.js";
@@ -229,7 +229,7 @@ export class TimelineView {
       this.provisional.set(key, row);
       this.containerFor(inv, event).append(row);
     }
-    if (!(event.parts || []).length) return;
+    if (showsCall(event)) return;
     row.querySelector(".kind").textContent = `${event.author} · streaming`;
     const thinking = textOf(event, "thinking");
     if (thinking) {
