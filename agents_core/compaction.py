@@ -22,6 +22,7 @@ from typing import Any
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import (
     CompactionRange,
+    ErrorInfo,
     Event,
     EventActions,
     EventType,
@@ -38,6 +39,7 @@ from agents_core.llm.contracts import (
     estimate_prompt_tokens,
 )
 from agents_core.model_gates import ModelGates, admitted
+from agents_core.spans import SUMMARY_FAILED
 
 logger = logging.getLogger("agents_core.compaction")
 
@@ -102,8 +104,10 @@ async def compact(
     The summary is a model call that costs money: the event carries the summariser's
     ``usage`` (``None`` when it reported none, or when the summary came from the
     cache), so a session store can price it. It goes through ``gates`` (rate limit,
-    cache). A failing summariser (or a rate limit with no room in time) is logged and
-    skipped: the session stays as it was.
+    cache). A failing summariser (or a rate limit with no room in time) leaves the
+    session as it was: the event is then a non-fatal ``summary_failed`` error on the
+    call's span, saying why, so the record shows the call and why nothing was
+    summarised (``after_turn_failure``).
     """
     cut = plan_cut(events, config)
     if cut is None:
@@ -117,9 +121,19 @@ async def compact(
     started, clock = utc_now(), time.monotonic()
     try:
         summary, cached = await _gated_summary(config, request, gates)
-    except AgentsCoreError:
+    except AgentsCoreError as exc:
         logger.warning("compaction skipped: the summariser failed", exc_info=True)
-        return None
+        said = f"the session was not summarised: {exc.code}: {exc.message}"
+        return after_turn_failure(
+            events,
+            invocation_id,
+            started,
+            clock,
+            code=SUMMARY_FAILED,
+            said=said,
+            author=author,
+            model=config.model_name,
+        )
     return Event(
         type=EventType.COMPACTION,
         invocation_id=invocation_id,
@@ -155,6 +169,33 @@ def after_turn_span(
         "started_at": started,
         "latency_ms": (time.monotonic() - clock) * 1000,
     }
+
+
+def after_turn_failure(
+    events: Sequence[Event],
+    invocation_id: str,
+    started: datetime,
+    clock: float,
+    *,
+    code: str,
+    said: str,
+    author: str,
+    model: str | None = None,
+) -> Event:
+    """The record of a model call made once the turn's agent is done that failed: a
+    non-fatal error (the turn had ended well, and stands) on the call's own span
+    (``after_turn_span``), saying why; tried once (such calls are not retried).
+    ``code`` names the call (``agents_core.spans``'s ``AFTER_TURN_FAILED``);
+    ``model``, the failing model's name when known."""
+    return Event(
+        type=EventType.ERROR,
+        invocation_id=invocation_id,
+        session_id=events[-1].session_id,
+        author=author,
+        error=ErrorInfo(code=code, message=said, failure="non_fatal", attempts=1),
+        model=model,
+        **after_turn_span(events, invocation_id, started, clock),
+    )
 
 
 TRANSCRIPT_CHARS = 2_000

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from agents_core.compaction import after_turn_span, transcript
+from agents_core.compaction import after_turn_failure, after_turn_span, transcript
 from agents_core.events import Event, EventType, TextPart, new_id, utc_now
-from agents_core.exceptions import ToolExecutionError
+from agents_core.exceptions import AgentsCoreError, ToolExecutionError
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
+from agents_core.spans import KEY_FACTS_FAILED
 from agents_core.tools.base import BaseTool, ToolContext
 from agents_core.tools.function import FunctionTool
 
@@ -236,8 +237,9 @@ async def save_key_facts(
 
     Bounded: the model reads the newest ``TRANSCRIPT_EVENTS`` events, and at most
     ``MAX_KEY_FACTS`` facts are kept, each cut to ``MAX_MEMORY_CHARS``. A failing model
-    (whatever it raises) is logged and gives no event: the turn has already ended well,
-    and memory is no reason to fail it. A memory store that fails part-way is logged
+    (whatever it raises) saves nothing and does not fail the turn, which has already
+    ended well: the event is then a non-fatal ``key_facts_failed`` error on the call's
+    span, saying why (``after_turn_failure``). A memory store that fails part-way is logged
     too; the event then names the facts stored before it failed. A fact the agent
     already remembers of the user (the same words, case and spacing aside) is not
     stored again: the model reads earlier turns too, and names their facts again.
@@ -256,9 +258,18 @@ async def save_key_facts(
         async for chunk in wanted.model.astream(request):
             if not chunk.partial:
                 answer = chunk
-    except Exception:  # any provider's failure: the turn stands without its key facts
+    except Exception as exc:  # any provider's failure: the turn stands without its key facts
         logger.warning("key facts not saved: the model failed", exc_info=True)
-        return None
+        why = f"{exc.code}: {exc.message}" if isinstance(exc, AgentsCoreError) else repr(exc)
+        return after_turn_failure(
+            events,
+            invocation_id,
+            started,
+            clock,
+            code=KEY_FACTS_FAILED,
+            said=f"no key facts were saved: {why}",
+            author=wanted.agent,
+        )
     saved: list[str] = []
     try:
         for fact in parse_facts(answer.text if answer else ""):

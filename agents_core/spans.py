@@ -68,6 +68,9 @@ _WAIT_CLOSED = frozenset(
 )
 AFTER_TURN = {EventType.MEMORY_SAVED: "key facts", EventType.COMPACTION: "summary"}
 """The model calls a runner makes once its agent is done, and their span's name."""
+KEY_FACTS_FAILED, SUMMARY_FAILED = "key_facts_failed", "summary_failed"
+AFTER_TURN_FAILED = {KEY_FACTS_FAILED: "key facts", SUMMARY_FAILED: "summary"}
+"""Their error codes when they fail (a non-fatal error on the call's span)."""
 
 
 @dataclass(slots=True)
@@ -312,10 +315,8 @@ class SpanTree:
         self._approval(wire)
         self._question(wire)
         if kind in _WAIT_CLOSED:
-            unanswered = kind == EventType.USER_ANSWER and not (wire.get("question") or {}).get(
-                "answer"
-            )
-            self._close(wire, "error" if unanswered else "ok")
+            answered = (wire.get("question") or {}).get("answer")
+            self._close(wire, "error" if kind == EventType.USER_ANSWER and not answered else "ok")
 
     def _rate_limit(self, wire: Wire) -> None:
         """A model call's wait for its rate limit: open from ``rate_limit_waiting`` (or,
@@ -333,8 +334,7 @@ class SpanTree:
                 built.fields["error"] = f"{error.get('code')}: {error.get('message')}"
 
     def _question(self, wire: Wire) -> None:
-        built = self._spans.get(wire.get("span_id") or "")
-        question = wire.get("question") or {}
+        built, question = self._spans.get(wire.get("span_id") or ""), wire.get("question") or {}
         if built is None:
             return
         for key in ("question", "answer", "answered_by"):
@@ -368,12 +368,13 @@ class SpanTree:
 
     def _error(self, wire: Wire) -> None:
         """The error of a model call that failed for good carries that call's span (its
-        ``span_id`` and ``started_at``): a failed model span, each retry in it. A terminal
-        error fails the agent span it happened in."""
+        ``span_id`` and ``started_at``): a failed model span (an after-turn call's named as
+        its own), each retry in it. A terminal error fails the agent span it happened in."""
         error = wire.get("error") or {}
         said = f"{error.get('code')}: {error.get('message')}"
         if wire.get("span_id") and wire.get("started_at"):
-            call = self._open(wire, "model", "model", _time(wire["started_at"]))
+            name = AFTER_TURN_FAILED.get(error.get("code") or "", "model")
+            call = self._open(wire, "model", name, _time(wire["started_at"]))
             if call is not None and self._close(wire, "error") is not None:
                 call.fields["error"] = said
                 call.attributes["attempts"] = error.get("attempts")

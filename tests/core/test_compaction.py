@@ -19,6 +19,7 @@ from agents_core.history import SUMMARY_PREFIX
 from agents_core.llm import ChatMessage, LlmRequest
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.llm.scripted import ScriptedResponse
+from agents_core.spans import SUMMARY_FAILED, spans_of
 from agents_core.testing import ScriptedModel, collect, reply
 
 
@@ -138,7 +139,7 @@ async def test_runner_compacts_at_the_end_of_a_turn_and_the_model_then_sees_the_
     assert [m.text for m in seen[1:]] == ["q3", "answer 3", "q4"]
 
 
-async def test_a_failing_summariser_leaves_the_session_unchanged(
+async def test_a_failing_summariser_leaves_the_session_unchanged_and_says_so(
     sessions: InMemorySessionService, breakers: BreakerRegistry
 ) -> None:
     summarizer = ScriptedModel([], summaries=[ModelServerError("down")])
@@ -146,13 +147,26 @@ async def test_a_failing_summariser_leaves_the_session_unchanged(
         LlmAgent("bot", model=ScriptedModel([reply("a")], loop=True)),
         session_service=sessions,
         breakers=breakers,
-        compaction=CompactionConfig(summarizer, threshold=2, keep_last=1),
+        compaction=CompactionConfig(summarizer, threshold=2, keep_last=1, model_name="small"),
     )
     await collect(runner.astream(user_id="u", session_id="s", message="one"))
     events = await collect(runner.astream(user_id="u", session_id="s", message="two"))
     assert len(summarizer.requests) == 1
     assert EventType.COMPACTION not in [e.type for e in events]
-    assert events[-2].text == "a"
+    assert events[-2].type is EventType.AGENT_END and events[-3].text == "a"
+    # The failed call is in the record, after the turn, on a span of its own under the
+    # turn's root agent; not fatal: the turn stands, and the next one runs.
+    failed = events[-1]
+    assert failed.type is EventType.ERROR and failed.seq is not None and failed.error is not None
+    assert (failed.error.code, failed.error.failure) == (SUMMARY_FAILED, "non_fatal")
+    assert failed.error.message == "the session was not summarised: model_server_error: down"
+    assert failed.model == "small" and failed.latency_ms is not None
+    root = next(e for e in events if e.type is EventType.AGENT_START)
+    assert failed.parent_span_id == root.span_id and failed.span_id not in {root.span_id, None}
+    span = next(s for s in spans_of(e.to_wire() for e in events) if s.span_id == failed.span_id)
+    assert (span.kind, span.name, span.status) == ("model", "summary", "error")
+    assert span.error == f"{SUMMARY_FAILED}: {failed.error.message}"
+    assert not failed.is_terminal_error
 
 
 def test_a_summary_whose_covered_events_were_not_loaded_comes_first() -> None:

@@ -3,12 +3,14 @@ facts saved at the end of a turn, and the spec option that turns them on."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+
 import pytest
 
 from agents_core.builder import build_agent, build_key_facts, check_spec
 from agents_core.events import EventType, TextPart
 from agents_core.exceptions import ModelError
-from agents_core.llm import ScriptedModel
+from agents_core.llm import BaseLlm, LlmRequest, LlmResponse, ScriptedModel
 from agents_core.memory import (
     MAX_KEY_FACTS,
     MAX_MEMORY_CHARS,
@@ -20,6 +22,7 @@ from agents_core.memory import (
 )
 from agents_core.runner import Runner
 from agents_core.sessions import InMemorySessionService
+from agents_core.spans import KEY_FACTS_FAILED, spans_of
 from agents_core.specs import AgentSpec
 from agents_core.testing import ScriptedResponse, reply, tool_call
 from agents_core.tools.registry import default_registry
@@ -147,7 +150,7 @@ async def test_key_facts_are_saved_when_a_turn_ends_and_bounded() -> None:
     assert "remember" not in {t.name for t in model.requests[0].tools}
 
 
-async def test_a_failing_key_facts_model_leaves_the_turn_as_it_was() -> None:
+async def test_a_failing_key_facts_model_leaves_the_turn_as_it_was_and_says_so() -> None:
     model = ScriptedModel([reply("Hi.")], summaries=[ModelError("down")])
     spec = _spec(tools=False, save_at_end=True)
     service = InMemoryMemoryService()
@@ -158,6 +161,41 @@ async def test_a_failing_key_facts_model_leaves_the_turn_as_it_was() -> None:
     assert isinstance(sessions, InMemorySessionService)
     stored = await stored_events(sessions, "s")
     assert EventType.MEMORY_SAVED not in {e.type for e in stored}
+    # The failed call is recorded after the turn, on its own span: not fatal.
+    failed = stored[-1]
+    assert failed.type is EventType.ERROR and failed.error is not None
+    assert (failed.error.code, failed.error.failure) == (KEY_FACTS_FAILED, "non_fatal")
+    assert failed.error.message == "no key facts were saved: model_error: down"
+    assert failed.author == "helper" and stored[-2].type is EventType.AGENT_END
+    (span,) = [s for s in spans_of(e.to_wire() for e in stored) if s.span_id == failed.span_id]
+    assert (span.name, span.status, span.parent_span_id) == (
+        "key facts",
+        "error",
+        stored[1].span_id,
+    )
+
+
+class _Unclassified(BaseLlm):
+    """A model whose failure no adapter classified (an error of its own library)."""
+
+    provider_key = "unclassified"
+
+    async def astream(self, request: LlmRequest) -> AsyncGenerator[LlmResponse]:
+        raise RuntimeError("socket closed")
+        yield  # an async generator, as a model is
+
+
+async def test_a_key_facts_model_failing_outside_the_sdk_says_what_it_raised() -> None:
+    model = ScriptedModel([reply("Hi.")])
+    spec = _spec(tools=False, save_at_end=True)
+    config = MemoryConfig(InMemoryMemoryService(), KeyFacts(_Unclassified(), "helper"))
+    runner = _runner(model, spec, config)
+    assert await _turn(runner, "s", "hello") == ["Hi."]
+    sessions = runner.session_service
+    assert isinstance(sessions, InMemorySessionService)
+    failed = (await stored_events(sessions, "s"))[-1].error
+    assert failed is not None and failed.code == KEY_FACTS_FAILED
+    assert failed.message == "no key facts were saved: RuntimeError('socket closed')"
 
 
 def test_facts_come_from_a_json_list_or_else_from_lines() -> None:

@@ -75,14 +75,16 @@ def new_session(api: Api, agent: dict[str, Any], title: str) -> str:
     return str(api.post("/api/sessions/", {"agent": agent["id"], "title": title})["id"])
 
 
-def session_on(api: Api, server: OpenAIServer, model: str, agent: str, title: str) -> str:
-    """A new session of agent ``agent`` (it answers) on model config ``model``, the
-    OpenAI-compatible ``server``'s model, its answers not streamed."""
+def session_on(
+    api: Api, server: OpenAIServer, model: str, agent: str, title: str, **spec: Any
+) -> str:
+    """A new session of agent ``agent`` (it answers; ``spec``, more of its spec) on model
+    config ``model``, the OpenAI-compatible ``server``'s model, its answers not streamed."""
     body = {"name": model, "provider": "openai_compatible", "model": "m"}
     options = {"streaming": False}
     api.post("/api/models/", {**body, "base_url": server.base_url, "options": options})
-    spec = api.agent({"name": agent, "model": model, "instruction": "Answer."})
-    return new_session(api, spec, title)
+    made = api.agent({"name": agent, "model": model, "instruction": "Answer.", **spec})
+    return new_session(api, made, title)
 
 
 def wait_for(condition: Any, what: str, within: float = 30.0) -> Any:
@@ -172,10 +174,13 @@ def numbers(value: Any) -> Any:
     return value
 
 
-def assert_page_store_matches_the_api(page: Page, api: Api, session_id: str) -> None:
+def assert_page_store_matches_the_api(
+    page: Page, api: Api, session_id: str, run_id: str | None = None
+) -> None:
     """The page's span mechanics (lib/spans.js, lib/span_timing.js), fed the run's stored
-    events, give exactly the spans API's spans and the run's stored wall-time split."""
-    run = last_run(api, session_id)
+    events, give exactly the spans API's spans and the run's stored wall-time split (of
+    the session's last run, or of run ``run_id``)."""
+    run = api.get(f"/api/runs/{run_id}/") if run_id else last_run(api, session_id)
     expected = api.get(f"/api/runs/{run['id']}/spans/")["spans"]
     got = page.evaluate(STORE_OF_EVENTS, [api.events(session_id), run])
     canon = lambda spans: [json.dumps(numbers(s), sort_keys=True) for s in spans]  # noqa: E731
@@ -499,6 +504,54 @@ def test_the_key_facts_call_after_a_turn_is_drawn_costed_and_timed_as_the_model_
     spans = api.get(f"/api/runs/{last_run(api, session_id)['id']}/spans/")["spans"]
     root = next(s for s in spans if s["parent_span_id"] is None)
     assert root["cost"]["calls"] == 2  # the answer and the key facts
+
+
+def test_a_key_facts_call_that_fails_is_in_the_record_and_the_turn_stands(
+    page: Page, api: Api
+) -> None:
+    """The model refuses the call that saves a turn's key facts: the run still
+    succeeded, and its record says what happened instead of leaving it out: a failed
+    "key facts" span in the root agent's lane saying why, and the timeline's error row
+    (not fatal: the run went on to its end). The next turn's key facts and summary are
+    model calls in the timeline's totals, as in the cost roll-ups."""
+    with OpenAIServer() as server:
+        server.reply("Noted, Ada.")
+        server.fail(400, message="the key facts request was refused")
+        server.reply("Tea it is.")
+        server.reply('["Ada likes tea"]')
+        server.reply("Ada, from Oslo, likes tea.")
+        memory = {"tools": False, "save_at_end": True}
+        compaction = {"threshold": 2, "keep_last": 1}
+        session_id = session_on(
+            api, server, "facts_ko", "forgetful", "lost facts", memory=memory, compaction=compaction
+        )
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "I am Ada from Oslo"})
+        assert ended_run(api, session_id)["status"] == "succeeded"
+        assert len(server.requests) == 2  # the answer, then the key facts call
+        first = last_run(api, session_id)["id"]
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "I like tea"})
+        wait_for(lambda: len(api.get(f"/api/runs/?session={session_id}")["results"]) == 2, "run 2")
+        assert ended_run(api, session_id)["status"] == "succeeded"
+        assert len(server.requests) == 5  # the answer, the key facts and the summary
+    open_waterfall(page, session_id, f"?run={first}")
+    facts = row(page, "key facts", "model")
+    expect(facts).to_have_attribute("data-status", "error")
+    facts.click()
+    detail = page.locator("#wf-detail")
+    expect(detail).to_contain_text("key_facts_failed: no key facts were saved: ")
+    expect(detail).to_contain_text("the key facts request was refused")
+    assert_page_store_matches_the_api(page, api, session_id, first)  # lib/spans.js alike
+    assert_page_store_matches_the_api(page, api, session_id)  # the summary's turn too
+    screenshot(page, "waterfall/key-facts-failed")
+    page.goto(f"/sessions/{session_id}/")
+    error = page.locator(".ev.error")
+    expect(error).to_contain_text("key_facts_failed")
+    expect(error).to_contain_text("no key facts were saved")
+    expect(page.locator(".inv .badge")).to_have_text(["succeeded", "succeeded"])
+    expect(page.locator(".ev.compaction")).to_have_count(1)
+    totals = page.locator("#totals dt:text-is('Model calls') + dd")
+    expect(totals).to_contain_text(re.compile(r"^4 · avg .* · 1 failed$"))
+    screenshot(page, "waterfall/key-facts-failed-timeline", full_page=True)
 
 
 def test_a_model_that_never_answered_is_a_failed_call_where_its_time_went(

@@ -13,8 +13,10 @@
 import { callCostOf, rollUpCosts } from "./span_costs.js";
 
 const PREVIEW_CHARS = 2000; // agents_core.spans.PREVIEW_CHARS
-// agents_core.spans._AFTER_TURN: model calls a runner makes once its agent is done
+// agents_core.spans.AFTER_TURN: model calls a runner makes once its agent is done
 const AFTER_TURN = { memory_saved: "key facts", compaction: "summary" };
+// agents_core.spans.AFTER_TURN_FAILED: their error codes when they fail
+const AFTER_TURN_FAILED = { key_facts_failed: "key facts", summary_failed: "summary" };
 const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
 const IDENTIFIER = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]*$/u;
 
@@ -400,13 +402,15 @@ export class SpanStore {
   }
 
   /** SpanTree._error: the error of a model call that failed for good carries that
-   * call's span (a failed model span, each retry in it); a terminal error fails the
-   * agent span it happened in. */
+   * call's span (a failed model span, an after-turn call's named as its own, each retry
+   * in it); a terminal error fails the agent span it happened in. */
   error(wire) {
     const error = wire.error || {};
     const said = `${pyStr(error.code)}: ${pyStr(error.message)}`;
     if (wire.span_id && wire.started_at) {
-      const call = this.open(wire, "model", "model", micros(wire.started_at));
+      const after = Object.hasOwn(AFTER_TURN_FAILED, error.code);
+      const name = after ? AFTER_TURN_FAILED[error.code] : "model";
+      const call = this.open(wire, "model", name, micros(wire.started_at));
       if (call && this.close(wire, "error")) {
         call.error = said;
         call.attributes.attempts = error.attempts ?? null;

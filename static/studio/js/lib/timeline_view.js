@@ -570,7 +570,9 @@ export class TimelineView {
     }
     // A message without a model span (schema 2) is its agent's own: no model was called.
     const modelless = event.type === "agent_message" && event.schema_version >= 2 && !event.span_id;
-    if ((event.type === "agent_message" && !modelless) || event.type === "memory_saved") {
+    // The calls after a turn count too: its key facts, and a summary not read from the cache.
+    const afterTurn = event.type === "memory_saved" || (event.type === "compaction" && !event.cached);
+    if ((event.type === "agent_message" && !modelless) || afterTurn) {
       this.counts.modelCalls += 1;
       this.counts.latencyMs += event.latency_ms || 0;
     }
