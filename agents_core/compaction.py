@@ -13,22 +13,17 @@ limit, and it is read from and kept in the response cache when the agent has one
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
+from agents_core.after_turn import AfterTurnCall
 from agents_core.event_filters import apply_compaction, should_include_event
 from agents_core.events import (
     CompactionRange,
-    ErrorInfo,
     Event,
     EventActions,
     EventType,
     TextPart,
-    new_id,
-    utc_now,
 )
 from agents_core.exceptions import AgentsCoreError, ConfigurationError
 from agents_core.llm.contracts import (
@@ -98,6 +93,7 @@ async def compact(
     invocation_id: str,
     author: str,
     gates: ModelGates | None = None,
+    call: AfterTurnCall | None = None,
 ) -> Event | None:
     """A compaction event for ``events`` (a session's stored events), or ``None``.
 
@@ -107,7 +103,7 @@ async def compact(
     cache). A failing summariser (or a rate limit with no room in time) leaves the
     session as it was: the event is then a non-fatal ``summary_failed`` error on the
     call's span, saying why, so the record shows the call and why nothing was
-    summarised (``after_turn_failure``).
+    summarised. ``call``: the call's span, when the caller opened it (it may show it).
     """
     cut = plan_cut(events, config)
     if cut is None:
@@ -118,83 +114,21 @@ async def compact(
         messages=[ChatMessage(role="user", text=transcript(covered))],
         purpose="summary",
     )
-    started, clock = utc_now(), time.monotonic()
+    call = call or AfterTurnCall.start(events, invocation_id)
     try:
         summary, cached = await _gated_summary(config, request, gates)
     except AgentsCoreError as exc:
         logger.warning("compaction skipped: the summariser failed", exc_info=True)
         said = f"the session was not summarised: {exc.code}: {exc.message}"
-        return after_turn_failure(
-            events,
-            invocation_id,
-            started,
-            clock,
-            code=SUMMARY_FAILED,
-            said=said,
-            author=author,
-            model=config.model_name,
-        )
+        return call.failure(code=SUMMARY_FAILED, said=said, author=author, model=config.model_name)
     return Event(
         type=EventType.COMPACTION,
-        invocation_id=invocation_id,
-        session_id=events[-1].session_id,
         author=author,
         parts=[TextPart(text=summary.text.strip())],
         usage=summary.usage,
         cached=cached,
         actions=EventActions(compaction=CompactionRange(start_seq=1, end_seq=cut)),
-        **after_turn_span(events, invocation_id, started, clock),
-    )
-
-
-def after_turn_span(
-    events: Sequence[Event], invocation_id: str, started: datetime, clock: float
-) -> dict[str, Any]:
-    """The span fields of a model call made once the turn's agent is done (this summary,
-    the key facts ``agents_core.memory`` saves): a span of its own under the turn's root
-    agent, from ``started`` and as long as since ``clock`` (``time.monotonic()`` then)."""
-    root = next(
-        (
-            e.span_id
-            for e in reversed(events)
-            if e.type is EventType.AGENT_START
-            and e.parent_span_id is None
-            and e.invocation_id == invocation_id
-        ),
-        None,
-    )
-    return {
-        "span_id": new_id(),
-        "parent_span_id": root,
-        "started_at": started,
-        "latency_ms": (time.monotonic() - clock) * 1000,
-    }
-
-
-def after_turn_failure(
-    events: Sequence[Event],
-    invocation_id: str,
-    started: datetime,
-    clock: float,
-    *,
-    code: str,
-    said: str,
-    author: str,
-    model: str | None = None,
-) -> Event:
-    """The record of a model call made once the turn's agent is done that failed: a
-    non-fatal error (the turn had ended well, and stands) on the call's own span
-    (``after_turn_span``), saying why; tried once (such calls are not retried).
-    ``code`` names the call (``agents_core.spans``'s ``AFTER_TURN_FAILED``);
-    ``model``, the failing model's name when known."""
-    return Event(
-        type=EventType.ERROR,
-        invocation_id=invocation_id,
-        session_id=events[-1].session_id,
-        author=author,
-        error=ErrorInfo(code=code, message=said, failure="non_fatal", attempts=1),
-        model=model,
-        **after_turn_span(events, invocation_id, started, clock),
+        **call.fields(),
     )
 
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from agents_core.compaction import after_turn_failure, after_turn_span, transcript
+from agents_core.after_turn import AfterTurnCall
+from agents_core.compaction import transcript
 from agents_core.events import Event, EventType, TextPart, new_id, utc_now
 from agents_core.exceptions import AgentsCoreError, ToolExecutionError
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
@@ -231,15 +231,17 @@ async def save_key_facts(
     user_id: str,
     session_id: str,
     invocation_id: str,
+    call: AfterTurnCall | None = None,
 ) -> Event | None:
     """Ask ``config.key_facts.model`` for the key facts of ``events``, store each, and
-    return the ``memory_saved`` event that records them and what the call cost.
+    return the ``memory_saved`` event that records them and what the call cost (on
+    ``call``'s span, when the caller opened it: it may show it).
 
     Bounded: the model reads the newest ``TRANSCRIPT_EVENTS`` events, and at most
     ``MAX_KEY_FACTS`` facts are kept, each cut to ``MAX_MEMORY_CHARS``. A failing model
     (whatever it raises) saves nothing and does not fail the turn, which has already
     ended well: the event is then a non-fatal ``key_facts_failed`` error on the call's
-    span, saying why (``after_turn_failure``). A memory store that fails part-way is logged
+    span, saying why (``AfterTurnCall.failure``). A memory store that fails part-way is logged
     too; the event then names the facts stored before it failed. A fact the agent
     already remembers of the user (the same words, case and spacing aside) is not
     stored again: the model reads earlier turns too, and names their facts again.
@@ -253,7 +255,7 @@ async def save_key_facts(
         purpose="summary",
     )
     answer = None
-    started, clock = utc_now(), time.monotonic()
+    call = call or AfterTurnCall.start(events, invocation_id)
     try:
         async for chunk in wanted.model.astream(request):
             if not chunk.partial:
@@ -261,15 +263,8 @@ async def save_key_facts(
     except Exception as exc:  # any provider's failure: the turn stands without its key facts
         logger.warning("key facts not saved: the model failed", exc_info=True)
         why = f"{exc.code}: {exc.message}" if isinstance(exc, AgentsCoreError) else repr(exc)
-        return after_turn_failure(
-            events,
-            invocation_id,
-            started,
-            clock,
-            code=KEY_FACTS_FAILED,
-            said=f"no key facts were saved: {why}",
-            author=wanted.agent,
-        )
+        said = f"no key facts were saved: {why}"
+        return call.failure(code=KEY_FACTS_FAILED, said=said, author=wanted.agent)
     saved: list[str] = []
     try:
         for fact in parse_facts(answer.text if answer else ""):
@@ -280,12 +275,10 @@ async def save_key_facts(
         logger.warning("key facts not all saved: the memory store failed", exc_info=True)
     return Event(
         type=EventType.MEMORY_SAVED,
-        invocation_id=invocation_id,
-        session_id=session_id,
         author=wanted.agent,
         parts=[TextPart(text=fact) for fact in saved],
         usage=answer.usage if answer else None,
-        **after_turn_span(events, invocation_id, started, clock),
+        **call.fields(),
     )
 
 

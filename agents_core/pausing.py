@@ -13,7 +13,7 @@ from agents_core.events import Event, EventType, Part, TextPart, new_id
 if TYPE_CHECKING:
     from agents_core.context import Context
 
-__all__ = ["PauseGate", "pause_point"]
+__all__ = ["PauseGate", "pause_point", "stop_clock_while_held"]
 
 
 @dataclass(slots=True)
@@ -107,3 +107,22 @@ async def pause_point(ctx: Context) -> AsyncGenerator[Event]:
     finally:
         gate.end_announcement()
     yield ctx.event(EventType.RUN_RESUMED, span_id=span, started_at=paused.created_at)
+
+
+def stop_clock_while_held(deadline: asyncio.Timeout, gate: PauseGate) -> None:
+    """Move ``deadline`` on by the time ``gate`` holds the run: paused time is not run
+    time. The deadline is off while held, so a long pause does not end the run."""
+    left: list[float] = []
+
+    def hold() -> None:
+        when = deadline.when()
+        if when is not None and not left:
+            left.append(when - asyncio.get_running_loop().time())
+            deadline.reschedule(None)
+
+    def release() -> None:
+        if left:
+            deadline.reschedule(asyncio.get_running_loop().time() + left.pop())
+
+    gate.on_hold(hold)
+    gate.on_release(release)

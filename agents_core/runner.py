@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from agents_core import ledger
 from agents_core._channel import Channel
+from agents_core.after_turn import AfterTurnCall
 from agents_core.agents.base import BaseAgent
 from agents_core.approvals import ApprovalBroker, RunParked
 from agents_core.artifacts import ArtifactService
@@ -23,7 +24,7 @@ from agents_core.ledger import CallLedger
 from agents_core.llm.resilience import DEFAULT_BREAKERS, BreakerRegistry
 from agents_core.memory import MemoryConfig, save_key_facts
 from agents_core.model_gates import RateLimiter, ResponseCache
-from agents_core.pausing import PauseGate
+from agents_core.pausing import PauseGate, stop_clock_while_held
 from agents_core.resume import ResumePoint
 from agents_core.sessions.base import BaseSessionService, Session
 from agents_core.spend import SpendGuard
@@ -253,7 +254,8 @@ class Runner:
     ) -> AsyncGenerator[Event]:
         """The turn's last events: its cancellation (the calls it left open answered
         first) or, when it ended normally, its compaction summary if one is due (its key
-        facts saved to memory first, when the runner's memory asks for them)."""
+        facts saved to memory first, when the runner's memory asks for them), each call
+        shown while it is slow to answer (``agents_core.after_turn``)."""
         if cancelled:
             reason = ctx.invocation.cancel_token.reason or CANCELLED
             ending = self._error_event(ctx, CANCELLED, reason)
@@ -261,26 +263,37 @@ class Runner:
                 yield closing
             yield await self._store(session, ending, telemetry)
             return
-        if self.memory is not None and not _failed(session, ctx.invocation_id):
-            saved = await save_key_facts(
+        memory = self.memory
+        facts = memory.key_facts if memory is not None else None
+        if memory and facts and not _failed(session, ctx.invocation_id):
+            call = AfterTurnCall.start(session.events, ctx.invocation_id)
+            saving = save_key_facts(
                 session.events,
-                self.memory,
+                memory,
                 user_id=session.user_id,
                 session_id=session.id,
                 invocation_id=ctx.invocation_id,
+                call=call,
             )
-            if saved is not None:
+            async for saved in call.shown_if_slow(
+                saving, EventType.MEMORY_SAVED, author=facts.agent
+            ):
                 yield await self._store(session, saved, telemetry)
-        if self.compaction is not None:
-            summary = await compact(
+        if (compaction := self.compaction) is not None:
+            call = AfterTurnCall.start(session.events, ctx.invocation_id)
+            summary = compact(
                 session.events,
-                self.compaction,
+                compaction,
                 invocation_id=ctx.invocation_id,
                 author=self.agent.name,
                 gates=ctx.invocation,
+                call=call,
             )
-            if summary is not None:
-                yield await self._store(session, summary, telemetry)
+            shown = call.shown_if_slow(
+                summary, EventType.COMPACTION, author=self.agent.name, model=compaction.model_name
+            )
+            async for summarised in shown:
+                yield await self._store(session, summarised, telemetry)
 
     async def _close_calls(
         self,
@@ -320,7 +333,7 @@ class Runner:
         if resume is not None and resume.skips(self.agent.name, self.agent.name):
             return  # the interrupted turn had finished: nothing is left to do
         deadline = ctx.invocation.deadline = asyncio.timeout(ctx.run_config.max_wall_time_s)
-        _stop_clock_while_held(deadline, ctx.invocation.pause_gate)
+        stop_clock_while_held(deadline, ctx.invocation.pause_gate)
         try:
             async with deadline, contextlib.aclosing(self.agent.astream(ctx)) as events:
                 async for event in events:
@@ -375,25 +388,6 @@ class Runner:
             error=ErrorInfo(code=code, message=why, limit=limit, attempts=attempts),
             **call,
         )
-
-
-def _stop_clock_while_held(deadline: asyncio.Timeout, gate: PauseGate) -> None:
-    """Move ``deadline`` on by the time ``gate`` holds the run: paused time is not run
-    time. The deadline is off while held, so a long pause does not end the run."""
-    left: list[float] = []
-
-    def hold() -> None:
-        when = deadline.when()
-        if when is not None and not left:
-            left.append(when - asyncio.get_running_loop().time())
-            deadline.reschedule(None)
-
-    def release() -> None:
-        if left:
-            deadline.reschedule(asyncio.get_running_loop().time() + left.pop())
-
-    gate.on_hold(hold)
-    gate.on_release(release)
 
 
 @dataclass(frozen=True, slots=True)

@@ -554,6 +554,42 @@ def test_a_key_facts_call_that_fails_is_in_the_record_and_the_turn_stands(
     screenshot(page, "waterfall/key-facts-failed-timeline", full_page=True)
 
 
+def test_a_summary_slow_to_answer_is_drawn_live_after_the_agent_is_done(
+    page: Page, api: Api
+) -> None:
+    """A long session's summary, made once the turn's agent is done, held by its model:
+    the waterfall draws it open on its own span in the root agent's lane, and the
+    timeline says the agent is summarising the session, until it is stored."""
+    with OpenAIServer() as server:
+        server.reply("Noted.")
+        server.reply("Tea it is.")
+        server.reply("They talked about tea.", hold_after=0)  # waits for release()
+        compaction = {"threshold": 2, "keep_last": 1}
+        session_id = session_on(api, server, "summing", "brief", "a summary", compaction=compaction)
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
+        assert ended_run(api, session_id)["status"] == "succeeded"
+        open_waterfall(page, session_id)
+        timeline = page.context.new_page()
+        timeline.goto(f"/sessions/{session_id}/")
+        expect(timeline.locator("#conn")).to_have_attribute("data-state", "live")
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "I like tea"})
+        server.wait_until_held(timeout=30)
+        summary = row(page, "summary", "model")
+        expect(summary).to_have_attribute("data-status", "open")
+        calling = timeline.locator(".ev.compaction.provisional")
+        expect(calling).to_contain_text("brief · summarising the session")
+        screenshot(timeline, "waterfall/slow-summary-timeline")
+        screenshot(page, "waterfall/slow-summary-open")
+        assert last_run(api, session_id)["status"] == "running"
+        server.release()
+        expect(summary).to_have_attribute("data-status", "ok")
+        expect(timeline.locator(".ev.compaction")).to_contain_text("They talked about tea.")
+        expect(calling).to_have_count(0)
+        timeline.close()
+    assert ended_run(api, session_id)["status"] == "succeeded"
+    assert_page_store_matches_the_api(page, api, session_id)
+
+
 def test_a_model_that_never_answered_is_a_failed_call_where_its_time_went(
     page: Page, api: Api
 ) -> None:

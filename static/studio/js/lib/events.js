@@ -24,6 +24,10 @@ export function showsCall(event) {
   return Boolean(event.partial) && !(event.parts || []).length;
 }
 
+/** What the agent is doing while a call it makes once its turn is done shows itself
+ * (agents_core.after_turn): the key facts it saves, the summary of a long session. */
+export const AFTER_TURN_CALLING = { memory_saved: "saving the turn's key facts", compaction: "summarising the session" };
+
 export function provisionalKey(event) {
   return `${event.invocation_id}|${event.branch || ""}|${event.author}`;
 }

@@ -12,7 +12,7 @@ import { ApprovalCard } from "./approval.js";
 import { answerText, QuestionCard } from "./question.js";
 import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { artifactMarks, attachments, CUT_OFF, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, showsCall, stateDelta, structuredBlock, textOf } from "./events.js";
+import { AFTER_TURN_CALLING, artifactMarks, attachments, CUT_OFF, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, showsCall, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { costText, runsCost } from "./span_costs.js";
 import { editedMark, forkButton } from "./fork.js";
@@ -169,9 +169,11 @@ export class TimelineView {
         this.place(inv, event, this.errorRow(inv, event));
         break;
       case "compaction":
+        this.dropProvisional(event);
         this.place(inv, event, this.row(event, "Compaction", this.compactionBlock(event)));
         break;
       case "memory_saved":
+        this.dropProvisional(event);
         this.place(inv, event, this.row(event, "Memory · key facts saved", keyFactsBlock(event)));
         break;
       case "user_question":
@@ -214,16 +216,18 @@ export class TimelineView {
 
   /** A streamed chunk: grows the provisional message of its agent. A chunk without
    * parts is a model call slow to answer showing itself: the row says the agent is
-   * calling its model until the first text arrives. */
+   * calling its model until the first text arrives (or, for a call made once its turn
+   * is done, what the call is for, until it is stored). */
   addPartial(event) {
     const inv = this.invocation(event);
     const key = provisionalKey(event);
     let row = this.provisional.get(key);
     if (!row) {
-      row = h("div", { class: "ev agent_message provisional", dataset: { provisional: "1" } },
+      const doing = AFTER_TURN_CALLING[event.type] ?? "calling the model";
+      row = h("div", { class: `ev ${event.type} provisional`, dataset: { provisional: "1" } },
         h("span", { class: "seq" }, "…"),
         h("div", { class: "body" },
-          h("div", { class: "line" }, h("span", { class: "kind" }, `${event.author} · calling the model${event.model ? ` (${event.model})` : ""}…`)),
+          h("div", { class: "line" }, h("span", { class: "kind" }, `${event.author} · ${doing}${event.model ? ` (${event.model})` : ""}…`)),
           h("details", { class: "thinking live", hidden: true }, h("summary", {}, "Thinking…"), h("div", { class: "text thought" })),
           h("div", { class: "text answer" })));
       this.provisional.set(key, row);
