@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -74,7 +74,7 @@ class AfterTurnCall:
 
     async def shown_if_slow(
         self,
-        making: Awaitable[Event | None],
+        making: Coroutine[Any, Any, Event | None],
         kind: EventType,
         *,
         author: str,
@@ -83,11 +83,11 @@ class AfterTurnCall:
         """The event ``making`` records the call with (none: no call was due), preceded,
         when it is still being made ``SHOWN_AFTER_S`` after it started, by a partial
         event of ``kind`` without parts on the call's span: never stored, it lets a
-        viewer draw the call while it runs."""
-        task = asyncio.ensure_future(making)
+        viewer draw the call while it runs. Started eagerly: when no call is due (most
+        turns' summary), it is over before anything is scheduled."""
+        task = asyncio.Task(making, loop=asyncio.get_running_loop(), eager_start=True)
         try:
-            done, _ = await asyncio.wait({task}, timeout=SHOWN_AFTER_S)
-            if not done:
+            if not task.done() and not (await asyncio.wait({task}, timeout=SHOWN_AFTER_S))[0]:
                 fields = {**self.fields(), "latency_ms": None}
                 yield Event(type=kind, author=author, partial=True, model=model, **fields)
             made = await task
