@@ -7,7 +7,8 @@ the event that carries its answer, or by a non-fatal error when it fails (the tu
 ended well, and stands). A call still unanswered ``SHOWN_AFTER_S`` after it started
 shows itself live (``shown_if_slow``), as an agent's model call does: a summary of a
 long session can take seconds, which a viewer would otherwise see as a run that keeps
-running after its agent ended, with nothing under way.
+running after its agent ended, with nothing under way. Cancelling the run cuts such a
+call off at once, as it does an agent's, and records it on its span.
 """
 
 from __future__ import annotations
@@ -17,12 +18,19 @@ import time
 from collections.abc import AsyncGenerator, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents_core._step_loop import SHOWN_AFTER_S
 from agents_core.events import ErrorInfo, Event, EventType, new_id, utc_now
+from agents_core.spans import AFTER_TURN, KEY_FACTS_CUT_OFF, SUMMARY_CUT_OFF
+
+if TYPE_CHECKING:
+    from agents_core.context import CancellationToken
 
 __all__ = ["AfterTurnCall"]
+
+_CUT_OFF = {EventType.MEMORY_SAVED: KEY_FACTS_CUT_OFF, EventType.COMPACTION: SUMMARY_CUT_OFF}
+"""The error code of each kind of call cut off before it answered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,20 +87,41 @@ class AfterTurnCall:
         *,
         author: str,
         model: str | None = None,
+        stop: CancellationToken | None = None,
     ) -> AsyncGenerator[Event]:
         """The event ``making`` records the call with (none: no call was due), preceded,
         when it is still being made ``SHOWN_AFTER_S`` after it started, by a partial
         event of ``kind`` without parts on the call's span: never stored, it lets a
         viewer draw the call while it runs. Started eagerly: when no call is due (most
-        turns' summary), it is over before anything is scheduled."""
+        turns' summary), it is over before anything is scheduled. ``stop`` cancelled
+        while the call is made cuts it off: the event is then a non-fatal error on its
+        span, saying after how long."""
         task = asyncio.Task(making, loop=asyncio.get_running_loop(), eager_start=True)
+        if stop is not None:
+            stop.on_cancel(task.cancel)
         try:
-            if not task.done() and not (await asyncio.wait({task}, timeout=SHOWN_AFTER_S))[0]:
-                fields = {**self.fields(), "latency_ms": None}
-                yield Event(type=kind, author=author, partial=True, model=model, **fields)
+            if not task.done():  # a call is under way
+                done, _ = await asyncio.wait({task}, timeout=SHOWN_AFTER_S)
+                if not done:
+                    fields = {**self.fields(), "latency_ms": None}
+                    yield Event(type=kind, author=author, partial=True, model=model, **fields)
             made = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if stop is None or not stop.cancelled or (current and current.cancelling()):
+                raise  # not cut off by the run's stop: whoever cancelled this goes on
+            made = self._cut_off(kind, author, model)
         finally:
             if not task.done():
                 task.cancel()
         if made is not None:
             yield made
+
+    def _cut_off(self, kind: EventType, author: str, model: str | None) -> Event:
+        """The record of the call cut off by the run's stop: not counted as the model's
+        failure (no attempts), as an agent's cut call is not."""
+        fields = self.fields()
+        took = f"{fields['latency_ms'] / 1000:.1f} s"
+        said = f"the {AFTER_TURN[kind]} call was cut off after {took}, before it answered"
+        error = ErrorInfo(code=_CUT_OFF[kind], message=said, failure="non_fatal")
+        return Event(type=EventType.ERROR, author=author, error=error, model=model, **fields)

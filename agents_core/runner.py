@@ -263,9 +263,10 @@ class Runner:
                 yield closing
             yield await self._store(session, ending, telemetry)
             return
+        stop = ctx.invocation.cancel_token  # asked once the agent is done: no more calls
         memory = self.memory
         facts = memory.key_facts if memory is not None else None
-        if memory and facts and not _failed(session, ctx.invocation_id):
+        if memory and facts and not stop.cancelled and not _failed(session, ctx.invocation_id):
             call = AfterTurnCall.start(session.events, ctx.invocation_id)
             saving = save_key_facts(
                 session.events,
@@ -275,11 +276,12 @@ class Runner:
                 invocation_id=ctx.invocation_id,
                 call=call,
             )
-            async for saved in call.shown_if_slow(
-                saving, EventType.MEMORY_SAVED, author=facts.agent
-            ):
+            shown = call.shown_if_slow(
+                saving, EventType.MEMORY_SAVED, author=facts.agent, stop=stop
+            )
+            async for saved in shown:
                 yield await self._store(session, saved, telemetry)
-        if (compaction := self.compaction) is not None:
+        if (compaction := self.compaction) is not None and not stop.cancelled:
             call = AfterTurnCall.start(session.events, ctx.invocation_id)
             summary = compact(
                 session.events,
@@ -289,8 +291,9 @@ class Runner:
                 gates=ctx.invocation,
                 call=call,
             )
+            name, model = self.agent.name, compaction.model_name
             shown = call.shown_if_slow(
-                summary, EventType.COMPACTION, author=self.agent.name, model=compaction.model_name
+                summary, EventType.COMPACTION, author=name, model=model, stop=stop
             )
             async for summarised in shown:
                 yield await self._store(session, summarised, telemetry)

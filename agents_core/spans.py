@@ -1,12 +1,11 @@
 """Spans: where a run's time went, derived from its events.
 
-Every agent run, model call, tool call, wait for a person (an approval, or the
-resume of a paused run) and wait for a model's rate limit is a ``Span``, built from the
-events that open and close it (``agents_core.events``, schema version 2: each event
-names its ``span_id`` and ``parent_span_id``). ``SpanTree`` follows events in their wire
-form (``Event.to_wire()``, as stored and as streamed), in seq order, and hands out the
-spans so far: open spans (no ``end``) included, so a live run draws while it runs.
-``finish`` closes what a run left open when it ended.
+Every agent run, model call, tool call, wait for a person (an approval, or the resume
+of a paused run) and wait for a model's rate limit is a ``Span``, built from the events
+that open and close it (``agents_core.events``, schema 2: each names its ``span_id`` and
+``parent_span_id``). ``SpanTree`` follows events in their wire form (``Event.to_wire()``,
+as stored and as streamed), in seq order, and hands out the spans so far, open ones (no
+``end``) included: a live run draws while it runs. ``finish`` closes what it left open.
 
 A span's ``cost`` is what the model calls in it cost (``SpanCost``): a model span's own
 call, as its stored event was priced (``Event.cost``), and for an agent span, or the tool
@@ -69,8 +68,10 @@ _WAIT_CLOSED = frozenset(
 AFTER_TURN = {EventType.MEMORY_SAVED: "key facts", EventType.COMPACTION: "summary"}
 """The model calls a runner makes once its agent is done, and their span's name."""
 KEY_FACTS_FAILED, SUMMARY_FAILED = "key_facts_failed", "summary_failed"
+KEY_FACTS_CUT_OFF, SUMMARY_CUT_OFF = "key_facts_cut_off", "summary_cut_off"
 AFTER_TURN_FAILED = {KEY_FACTS_FAILED: "key facts", SUMMARY_FAILED: "summary"}
-"""Their error codes when they fail (a non-fatal error on the call's span)."""
+AFTER_TURN_FAILED |= {KEY_FACTS_CUT_OFF: "key facts", SUMMARY_CUT_OFF: "summary"}
+"""Their error codes when they fail or are cut off (a non-fatal error on the call's span)."""
 
 
 @dataclass(slots=True)
@@ -298,8 +299,7 @@ class SpanTree:
             )
 
     def _approval(self, wire: Wire) -> None:
-        built = self._spans.get(wire.get("span_id") or "")
-        approval = wire.get("approval") or {}
+        built, approval = self._spans.get(wire.get("span_id") or ""), wire.get("approval") or {}
         if built is None or not approval:
             return
         built.attributes["tool"] = approval.get("tool")

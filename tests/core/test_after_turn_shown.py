@@ -9,14 +9,21 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agents_core import InMemorySessionService, LlmAgent, Runner, ScriptedModel
+from agents_core import (
+    CancellationToken,
+    InMemorySessionService,
+    LlmAgent,
+    Runner,
+    ScriptedModel,
+    ScriptedResponse,
+)
 from agents_core._step_loop import SHOWN_AFTER_S
 from agents_core.compaction import CompactionConfig
 from agents_core.events import Event, EventType
 from agents_core.llm.openai import openai_compatible
 from agents_core.memory import InMemoryMemoryService, KeyFacts, MemoryConfig
-from agents_core.spans import spans_of
-from agents_core.testing import reply
+from agents_core.spans import SUMMARY_CUT_OFF, spans_of
+from agents_core.testing import collect, reply
 from tests.support.openai_server import OpenAIServer
 
 
@@ -100,3 +107,69 @@ async def test_slow_key_facts_show_themselves_and_a_quick_summary_does_not(
     assert not [e for e in events if shown(e)]
     assert {e.type for e in events if e.partial} == {EventType.AGENT_MESSAGE}  # its text
     assert EventType.COMPACTION in [e.type for e in events]
+
+
+async def test_a_stop_while_the_summary_is_made_cuts_it_off_on_its_span(
+    openai_server: OpenAIServer, loopback_http_clients: dict[str, Any]
+) -> None:
+    summarizer = model_on(openai_server, loopback_http_clients)
+    runner = Runner(
+        LlmAgent("bot", model=ScriptedModel([reply("a")], loop=True)),
+        session_service=InMemorySessionService(),
+        compaction=CompactionConfig(summarizer, threshold=2, keep_last=1),
+    )
+    await collect(runner.astream(user_id="u", session_id="s", message="one"))
+    openai_server.hang()  # the summary never comes
+    token = CancellationToken()
+    events: list[Event] = []
+    async for event in runner.astream(
+        user_id="u", session_id="s", message="two", cancel_token=token
+    ):
+        events.append(event)
+        if shown(event):
+            token.cancel()
+    openai_server.release()
+
+    # The turn had ended well: the call is cut off and recorded, nothing fails the turn.
+    [call] = [e for e in events if shown(e)]
+    cut = events[-1]
+    assert events[events.index(call) - 1].type is EventType.AGENT_END
+    assert cut.type is EventType.ERROR and cut.error is not None and cut.seq is not None
+    assert (cut.error.code, cut.error.failure, cut.error.attempts) == (
+        SUMMARY_CUT_OFF,
+        "non_fatal",
+        None,
+    )
+    assert cut.error.message.startswith("the summary call was cut off after 0.")
+    assert (cut.span_id, cut.started_at) == (call.span_id, call.started_at)
+    assert EventType.COMPACTION not in {e.type for e in events if not e.partial}
+    [span] = [
+        s
+        for s in spans_of(e.to_wire() for e in events if not e.partial)
+        if s.span_id == cut.span_id
+    ]
+    assert (span.name, span.status) == ("summary", "error")
+
+
+async def test_a_stop_asked_before_the_calls_after_the_turn_makes_none() -> None:
+    facts = ScriptedModel([], summaries=[ScriptedResponse(text='["never asked"]')])
+    summarizer = ScriptedModel([])
+    memory = MemoryConfig(InMemoryMemoryService(), KeyFacts(facts, "bot"))
+    runner = Runner(
+        LlmAgent("bot", model=ScriptedModel([reply("a")], loop=True)),
+        session_service=InMemorySessionService(),
+        memory=memory,
+        compaction=CompactionConfig(summarizer, threshold=2, keep_last=1),
+    )
+    await collect(runner.astream(user_id="u", session_id="s", message="one"))
+    token = CancellationToken()
+    events: list[Event] = []
+    async for event in runner.astream(
+        user_id="u", session_id="s", message="two", cancel_token=token
+    ):
+        events.append(event)
+        if event.type is EventType.AGENT_END:
+            token.cancel()  # the agent is done: the turn is not cancelled, nor summarised
+
+    assert events[-1].type is EventType.AGENT_END
+    assert len(facts.requests) == 1 and len(summarizer.requests) == 0  # the first turn's

@@ -143,6 +143,16 @@ def open_waterfall(page: Page, session_id: str, query: str = "") -> None:
     expect(page.locator("#conn")).to_have_attribute("data-state", "live")
 
 
+def waterfall_and_timeline(page: Page, session_id: str) -> Page:
+    """Open the session's waterfall in ``page`` and its timeline in a new page of the
+    same context, both live: a person watching a run from both sides."""
+    open_waterfall(page, session_id)
+    timeline = page.context.new_page()
+    timeline.goto(f"/sessions/{session_id}/")
+    expect(timeline.locator("#conn")).to_have_attribute("data-state", "live")
+    return timeline
+
+
 def row(page: Page, name: str, kind: str | None = None) -> Any:
     selector = f".wf-row[data-name='{name}']" + (f"[data-kind='{kind}']" if kind else "")
     return page.locator(selector)
@@ -568,10 +578,7 @@ def test_a_summary_slow_to_answer_is_drawn_live_after_the_agent_is_done(
         session_id = session_on(api, server, "summing", "brief", "a summary", compaction=compaction)
         api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
         assert ended_run(api, session_id)["status"] == "succeeded"
-        open_waterfall(page, session_id)
-        timeline = page.context.new_page()
-        timeline.goto(f"/sessions/{session_id}/")
-        expect(timeline.locator("#conn")).to_have_attribute("data-state", "live")
+        timeline = waterfall_and_timeline(page, session_id)
         api.post(f"/api/sessions/{session_id}/messages/", {"text": "I like tea"})
         server.wait_until_held(timeout=30)
         summary = row(page, "summary", "model")
@@ -587,6 +594,39 @@ def test_a_summary_slow_to_answer_is_drawn_live_after_the_agent_is_done(
         expect(calling).to_have_count(0)
         timeline.close()
     assert ended_run(api, session_id)["status"] == "succeeded"
+    assert_page_store_matches_the_api(page, api, session_id)
+
+
+def test_cancelling_while_the_summary_is_made_stops_the_run_at_once(page: Page, api: Api) -> None:
+    """A run cancelled once its agent is done, while its model still makes the session's
+    summary: the run ends cancelled at once, not when the model answers, and the
+    summary's span says it was cut off, in the waterfall and in the timeline."""
+    with OpenAIServer() as server:
+        server.reply("Noted.")
+        server.reply("Tea it is.")
+        server.reply("They talked about tea.", hold_after=0)  # answered after the cancel
+        compaction = {"threshold": 2, "keep_last": 1}
+        session_id = session_on(api, server, "stop_sum", "halted", "stopped", compaction=compaction)
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
+        assert ended_run(api, session_id)["status"] == "succeeded"
+        timeline = waterfall_and_timeline(page, session_id)
+        api.post(f"/api/sessions/{session_id}/messages/", {"text": "I like tea"})
+        server.wait_until_held(timeout=30)
+        summary = row(page, "summary", "model")
+        expect(summary).to_have_attribute("data-status", "open")
+        api.post(f"/api/runs/{last_run(api, session_id)['id']}/cancel/")
+        assert ended_run(api, session_id)["status"] == "cancelled"  # the model holds on
+        expect(summary).to_have_attribute("data-status", "error")
+        summary.click()
+        expect(page.locator("#wf-detail")).to_contain_text("(no answer: the call was cut off)")
+        cut = timeline.locator(".ev.error", has_text="summary_cut_off")
+        expect(cut).to_contain_text("the summary call was cut off after")
+        expect(cut).not_to_contain_text("went on")
+        totals = timeline.locator("#totals dt:text-is('Model calls') + dd")
+        expect(totals).to_contain_text(re.compile(r"^2 · avg .* · 1 cut off$"))
+        screenshot(timeline, "waterfall/summary-cut-off-timeline", full_page=True)
+        timeline.close()
+        server.release()
     assert_page_store_matches_the_api(page, api, session_id)
 
 
@@ -692,10 +732,7 @@ def test_a_model_call_slow_to_answer_is_drawn_live_before_its_answer(page: Page,
     with OpenAIServer() as server:
         server.reply("Slow but sure.", hold_after=0)  # the whole answer waits for release()
         session_id = session_on(api, server, "slow", "pondering", "a model that takes its time")
-        open_waterfall(page, session_id)
-        timeline = page.context.new_page()
-        timeline.goto(f"/sessions/{session_id}/")
-        expect(timeline.locator("#conn")).to_have_attribute("data-state", "live")
+        timeline = waterfall_and_timeline(page, session_id)
         api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
         server.wait_until_held(timeout=30)
         call = row(page, "model", "model")

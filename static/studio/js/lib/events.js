@@ -13,10 +13,11 @@ export function textOf(event, kind = "text") {
 }
 
 /** Streamed chunks of one agent's answer share this key until the stored message lands. */
-/** The error code of a model call cut off before it answered, as its run was cancelled
- * or ran out of time (agents_core._step_loop.CUT_OFF): not fatal of itself, the run's
- * own terminal error follows. */
-export const CUT_OFF = "model_call_cut_off";
+/** The error codes of a model call cut off before it answered, as its run was cancelled
+ * or ran out of time (agents_core._step_loop.CUT_OFF; a call made once the agent is
+ * done, agents_core.spans.KEY_FACTS_CUT_OFF and SUMMARY_CUT_OFF): not fatal of itself,
+ * the run's own terminal error follows. */
+export const CUT_OFF_CODES = new Set(["model_call_cut_off", "key_facts_cut_off", "summary_cut_off"]);
 
 /** Whether ``event`` is a model call slow to answer showing itself: a partial event
  * without parts, on the call's span (agents_core._step_loop._show). */

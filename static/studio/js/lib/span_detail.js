@@ -5,7 +5,7 @@
 // the timeline. Everything is written as text.
 
 import { h, pretty } from "./dom.js";
-import { CUT_OFF } from "./events.js";
+import { CUT_OFF_CODES } from "./events.js";
 import { formatDuration, formatTime, formatTokens } from "./ui.js";
 import { costText } from "./span_costs.js";
 import { decisionFacts, decisionSections } from "./span_decisions.js";
@@ -88,7 +88,7 @@ function sections(span, tree, run) {
     case "model":
       return [
         section("Input", modelInput(span, tree, run)),
-        section("Output", a.text || (span.end === null ? "(no answer yet: the call is in flight)" : span.status === "error" ? `(no answer: the call ${span.error?.startsWith(`${CUT_OFF}:`) ? "was cut off" : "failed"})` : "(no text)")),
+        section("Output", a.text || (span.end === null ? "(no answer yet: the call is in flight)" : span.status === "error" ? `(no answer: the call ${CUT_OFF_CODES.has(span.error?.split(":")[0]) ? "was cut off" : "failed"})` : "(no text)")),
         a.tool_calls?.length ? section("Tool calls", a.tool_calls.join(", ")) : null,
         a.retries?.length ? section("Retried after", a.retries.map((said, i) => `attempt ${i + 1}: ${said}`).join("\n")) : null,
       ];

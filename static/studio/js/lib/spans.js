@@ -15,8 +15,10 @@ import { callCostOf, rollUpCosts } from "./span_costs.js";
 const PREVIEW_CHARS = 2000; // agents_core.spans.PREVIEW_CHARS
 // agents_core.spans.AFTER_TURN: model calls a runner makes once its agent is done
 const AFTER_TURN = { memory_saved: "key facts", compaction: "summary" };
-// agents_core.spans.AFTER_TURN_FAILED: their error codes when they fail
-const AFTER_TURN_FAILED = { key_facts_failed: "key facts", summary_failed: "summary" };
+// agents_core.spans.AFTER_TURN_FAILED: their error codes when they fail or are cut off
+const AFTER_TURN_FAILED = {
+  key_facts_failed: "key facts", key_facts_cut_off: "key facts", summary_failed: "summary", summary_cut_off: "summary",
+};
 const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
 const IDENTIFIER = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]*$/u;
 

@@ -12,7 +12,7 @@ import { ApprovalCard } from "./approval.js";
 import { answerText, QuestionCard } from "./question.js";
 import { tally, tallyText, verdictText } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { AFTER_TURN_CALLING, artifactMarks, attachments, CUT_OFF, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, showsCall, stateDelta, structuredBlock, textOf } from "./events.js";
+import { AFTER_TURN_CALLING, artifactMarks, attachments, CUT_OFF_CODES, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, showsCall, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { costText, runsCost } from "./span_costs.js";
 import { editedMark, forkButton } from "./fork.js";
@@ -527,7 +527,7 @@ export class TimelineView {
       el.classList.add("replay-diverged");
       return el;
     }
-    const wentOn = error.failure && error.failure !== "terminal" && !error.degraded && error.code !== CUT_OFF;
+    const wentOn = error.failure && error.failure !== "terminal" && !error.degraded && !CUT_OFF_CODES.has(error.code);
     const went = wentOn ? " (went on)" : ""; // a call cut off: the run stopped, it did not go on
     const rejected = textOf(event);
     const el = this.row(event, `Error · ${error.code}${went}`, h("div", { class: "text" }, error.message),
@@ -589,7 +589,7 @@ export class TimelineView {
       this.counts.errors += 1;
       // a model call that failed for good (agents_core.exceptions.FailedModelCall)
       if (event.error?.attempts !== null && event.error?.attempts !== undefined) this.counts.failedCalls += 1;
-      if (event.error?.code === CUT_OFF) this.counts.cutCalls += 1;
+      if (CUT_OFF_CODES.has(event.error?.code)) this.counts.cutCalls += 1;
       s.terminal ||= (event.error?.failure ?? "terminal") === "terminal";
     }
   }
