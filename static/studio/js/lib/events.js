@@ -12,7 +12,6 @@ export function textOf(event, kind = "text") {
   return partsOf(event, kind).map((part) => part.text).join("");
 }
 
-/** Streamed chunks of one agent's answer share this key until the stored message lands. */
 /** The error codes of a model call cut off before it answered, as its run was cancelled
  * or ran out of time (agents_core._step_loop.CUT_OFF; a call made once the agent is
  * done, agents_core.spans.KEY_FACTS_CUT_OFF and SUMMARY_CUT_OFF): not fatal of itself,
@@ -20,7 +19,7 @@ export function textOf(event, kind = "text") {
 export const CUT_OFF_CODES = new Set(["model_call_cut_off", "key_facts_cut_off", "summary_cut_off"]);
 
 /** Whether ``event`` is a model call slow to answer showing itself: a partial event
- * without parts, on the call's span (agents_core._step_loop._show). */
+ * without parts, on the call's span (agents_core._step_loop._show, agents_core.after_turn). */
 export function showsCall(event) {
   return Boolean(event.partial) && !(event.parts || []).length;
 }
@@ -29,6 +28,7 @@ export function showsCall(event) {
  * (agents_core.after_turn): the key facts it saves, the summary of a long session. */
 export const AFTER_TURN_CALLING = { memory_saved: "saving the turn's key facts", compaction: "summarising the session" };
 
+/** Streamed chunks of one agent's answer share this key until the stored message lands. */
 export function provisionalKey(event) {
   return `${event.invocation_id}|${event.branch || ""}|${event.author}`;
 }

@@ -17,7 +17,8 @@ const PREVIEW_CHARS = 2000; // agents_core.spans.PREVIEW_CHARS
 const AFTER_TURN = { memory_saved: "key facts", compaction: "summary" };
 // agents_core.spans.AFTER_TURN_FAILED: their error codes when they fail or are cut off
 const AFTER_TURN_FAILED = {
-  key_facts_failed: "key facts", key_facts_cut_off: "key facts", summary_failed: "summary", summary_cut_off: "summary",
+  key_facts_failed: "key facts", key_facts_cut_off: "key facts",
+  summary_failed: "summary", summary_cut_off: "summary",
 };
 const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;
 const IDENTIFIER = /^[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}]*$/u;
