@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents_core._step_loop import SHOWN_AFTER_S
 from agents_core.events import ErrorInfo, Event, EventType, new_id, utc_now
-from agents_core.spans import AFTER_TURN, KEY_FACTS_CUT_OFF, SUMMARY_CUT_OFF
+from agents_core.span_contract import AFTER_TURN, KEY_FACTS_CUT_OFF, SUMMARY_CUT_OFF
 
 if TYPE_CHECKING:
     from agents_core.context import CancellationToken
@@ -76,7 +76,8 @@ class AfterTurnCall:
     def failure(self, *, code: str, said: str, author: str, model: str | None = None) -> Event:
         """The record of the call failing: a non-fatal error on its span, saying why;
         tried once (such calls are not retried). ``code`` names the call
-        (``agents_core.spans.AFTER_TURN_FAILED``); ``model``, the failing model when known."""
+        (``agents_core.span_contract.AFTER_TURN_FAILED``); ``model``, the failing model
+        when known."""
         error = ErrorInfo(code=code, message=said, failure="non_fatal", attempts=1)
         return Event(type=EventType.ERROR, author=author, error=error, model=model, **self.fields())
 

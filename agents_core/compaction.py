@@ -34,7 +34,7 @@ from agents_core.llm.contracts import (
     estimate_prompt_tokens,
 )
 from agents_core.model_gates import ModelGates, admitted
-from agents_core.spans import SUMMARY_FAILED
+from agents_core.span_contract import SUMMARY_FAILED
 
 logger = logging.getLogger("agents_core.compaction")
 

@@ -32,7 +32,7 @@ from agents_core.compaction import transcript
 from agents_core.events import Event, EventType, TextPart, new_id, utc_now
 from agents_core.exceptions import AgentsCoreError, ToolExecutionError
 from agents_core.llm.contracts import BaseLlm, ChatMessage, LlmRequest
-from agents_core.spans import KEY_FACTS_FAILED
+from agents_core.span_contract import KEY_FACTS_FAILED
 from agents_core.tools.base import BaseTool, ToolContext
 from agents_core.tools.function import FunctionTool
 

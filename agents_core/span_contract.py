@@ -9,10 +9,19 @@ from typing import Any, Literal
 from pydantic import AwareDatetime
 
 from agents_core.contracts import Contract
+from agents_core.events import EventType
 from agents_core.span_costs import SpanCost
 
 SpanKind = Literal["agent", "model", "tool", "human", "wait"]
 SpanStatus = Literal["open", "ok", "error"]
+
+AFTER_TURN = {EventType.MEMORY_SAVED: "key facts", EventType.COMPACTION: "summary"}
+"""The model calls a runner makes once its agent is done, and their span's name."""
+KEY_FACTS_FAILED, SUMMARY_FAILED = "key_facts_failed", "summary_failed"
+KEY_FACTS_CUT_OFF, SUMMARY_CUT_OFF = "key_facts_cut_off", "summary_cut_off"
+AFTER_TURN_FAILED = {KEY_FACTS_FAILED: "key facts", SUMMARY_FAILED: "summary"}
+AFTER_TURN_FAILED |= {KEY_FACTS_CUT_OFF: "key facts", SUMMARY_CUT_OFF: "summary"}
+"""Their error codes when they fail or are cut off: a non-fatal error on the call's span."""
 
 
 class Span(Contract):

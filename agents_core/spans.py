@@ -24,6 +24,8 @@ from typing import Any
 
 from agents_core.contracts import Cost
 from agents_core.events import EventType
+from agents_core.span_contract import AFTER_TURN as AFTER_TURN
+from agents_core.span_contract import AFTER_TURN_FAILED as AFTER_TURN_FAILED
 from agents_core.span_contract import Span as Span
 from agents_core.span_contract import SpanKind as SpanKind
 from agents_core.span_contract import SpanStatus as SpanStatus
@@ -65,13 +67,6 @@ _WAIT_OPENED: Mapping[str, str] = {
 _WAIT_CLOSED = frozenset(
     {EventType.APPROVAL_DECISION, EventType.USER_ANSWER, EventType.RUN_RESUMED}
 )
-AFTER_TURN = {EventType.MEMORY_SAVED: "key facts", EventType.COMPACTION: "summary"}
-"""The model calls a runner makes once its agent is done, and their span's name."""
-KEY_FACTS_FAILED, SUMMARY_FAILED = "key_facts_failed", "summary_failed"
-KEY_FACTS_CUT_OFF, SUMMARY_CUT_OFF = "key_facts_cut_off", "summary_cut_off"
-AFTER_TURN_FAILED = {KEY_FACTS_FAILED: "key facts", SUMMARY_FAILED: "summary"}
-AFTER_TURN_FAILED |= {KEY_FACTS_CUT_OFF: "key facts", SUMMARY_CUT_OFF: "summary"}
-"""Their error codes when they fail or are cut off (a non-fatal error on the call's span)."""
 
 
 @dataclass(slots=True)

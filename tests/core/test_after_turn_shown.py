@@ -22,7 +22,8 @@ from agents_core.compaction import CompactionConfig
 from agents_core.events import Event, EventType
 from agents_core.llm.openai import openai_compatible
 from agents_core.memory import InMemoryMemoryService, KeyFacts, MemoryConfig
-from agents_core.spans import SUMMARY_CUT_OFF, spans_of
+from agents_core.span_contract import SUMMARY_CUT_OFF
+from agents_core.spans import spans_of
 from agents_core.testing import collect, reply
 from tests.support.openai_server import OpenAIServer
 
@@ -49,15 +50,20 @@ def model_on(server: OpenAIServer, clients: dict[str, Any]) -> Any:
     )
 
 
+def summarising(summarizer: Any, **config: Any) -> Runner:
+    """A runner whose agent answers "a" and whose summariser is ``summarizer``, due from
+    the second turn on."""
+    return Runner(
+        LlmAgent("bot", model=ScriptedModel([reply("a")], loop=True)),
+        session_service=InMemorySessionService(),
+        compaction=CompactionConfig(summarizer, threshold=2, keep_last=1, **config),
+    )
+
+
 async def test_a_slow_summary_shows_itself_on_its_span_before_it_is_stored(
     openai_server: OpenAIServer, loopback_http_clients: dict[str, Any]
 ) -> None:
-    summarizer = model_on(openai_server, loopback_http_clients)
-    runner = Runner(
-        LlmAgent("bot", model=ScriptedModel([reply("a")], loop=True)),
-        session_service=InMemorySessionService(),
-        compaction=CompactionConfig(summarizer, threshold=2, keep_last=1, model_name="small"),
-    )
+    runner = summarising(model_on(openai_server, loopback_http_clients), model_name="small")
     openai_server.reply("They said one and two.", hold_after=0)
 
     events = await asyncio.wait_for(turns_held(runner, openai_server, ["one", "two"]), 20)
@@ -112,12 +118,7 @@ async def test_slow_key_facts_show_themselves_and_a_quick_summary_does_not(
 async def test_a_stop_while_the_summary_is_made_cuts_it_off_on_its_span(
     openai_server: OpenAIServer, loopback_http_clients: dict[str, Any]
 ) -> None:
-    summarizer = model_on(openai_server, loopback_http_clients)
-    runner = Runner(
-        LlmAgent("bot", model=ScriptedModel([reply("a")], loop=True)),
-        session_service=InMemorySessionService(),
-        compaction=CompactionConfig(summarizer, threshold=2, keep_last=1),
-    )
+    runner = summarising(model_on(openai_server, loopback_http_clients))
     await collect(runner.astream(user_id="u", session_id="s", message="one"))
     openai_server.hang()  # the summary never comes
     token = CancellationToken()

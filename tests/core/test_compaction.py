@@ -19,7 +19,8 @@ from agents_core.history import SUMMARY_PREFIX
 from agents_core.llm import ChatMessage, LlmRequest
 from agents_core.llm.resilience import BreakerRegistry
 from agents_core.llm.scripted import ScriptedResponse
-from agents_core.spans import SUMMARY_FAILED, spans_of
+from agents_core.span_contract import SUMMARY_FAILED
+from agents_core.spans import spans_of
 from agents_core.testing import ScriptedModel, collect, reply
 
 

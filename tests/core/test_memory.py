@@ -22,7 +22,8 @@ from agents_core.memory import (
 )
 from agents_core.runner import Runner
 from agents_core.sessions import InMemorySessionService
-from agents_core.spans import KEY_FACTS_FAILED, spans_of
+from agents_core.span_contract import KEY_FACTS_FAILED
+from agents_core.spans import spans_of
 from agents_core.specs import AgentSpec
 from agents_core.testing import ScriptedResponse, reply, tool_call
 from agents_core.tools.registry import default_registry

@@ -564,6 +564,26 @@ def test_a_key_facts_call_that_fails_is_in_the_record_and_the_turn_stands(
     screenshot(page, "waterfall/key-facts-failed-timeline", full_page=True)
 
 
+def summary_held(
+    page: Page, api: Api, server: OpenAIServer, model: str, agent: str
+) -> tuple[str, Page]:
+    """A session of ``agent`` on ``server``'s model ``model`` that summarises after its
+    second turn, watched from its waterfall (``page``) and its timeline (returned) while
+    ``server`` holds that summary (until ``release()``), drawn open on its span."""
+    server.reply("Noted.")
+    server.reply("Tea it is.")
+    server.reply("They talked about tea.", hold_after=0)
+    compaction = {"threshold": 2, "keep_last": 1}
+    session_id = session_on(api, server, model, agent, "a summary", compaction=compaction)
+    api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
+    assert ended_run(api, session_id)["status"] == "succeeded"
+    timeline = waterfall_and_timeline(page, session_id)
+    api.post(f"/api/sessions/{session_id}/messages/", {"text": "I like tea"})
+    server.wait_until_held(timeout=30)
+    expect(row(page, "summary", "model")).to_have_attribute("data-status", "open")
+    return session_id, timeline
+
+
 def test_a_summary_slow_to_answer_is_drawn_live_after_the_agent_is_done(
     page: Page, api: Api
 ) -> None:
@@ -571,18 +591,8 @@ def test_a_summary_slow_to_answer_is_drawn_live_after_the_agent_is_done(
     the waterfall draws it open on its own span in the root agent's lane, and the
     timeline says the agent is summarising the session, until it is stored."""
     with OpenAIServer() as server:
-        server.reply("Noted.")
-        server.reply("Tea it is.")
-        server.reply("They talked about tea.", hold_after=0)  # waits for release()
-        compaction = {"threshold": 2, "keep_last": 1}
-        session_id = session_on(api, server, "summing", "brief", "a summary", compaction=compaction)
-        api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
-        assert ended_run(api, session_id)["status"] == "succeeded"
-        timeline = waterfall_and_timeline(page, session_id)
-        api.post(f"/api/sessions/{session_id}/messages/", {"text": "I like tea"})
-        server.wait_until_held(timeout=30)
+        session_id, timeline = summary_held(page, api, server, "summing", "brief")
         summary = row(page, "summary", "model")
-        expect(summary).to_have_attribute("data-status", "open")
         calling = timeline.locator(".ev.compaction.provisional")
         expect(calling).to_contain_text("brief · summarising the session")
         screenshot(timeline, "waterfall/slow-summary-timeline")
@@ -602,18 +612,8 @@ def test_cancelling_while_the_summary_is_made_stops_the_run_at_once(page: Page, 
     summary: the run ends cancelled at once, not when the model answers, and the
     summary's span says it was cut off, in the waterfall and in the timeline."""
     with OpenAIServer() as server:
-        server.reply("Noted.")
-        server.reply("Tea it is.")
-        server.reply("They talked about tea.", hold_after=0)  # answered after the cancel
-        compaction = {"threshold": 2, "keep_last": 1}
-        session_id = session_on(api, server, "stop_sum", "halted", "stopped", compaction=compaction)
-        api.post(f"/api/sessions/{session_id}/messages/", {"text": "hello"})
-        assert ended_run(api, session_id)["status"] == "succeeded"
-        timeline = waterfall_and_timeline(page, session_id)
-        api.post(f"/api/sessions/{session_id}/messages/", {"text": "I like tea"})
-        server.wait_until_held(timeout=30)
+        session_id, timeline = summary_held(page, api, server, "stop_sum", "halted")
         summary = row(page, "summary", "model")
-        expect(summary).to_have_attribute("data-status", "open")
         api.post(f"/api/runs/{last_run(api, session_id)['id']}/cancel/")
         assert ended_run(api, session_id)["status"] == "cancelled"  # the model holds on
         expect(summary).to_have_attribute("data-status", "error")

@@ -14,7 +14,7 @@ export function textOf(event, kind = "text") {
 
 /** The error codes of a model call cut off before it answered, as its run was cancelled
  * or ran out of time (agents_core._step_loop.CUT_OFF; a call made once the agent is
- * done, agents_core.spans.KEY_FACTS_CUT_OFF and SUMMARY_CUT_OFF): not fatal of itself,
+ * done, agents_core.span_contract.KEY_FACTS_CUT_OFF and SUMMARY_CUT_OFF): not fatal of itself,
  * the run's own terminal error follows. */
 export const CUT_OFF_CODES = new Set(["model_call_cut_off", "key_facts_cut_off", "summary_cut_off"]);
 

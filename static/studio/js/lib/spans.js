@@ -13,9 +13,9 @@
 import { callCostOf, rollUpCosts } from "./span_costs.js";
 
 const PREVIEW_CHARS = 2000; // agents_core.spans.PREVIEW_CHARS
-// agents_core.spans.AFTER_TURN: model calls a runner makes once its agent is done
+// agents_core.span_contract.AFTER_TURN: model calls a runner makes once its agent is done
 const AFTER_TURN = { memory_saved: "key facts", compaction: "summary" };
-// agents_core.spans.AFTER_TURN_FAILED: their error codes when they fail or are cut off
+// agents_core.span_contract.AFTER_TURN_FAILED: their error codes when they fail or are cut off
 const AFTER_TURN_FAILED = {
   key_facts_failed: "key facts", key_facts_cut_off: "key facts",
   summary_failed: "summary", summary_cut_off: "summary",
