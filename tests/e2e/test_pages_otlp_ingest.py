@@ -206,3 +206,25 @@ def test_a_tool_span_sent_in_the_batch_after_its_models_answers_the_models_call(
     expect(tools).to_have_count(1)
     expect(tools).to_have_attribute("data-name", "price_of")
     assert_page_store_matches_the_api(page, api, session["id"])
+
+
+def test_an_agent_s_duration_reads_the_same_in_the_timeline_and_the_waterfall(
+    context: BrowserContext, page: Page, api: Api, pages_server: DaphneServer
+) -> None:
+    """Both pages time a step from its stored times, to the microsecond: a root span
+    from 0.9 ms to 604.0 ms took 603.1 ms, "603 ms" in each (read to the millisecond
+    first, its end 604 and its start 0, the timeline said "604 ms")."""
+    root, first, tool, second = agent_trace(new_trace_id())
+    root.attributes["gen_ai.agent.name"] = "timed-shopper"
+    root.start_s, root.end_s = 0.0009, 0.604
+    first.start_s, first.end_s = 0.001, 0.2
+    tool.start_s, tool.end_s = 0.25, 0.3
+    second.start_s, second.end_s = 0.35, 0.6
+    send_spans(pages_server, make_ingest_token(pages_server, "demo"), root, first, tool, second)
+    session = wait_for_session(api, "timed-shopper")
+    page.goto(f"/sessions/{session['id']}/")
+    assert_one_agent_step_named(page, "timed-shopper")
+    expect(page.locator("#timeline .step-head .chip").first).to_have_text("603 ms")
+    waterfall = context.new_page()
+    waterfall.goto(f"/sessions/{session['id']}/waterfall/")
+    expect(waterfall.locator(".wf-span[data-kind=agent] .wf-dur")).to_have_text("603 ms")

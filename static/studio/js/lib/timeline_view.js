@@ -15,6 +15,7 @@ import { h, pretty, richText } from "./dom.js";
 import { AFTER_TURN_CALLING, artifactMarks, attachments, CUT_OFF_CODES, degradedMark, fallbackText, figures, hookMarks, partsOf, policyBlock, provisionalKey, retryText, routeMarks, showsCall, stateDelta, structuredBlock, textOf } from "./events.js";
 import { isActiveRun, WAITING_LABELS } from "./live.js";
 import { costText, runsCost } from "./span_costs.js";
+import { micros } from "./spans.js";
 import { editedMark, forkButton } from "./fork.js";
 import { ToolCallView } from "./tool_call.js";
 import { formatClock, formatDuration, formatTime, formatTokens } from "./ui.js";
@@ -312,7 +313,7 @@ export class TimelineView {
       timer, waiting, this.spanLink(inv, event), this.forkHere(event));
     const el = h("div", { class: "step", dataset: { seq: event.seq, type: event.type, agent: event.author } }, head, body);
     parent.append(el);
-    const step = { inv, el, body, head, timer, waiting, agent: event.author, spanId: event.span_id, startMs: Date.parse(event.created_at) };
+    const step = { inv, el, body, head, timer, waiting, agent: event.author, spanId: event.span_id, startMs: micros(event.created_at) / 1000 };
     if (!inv.stacks.has(event.branch || "")) inv.stacks.set(event.branch || "", []);
     inv.stacks.get(event.branch || "").push(step);
     if (!this.isFinished(inv)) {
@@ -352,8 +353,10 @@ export class TimelineView {
     if (step.agent !== event.author) this.rename(step, event);
     step.el.classList.remove("running");
     step.waiting.textContent = "";
-    const startMs = event.started_at ? Math.min(step.startMs, Date.parse(event.started_at)) : step.startMs;
-    step.timer.textContent = formatDuration(Date.parse(event.created_at) - startMs);
+    // To the microsecond, as the waterfall times its span: read to the millisecond, a
+    // step of 603.1 ms from 0.9 ms to 604.0 ms would be "604 ms" here and "603 ms" there.
+    const startMs = event.started_at ? Math.min(step.startMs, micros(event.started_at) / 1000) : step.startMs;
+    step.timer.textContent = formatDuration(micros(event.created_at) / 1000 - startMs);
     step.timer.dataset.seq = event.seq;
     step.timer.dataset.type = event.type;
     step.timer.dataset.time = event.created_at;
@@ -632,7 +635,7 @@ export class TimelineView {
     if (s.errors) chips.push(`${s.errors} error${s.errors === 1 ? "" : "s"}`);
     const started = run?.started_at || s.first;
     const ended = run?.ended_at || (this.activeInvocation === inv.id ? null : s.last);
-    if (started && ended && !run?.timing) chips.push(formatDuration(Date.parse(ended) - Date.parse(started)));
+    if (started && ended && !run?.timing) chips.push(formatDuration((micros(ended) - micros(started)) / 1000));
     inv.wallEl.replaceChildren(...[wallTimeBar(run?.timing)].filter(Boolean));
     inv.totalsEl.replaceChildren(...chips.map((c) => h("span", { class: /error|denied|failed/.test(c) ? "chip error" : "chip" }, c)));
   }
