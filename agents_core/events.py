@@ -60,7 +60,6 @@ model, the tool or the user originally produced.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -90,6 +89,7 @@ from agents_core.event_infos import (
 from agents_core.event_infos import (
     QuestionInfo as QuestionInfo,
 )
+from agents_core.ids import new_id as new_id  # re-exported: where the SDK reads it
 
 SCHEMA_VERSION = 2
 
@@ -246,15 +246,6 @@ class EventActions(Contract):
     compaction: CompactionRange | None = None
     artifact_delta: dict[str, PositiveInt] = Field(default_factory=dict)
     """Artifacts a tool call saved: name -> the version it saved (``agents_core.artifacts``)."""
-
-
-def new_id() -> str:
-    """A random UUID4, as 32 hex digits: ``uuid.uuid4().hex`` without building a
-    ``UUID`` (a turn makes some fifteen ids, and the object cost 4x the randomness)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40  # version 4
-    raw[8] = raw[8] & 0x3F | 0x80  # the RFC 4122 variant
-    return raw.hex()
 
 
 def utc_now() -> datetime:

@@ -4,10 +4,13 @@ and version 1 events upgraded to carry them (``agents_core.span_upgrade``)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
+
+import pytest
 
 from agents_core import (
     Event,
@@ -191,6 +194,26 @@ def test_new_ids_are_distinct_random_uuid4s_as_32_hex_digits() -> None:
         parsed = uuid.UUID(value)
         assert parsed.hex == value
         assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+
+
+@pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")  # xdist's threads
+def test_a_forked_process_makes_none_of_the_ids_its_parent_makes_next() -> None:
+    """Ids are read from the system some at a time: a child must not hand out the ones
+    its parent kept for its own next calls."""
+    new_id()  # the parent now holds ids it has read and not handed out
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through the pipe)
+        os.write(writer, " ".join(new_id() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as pipe:
+        in_child = pipe.read().split()
+    os.waitpid(child, 0)
+    in_parent = [new_id() for _ in range(3)]
+
+    assert len(in_child) == 3
+    assert not set(in_child) & set(in_parent)
 
 
 def priced(events: list[Event], prices: Mapping[str, Cost | None]) -> list[dict[str, Any]]:
