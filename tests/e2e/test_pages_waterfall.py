@@ -588,21 +588,30 @@ def test_a_summary_slow_to_answer_is_drawn_live_after_the_agent_is_done(
     page: Page, api: Api
 ) -> None:
     """A long session's summary, made once the turn's agent is done, held by its model:
-    the waterfall draws it open on its own span in the root agent's lane, and the
-    timeline says the agent is summarising the session, until it is stored."""
+    the waterfall draws it open on its own span in the root agent's lane, the timeline
+    says the agent is summarising the session, and so does the playground's status line
+    (not "Thinking…" under the answer), until it is stored."""
     with OpenAIServer() as server:
         session_id, timeline = summary_held(page, api, server, "summing", "brief")
         summary = row(page, "summary", "model")
         calling = timeline.locator(".ev.compaction.provisional")
         expect(calling).to_contain_text("brief · summarising the session")
+        playground = page.context.new_page()
+        playground.goto(f"/playground/?session={session_id}")
+        status = playground.locator("#chat-waiting")
+        expect(status).to_have_text("Summarising the session…")  # the call, sent again
+        expect(playground.locator(".msg.agent .bubble").last).to_have_text("Tea it is.")
         screenshot(timeline, "waterfall/slow-summary-timeline")
+        screenshot(playground, "waterfall/slow-summary-playground")
         screenshot(page, "waterfall/slow-summary-open")
         assert last_run(api, session_id)["status"] == "running"
         server.release()
         expect(summary).to_have_attribute("data-status", "ok")
         expect(timeline.locator(".ev.compaction")).to_contain_text("They talked about tea.")
         expect(calling).to_have_count(0)
+        expect(status).to_have_text("")
         timeline.close()
+        playground.close()
     assert ended_run(api, session_id)["status"] == "succeeded"
     assert_page_store_matches_the_api(page, api, session_id)
 

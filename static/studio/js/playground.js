@@ -32,6 +32,7 @@ let agent = data.agents.find((a) => a.id === data.agent_id) || null;
 let session = data.session;
 let socket = null;
 let run = null;
+let waitingFor = null; // what the active run waits on, as its latest status frame says
 let sending = false;
 
 // Agents and sessions
@@ -121,7 +122,7 @@ function connect(after) {
         chat.settle(run);
         loadSessions();
       }
-      $("chat-waiting").textContent = isActiveRun(run) ? WAITING[frame.waiting_for] || "Working…" : "";
+      waitingFor = frame.waiting_for;
       afterChange();
     },
     onState: (state, detail) => showConnection($("conn"), state, detail),
@@ -257,6 +258,13 @@ $("pause").addEventListener("click", async () => {
 // Updates the controls and scrolls to the newest message, once a frame however many
 // events arrive in it.
 let framePending = false;
+/** What the status line says the active run is doing: a call made once the turn is
+ * done says which (the summary, the key facts), not "Thinking…" after the answer. */
+function waitingText() {
+  const calling = waitingFor === "model" ? chat.afterTurn : null;
+  return calling ? `${calling[0].toUpperCase()}${calling.slice(1)}…` : WAITING[waitingFor] || "Working…";
+}
+
 function afterChange() {
   if (framePending) return;
   framePending = true;
@@ -264,6 +272,7 @@ function afterChange() {
     framePending = false;
     const active = isActiveRun(run);
     const question = active ? chat.openQuestion() : null;
+    $("chat-waiting").textContent = active ? waitingText() : "";
     $("chat-empty").hidden = chat.messages > 0 || chat.pending.length > 0;
     $("send").disabled = sending || (active && !question) || !agent;
     input.placeholder = question ? ANSWER_PLACEHOLDER : MESSAGE_PLACEHOLDER;

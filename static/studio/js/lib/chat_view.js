@@ -6,7 +6,7 @@ import { ApprovalCard } from "./approval.js";
 import { QuestionCard } from "./question.js";
 import { OUTCOMES, outcomeOf, unansweredOutcome } from "./calls.js";
 import { h, pretty, richText } from "./dom.js";
-import { attachments, attemptsText, clip, fallbackText, partsOf, policyLine, provisionalKey, retryText, showsCall, textOf } from "./events.js";
+import { AFTER_TURN_CALLING, attachments, attemptsText, clip, fallbackText, partsOf, policyLine, provisionalKey, retryText, showsCall, textOf } from "./events.js";
 
 const ARGS_PREVIEW_CHARS = 80;
 
@@ -26,6 +26,7 @@ export class ChatView {
     this.retries = new Map(); // model call span -> its one Retry line
     this.pending = [];
     this.messages = 0;
+    this.afterTurn = null; // what a call made once the turn is done is doing, while it shows itself
   }
 
   /** The person's message, shown until its stored user_message arrives. */
@@ -36,6 +37,10 @@ export class ChatView {
   }
 
   add(event) {
+    if (this.afterTurn && !event.partial) { // the call's record, or whatever came after it
+      this.afterTurn = null;
+      this.onChange();
+    }
     switch (event.type) {
       case "user_message":
         this.pending.shift()?.remove();
@@ -131,7 +136,11 @@ export class ChatView {
   }
 
   addPartial(event) {
-    if (showsCall(event)) return; // the status line says the model is thinking
+    if (showsCall(event)) { // the status line says the model is thinking, or what about
+      this.afterTurn = AFTER_TURN_CALLING[event.type] ?? null;
+      this.onChange();
+      return;
+    }
     const key = provisionalKey(event);
     let el = this.provisional.get(key);
     if (!el) {
