@@ -1,12 +1,13 @@
-"""Looking at a page the way a visitor does, on a phone, a tablet and a laptop, and
-writing down everything wrong with it: a script error or any other console error, a
-Content-Security-Policy violation, a request that failed or answered an error status
-(other than the page's own expected one), a page wider than the window (it would
+"""Looking at a page the way a visitor does, on a phone, a tablet, a laptop and a
+desktop, and writing down everything wrong with it: a script error or any other console
+error, a Content-Security-Policy violation, a request that failed or answered an error
+status (other than the page's own expected one), a page wider than the window (it would
 scroll sideways), text sticking out of the box it is in (past a card's edge), and in a
-laptop's window a table cell's one word broken over two lines. Each
-visit opens a fresh tab in the given context, so nothing the previous page left in
-flight (an aborted request, a socket) is blamed on the next one; it loads once, in the
-phone's window, and is then widened to the tablet's and the laptop's.
+laptop's or a desktop's window a box that scrolls sideways or a table cell's one word
+broken over two lines. Each visit opens a fresh tab in the given context, so nothing the
+previous page left in flight (an aborted request, a socket) is blamed on the next one; it
+loads once, in the phone's window, and is then widened to the tablet's, the laptop's and
+the desktop's.
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ WINDOWS: tuple[ViewportSize, ...] = (
     {"width": 390, "height": 844},  # a phone
     {"width": 820, "height": 1180},  # a tablet, upright
     {"width": 1280, "height": 800},  # a laptop
+    {"width": 1440, "height": 900},  # a desktop: wider than any page's frame (1180 px)
 )
 WIDE = 1280
 """From this width on no box may scroll sideways either (the admin's run list did,
@@ -251,10 +253,10 @@ def bottoms(page: Page, *selectors: str) -> list[float]:
 
 def look_at(context: BrowserContext, base_url: str, visit: Visit, who: str) -> list[str]:
     """Open ``visit`` in a new tab of ``context`` (served at ``base_url``) in a phone's
-    window, wait until it has drawn, look at it there, then in a tablet's and a laptop's,
-    and answer what is wrong with it (empty when nothing). Saves a full-page screenshot
-    of each as ``var/screenshots/every-page/<who>-<width>/<name>.png`` (unless
-    ``STUDIO_SCREENSHOTS=0``: a third of the sweep's time goes to them)."""
+    window, wait until it has drawn, look at it there, then in a tablet's, a laptop's
+    and a desktop's, and answer what is wrong with it (empty when nothing). Saves a
+    full-page screenshot of each as ``var/screenshots/every-page/<who>-<width>/<name>.png``
+    (unless ``STUDIO_SCREENSHOTS=0``: a third of the sweep's time goes to them)."""
     page = context.new_page()
     page.set_viewport_size(WINDOWS[0])
     watch = PageWatch(visit, base_url)

@@ -1,9 +1,9 @@
 """The error pages as a visitor meets them, on a Daphne with ``STUDIO_DEBUG=0`` (Django
 shows its technical 404 and 500 pages with DEBUG on): pages of the app, with its
 layout, the navigation for a signed-in user, words saying what happened and a way back,
-clean and fitting a phone, a tablet and a laptop (tests/e2e/page_checks.py). Under /api/ errors
-stay the API's JSON. The 500 page is checked in tests/studio/test_error_pages.py (no
-page of the app fails on purpose)."""
+clean and fitting a phone, a tablet, a laptop and a desktop (tests/e2e/page_checks.py).
+Under /api/ errors stay the API's JSON. The 500 page is checked in
+tests/studio/test_error_pages.py (no page of the app fails on purpose)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ VISITS = [
 
 
 @pytest.mark.parametrize(("who", "visit"), VISITS, ids=[v.name for _, v in VISITS])
-def test_an_error_page_is_clean_and_fits_a_phone_a_tablet_and_a_laptop(
+def test_an_error_page_is_clean_and_fits_a_phone_a_tablet_a_laptop_and_a_desktop(
     request: pytest.FixtureRequest, pages_server: DaphneServer, who: str, visit: Visit
 ) -> None:
     context: BrowserContext = request.getfixturevalue(who)

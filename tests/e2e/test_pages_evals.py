@@ -61,7 +61,7 @@ def evals(pages_server: DaphneServer, api: Api) -> dict[str, str]:
 def look(
     browser: Browser, pages_server: DaphneServer, signed_in: dict[str, Any], path: str, name: str
 ) -> list[str]:
-    """``path`` in light and dark at a phone's, a tablet's and a laptop's width
+    """``path`` in light and dark at a phone's, a tablet's, a laptop's and a desktop's width
     (page_checks: no console error, CSP violation, failed request or sideways scroll),
     saved as var/screenshots/every-page/evals-<scheme>-<width>/<name>.png."""
     problems = []
