@@ -186,7 +186,7 @@ WINDOWS: tuple[ViewportSize, ...] = (
     {"width": 390, "height": 844},  # a phone
     {"width": 820, "height": 1180},  # a tablet, upright
     {"width": 1280, "height": 800},  # a laptop
-    {"width": 1440, "height": 900},  # a desktop: wider than any page's frame (1180 px)
+    {"width": 1440, "height": 900},  # a desktop, where rules for wide screens apply
 )
 WIDE = 1280
 """From this width on no box may scroll sideways either (the admin's run list did,
