@@ -255,9 +255,6 @@ $("pause").addEventListener("click", async () => {
   }
 });
 
-// Updates the controls and scrolls to the newest message, once a frame however many
-// events arrive in it.
-let framePending = false;
 /** What the status line says the active run is doing: a call made once the turn is
  * done says which (the summary, the key facts), not "Thinking…" after the answer. */
 function waitingText() {
@@ -265,6 +262,9 @@ function waitingText() {
   return calling ? `${calling[0].toUpperCase()}${calling.slice(1)}…` : WAITING[waitingFor] || "Working…";
 }
 
+// Updates the controls and scrolls to the newest message, once a frame however many
+// events arrive in it.
+let framePending = false;
 function afterChange() {
   if (framePending) return;
   framePending = true;
