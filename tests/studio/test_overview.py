@@ -18,7 +18,7 @@ from studio.rollups import days
 from studio.rollups.queries import MODEL_CALL
 from tests.studio.conftest import make_agent, make_session, signed_in
 from tests.studio.test_otlp_ingest import post, token_for
-from tests.support.otlp_spans import agent_trace, new_trace_id, request_of
+from tests.support.otlp_spans import agent_trace, new_trace_id, request_of, start_of
 
 pytestmark = pytest.mark.django_db
 
@@ -248,12 +248,15 @@ def test_token_counts_are_written_with_grouped_digits_as_every_page_writes_them(
 def test_an_ingested_traces_agent_has_its_own_row_linked_to_its_sessions(ada: User) -> None:
     """An agent built elsewhere (its traces sent over OTLP) is named, marked external,
     and its row's link lists its sessions only: not "(no agent)"."""
-    studio_run = add_run(make_session(ada, make_agent(ada, "talker")), date.today(), 2)
+    spans = agent_trace(new_trace_id())
+    # The trace's day, not today's: its times are fixed when the module loads, and the
+    # suite may pass midnight (UTC) before this test runs.
+    day = start_of(spans[0]).date()
+    studio_run = add_run(make_session(ada, make_agent(ada, "talker")), day, 2)
     end(studio_run)
-    assert post(request_of(*agent_trace(new_trace_id())).SerializeToString(), token_for(ada))
+    assert post(request_of(*spans).SerializeToString(), token_for(ada))
     trace = IngestedTrace.objects.get(owner=ada)
-    today = date.today().isoformat()
-    page = signed_in(ada).get("/overview/", {"start": today, "end": today})
+    page = signed_in(ada).get("/overview/", {"start": day.isoformat(), "end": day.isoformat()})
     rows = {item["row"].label: item for item in page.context["agents"]}
     assert set(rows) == {"talker", "shopper (external)"}
     assert rows["shopper (external)"]["row"].runs == 1
