@@ -120,9 +120,13 @@ def last_run(api: Api, session_id: str) -> dict[str, Any]:
 
 
 def ended_run(api: Api, session_id: str) -> dict[str, Any]:
+    """The session's last run once it has ended and its figures are written: a run
+    cancelled by request reads ``cancelled`` at once, and gets its timing when its
+    executor lets go of it (``records.end_run``)."""
+
     def ended() -> dict[str, Any] | None:
         run = last_run(api, session_id)
-        return run if run["status"] in ENDED else None
+        return run if run["status"] in ENDED and run["timing"] is not None else None
 
     return wait_for(ended, "the run to end")  # type: ignore[no-any-return]
 
