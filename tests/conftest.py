@@ -94,6 +94,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = end_to_end_first(items)
 
 
+def pytest_report_header() -> str:
+    """Which browser the browser tests drive (``tests/e2e/browser.py`` picks it)."""
+    from tests.e2e.browser import CHROMIUM
+
+    return f"browser tests: {CHROMIUM}"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The servers the tests start hash passwords fast (tests/support/settings.py).
 
