@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 
 from playwright.sync_api import Page, expect
 
@@ -131,6 +132,31 @@ def test_an_agent_built_in_the_builder_streams_its_answer_and_shows_its_tool_cal
     screenshot(page, "timeline", full_page=True)
     page.emulate_media(color_scheme="dark")
     screenshot(page, "timeline-dark", full_page=True)
+
+
+def test_the_playgrounds_recent_sessions_say_when_each_started(page: Page, api: Api) -> None:
+    """Sessions that asked the same thing have the same title: each says when it started,
+    as the timeline's header does ("Started Dec 8, 01:46", UTC), newest first."""
+    api.model("recent-model")
+    agent = api.agent({"name": "recent", "model": "recent-model", "instruction": "."})
+    made = [
+        api.post("/api/sessions/", {"agent": agent["id"], "title": "Plan a weekend in Rome"})
+        for _ in range(2)
+    ]
+    page.goto(f"/playground/?agent={agent['id']}")
+    links = page.locator("#session-list li a")
+    expect(links).to_have_count(2)
+    newest_first = sorted(made, key=lambda s: s["created_at"], reverse=True)
+    for link, session in zip(links.all(), newest_first, strict=True):
+        expect(link.locator(".title")).to_have_text("Plan a weekend in Rome")
+        started = datetime.fromisoformat(session["created_at"]).astimezone(UTC)
+        when = f"{started:%b} {started.day}, {started:%H:%M}"
+        expect(link.locator("time.when")).to_have_text(when)
+        expect(link.locator("time.when")).to_have_attribute("datetime", session["created_at"])
+    links.first.click()
+    expect(page).to_have_url(re.compile(f"session={newest_first[0]['id']}$"))
+    expect(links.first).to_have_attribute("aria-current", "true")
+    expect(links.first.locator("time.when")).to_be_visible()
 
 
 def test_form_and_json_stay_in_sync_and_errors_show_at_their_spec_path(

@@ -5,7 +5,7 @@ import { api, ApiError } from "./lib/api.js";
 import { h, readJsonScript } from "./lib/dom.js";
 import { ChatView } from "./lib/chat_view.js";
 import { isActiveRun, isExecuting, SessionSocket, showConnection } from "./lib/live.js";
-import { toast } from "./lib/ui.js";
+import { formatWhen, toast } from "./lib/ui.js";
 
 const HISTORY_EVENTS = 400; // a continued session shows this many of its latest events
 const RECENT_SESSIONS = 15;
@@ -64,6 +64,8 @@ async function loadSessions() {
   if (!agent) return list.replaceChildren(h("li", { class: "hint" }, "No agent selected."));
   try {
     const page = await api(`${data.urls.sessions}?agent=${encodeURIComponent(agent.id)}`);
+    // Newest first, each with when it started: sessions that asked the same thing
+    // read alike by their titles alone.
     const items = page.results.slice(0, RECENT_SESSIONS).map((s) => h("li", {},
       h("a", {
         href: `${data.urls.playground}?session=${s.id}`,
@@ -73,7 +75,9 @@ async function loadSessions() {
           event.preventDefault();
           openSession(s);
         },
-      }, s.title || "Untitled session")));
+      },
+      h("span", { class: "title" }, s.title || "Untitled session"),
+      h("time", { class: "when", datetime: s.created_at }, formatWhen(s.created_at)))));
     list.replaceChildren(...(items.length ? items : [h("li", { class: "hint" }, "No sessions yet.")]));
   } catch (error) {
     list.replaceChildren(h("li", { class: "error" }, error.message));

@@ -88,6 +88,20 @@ export function formatClock(ms) {
 // ms), which pages that never show a time (every page imports this module) skip.
 let timeFormat = null;
 
+let whenFormat = null;
+
+/** A day and time as the server writes them ("Dec 8, 01:46", Django's "M j, H:i"), in
+ * UTC as every time the pages show. */
+export function formatWhen(iso) {
+  const date = iso ? new Date(iso) : null;
+  if (!date || Number.isNaN(date.getTime())) return "";
+  whenFormat ??= new Intl.DateTimeFormat("en-US", {
+    month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23",
+    timeZone: "UTC",
+  });
+  return whenFormat.format(date);
+}
+
 /** A time of day as the server writes the page's own times: UTC, 24-hour ("22:05:30"
  * beside "Started Dec 6, 22:05"), whatever the browser's zone and locale. */
 export function formatTime(iso) {
