@@ -88,7 +88,19 @@ export function formatClock(ms) {
 // ms), which pages that never show a time (every page imports this module) skip.
 let timeFormat = null;
 
-let whenFormat = null;
+/** A time of day as the server writes the page's own times: UTC, 24-hour ("22:05:30"
+ * beside "Started Dec 6, 22:05"), whatever the browser's zone and locale. */
+export function formatTime(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return "";
+  timeFormat ??= new Intl.DateTimeFormat("en-US", {
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZone: "UTC",
+  });
+  return timeFormat.format(date);
+}
+
+let whenFormat = null; // as timeFormat: one, built on first use
 
 /** A day and time as the server writes them ("Dec 8, 01:46", Django's "M j, H:i"), in
  * UTC as every time the pages show. */
@@ -100,16 +112,4 @@ export function formatWhen(iso) {
     timeZone: "UTC",
   });
   return whenFormat.format(date);
-}
-
-/** A time of day as the server writes the page's own times: UTC, 24-hour ("22:05:30"
- * beside "Started Dec 6, 22:05"), whatever the browser's zone and locale. */
-export function formatTime(iso) {
-  if (!iso) return "";
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return "";
-  timeFormat ??= new Intl.DateTimeFormat("en-US", {
-    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZone: "UTC",
-  });
-  return timeFormat.format(date);
 }
