@@ -82,34 +82,24 @@ export function formatClock(ms) {
   return `${Math.floor(secs / 60)}:${String(secs % 60).padStart(2, "0")}.${tenths}`;
 }
 
-// One formatter for every call: toLocaleTimeString(locales, options) builds a new
-// Intl.DateTimeFormat each time, which dominated the timeline's first render. Built on
-// first use, not when the module loads: the first one loads the locale's data (tens of
+// One formatter per format for every call: toLocaleTimeString(locales, options) builds a
+// new Intl.DateTimeFormat each time, which dominated the timeline's first render. Built
+// on first use, not when the module loads: the first one loads the locale's data (tens of
 // ms), which pages that never show a time (every page imports this module) skip.
-let timeFormat = null;
+function utcFormatter(options) {
+  let format = null;
+  return (iso) => {
+    const date = iso ? new Date(iso) : null;
+    if (!date || Number.isNaN(date.getTime())) return "";
+    format ??= new Intl.DateTimeFormat("en-US", { ...options, hourCycle: "h23", timeZone: "UTC" });
+    return format.format(date);
+  };
+}
 
 /** A time of day as the server writes the page's own times: UTC, 24-hour ("22:05:30"
  * beside "Started Dec 6, 22:05"), whatever the browser's zone and locale. */
-export function formatTime(iso) {
-  if (!iso) return "";
-  const date = new Date(iso);
-  if (Number.isNaN(date.getTime())) return "";
-  timeFormat ??= new Intl.DateTimeFormat("en-US", {
-    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZone: "UTC",
-  });
-  return timeFormat.format(date);
-}
-
-let whenFormat = null; // as timeFormat: one, built on first use
+export const formatTime = utcFormatter({ hour: "2-digit", minute: "2-digit", second: "2-digit" });
 
 /** A day and time as the server writes them ("Dec 8, 01:46", Django's "M j, H:i"), in
  * UTC as every time the pages show. */
-export function formatWhen(iso) {
-  const date = iso ? new Date(iso) : null;
-  if (!date || Number.isNaN(date.getTime())) return "";
-  whenFormat ??= new Intl.DateTimeFormat("en-US", {
-    month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hourCycle: "h23",
-    timeZone: "UTC",
-  });
-  return whenFormat.format(date);
-}
+export const formatWhen = utcFormatter({ month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
