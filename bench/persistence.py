@@ -330,6 +330,7 @@ def _floor_batch(
     """One batch's SQL and parameters, as ``event_rows.insert_batch`` builds them: the
     ``n``-th event of the run goes to session ``n % len(sessions)``, as concurrent runs'
     events interleave."""
+    from studio import sql_columns
     from studio.models import Session
 
     groups: dict[int, list[tuple[Any, int]]] = {}
@@ -341,9 +342,9 @@ def _floor_batch(
     rows: list[list[Any]] = []
     for index, pairs in groups.items():
         session = sessions[index]
-        newest = event_rows._db(Session, "updated_at", pairs[-1][0].created_at)
+        newest = sql_columns.db(Session, "updated_at", pairs[-1][0].created_at)
         params += [session.key, len(pairs), newest]
-        pk = event_rows._db(Session, "id", session.pk)
+        pk = sql_columns.db(Session, "id", session.pk)
         rows += [[pk, seq, *event_rows._event_params(session.key, e, seq)] for e, seq in pairs]
     allocate = event_rows._allocate_sql(len(groups), vendor, with_state=False)
     insert = event_rows._copy_sql() if vendor == "postgresql" else event_rows._insert_sql()

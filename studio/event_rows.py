@@ -9,20 +9,17 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Field, Model
 
 from agents_core import events as core_events
 from agents_core import exceptions as core_exceptions
 from agents_core.sessions import base as core_sessions
 from studio import metrics
+from studio import sql_columns as cols
 from studio.models import Event, Session
 from studio.models.approvals import decided_by_policy, record_policy_decisions
 
@@ -65,8 +62,8 @@ def insert_recorded(session: Session, events: Sequence[core_events.Event]) -> No
     Their usage and cost stay in the payload only: the cost roll-ups' columns are left
     empty, as what another Studio's runs spent was not this owner's. The caller sets
     ``last_seq``."""
-    session_pk = _db(Session, "id", session.pk)
-    adapt = _Adapt.of(connection)
+    session_pk = cols.db(Session, "id", session.pk)
+    adapt = cols.Adapt.of(connection)
     rows = []
     for event in events:
         stored = event.model_copy(update={"session_id": session.key})
@@ -110,9 +107,9 @@ def _append_postgresql(cursor: Any, session_key: str, event: core_events.Event) 
     sql = _postgresql_append_sql(
         removals=bool(removals), sets=bool(sets), async_commit=_async_commit()
     )
-    params: list[Any] = [_db(Session, "updated_at", event.created_at)]
+    params: list[Any] = [cols.db(Session, "updated_at", event.created_at)]
     params += [removals] if removals else []
-    params += [_db(Session, "state", sets)] if sets else []
+    params += [cols.db(Session, "state", sets)] if sets else []
     params += [session_key, *_event_params(session_key, event)]
     cursor.execute(sql, params)
     found = cursor.fetchone()
@@ -121,15 +118,15 @@ def _append_postgresql(cursor: Any, session_key: str, event: core_events.Event) 
 
 def _append_in_transaction(cursor: Any, session_key: str, event: core_events.Event) -> int | None:
     delta = event.actions.state_delta
-    session, last_seq, updated_at, key, state = _names(
+    session, last_seq, updated_at, key, state = cols.names(
         Session, "id", "last_seq", "updated_at", "key", "state"
     )
-    table = _table(Session)
+    table = cols.table(Session)
     returning = f"{session}, {last_seq}" + (f", {state}" if delta else "")
     cursor.execute(
         f"UPDATE {table} SET {last_seq} = {last_seq} + 1, {updated_at} = %s"  # noqa: S608 (names from the model)
         f" WHERE {key} = %s RETURNING {returning}",
-        [_db(Session, "updated_at", event.created_at), session_key],
+        [cols.db(Session, "updated_at", event.created_at), session_key],
     )
     found = cursor.fetchone()
     if found is None:
@@ -140,7 +137,7 @@ def _append_in_transaction(cursor: Any, session_key: str, event: core_events.Eve
         core_sessions.apply_state_delta(merged, delta)
         cursor.execute(
             f"UPDATE {table} SET {state} = %s WHERE {session} = %s",  # noqa: S608
-            [_db(Session, "state", merged), session_pk],
+            [cols.db(Session, "state", merged), session_pk],
         )
     cursor.execute(_insert_sql(), [session_pk, seq, *_event_params(session_key, event, seq)])
     return seq
@@ -149,13 +146,14 @@ def _append_in_transaction(cursor: Any, session_key: str, event: core_events.Eve
 def _event_params(session_key: str, event: core_events.Event, seq: int | None = None) -> list[Any]:
     """The values of ``_INSERT_COLUMNS`` after session and seq, ready for the database."""
     stored = event.model_copy(update={"seq": seq, "session_id": session_key})
-    return _row_values(_Adapt.of(connection), stored)
+    return _row_values(cols.Adapt.of(connection), stored)
 
 
-def _row_values(adapt: _Adapt, stored: core_events.Event) -> list[Any]:
+def _row_values(adapt: cols.Adapt, stored: core_events.Event) -> list[Any]:
     """``_event_params`` of ``stored``, the event as stored (``session_id`` and ``seq``
     set: its payload is its ``to_wire()``), adapted as the ORM's fields would but through
-    ``_Adapt`` (the fields' own machinery cost ~40 us a value on a batch's hot path).
+    ``sql_columns.Adapt`` (the fields' own machinery cost ~40 us a value on a batch's hot
+    path).
     The payload is encoded once, by pydantic (``model_dump_json``, the JSON of
     ``to_wire()``; ``studio/models``' event fields carry no custom encoder)."""
     row_id = event_row_id(str(stored.session_id), stored.id)
@@ -170,47 +168,10 @@ def _row_values(adapt: _Adapt, stored: core_events.Event) -> list[Any]:
         adapt.json(stored.model_dump_json()),
         stored.schema_version,
         None if usage is None else adapt.json(usage.model_dump_json()),
-        _db(Event, "cost", cost.amount) if cost else None,
+        cols.db(Event, "cost", cost.amount) if cost else None,
         cost.currency if cost else "",
         adapt.datetime(stored.created_at),
     ]
-
-
-@dataclass(frozen=True, slots=True)
-class _Adapt:
-    """How one connection's driver takes a UUID, a JSON text and an aware datetime:
-    what the backend's ``ops`` (``adapt_json_value``, ``adapt_datetimefield_value``)
-    make of them, without their per-value lookups of settings and connection."""
-
-    uuid: Callable[[uuid.UUID], Any]
-    json: Callable[[str], Any]
-    datetime: Callable[[datetime], Any]
-
-    @classmethod
-    def of(cls, conn: BaseDatabaseWrapper) -> _Adapt:
-        native_uuid = conn.features.has_native_uuid_field
-        as_uuid: Callable[[uuid.UUID], Any] = _same if native_uuid else _uuid_hex
-        if conn.vendor == "postgresql":
-            from psycopg.types.json import Jsonb
-
-            return cls(as_uuid, lambda text: Jsonb(text, dumps=_same), _same)
-        if conn.vendor == "sqlite" and settings.USE_TZ:
-            zone = conn.timezone  # naive in the connection's zone, as make_naive does
-            return cls(as_uuid, _same, lambda when: str(when.astimezone(zone).replace(tzinfo=None)))
-        ops = conn.ops
-        return cls(
-            as_uuid,
-            lambda text: ops.adapt_json_value(json.loads(text), None),
-            ops.adapt_datetimefield_value,
-        )
-
-
-def _same(value: Any) -> Any:
-    return value
-
-
-def _uuid_hex(value: uuid.UUID) -> str:
-    return value.hex
 
 
 @functools.cache
@@ -219,7 +180,7 @@ def _postgresql_append_sql(*, removals: bool, sets: bool, async_commit: bool) ->
     ``|| object`` sets top-level keys, as ``apply_state_delta`` does), then insert the
     event with that seq written into its payload. Parameters: updated_at, [removed
     keys], [set keys], the session key, then ``_event_params``."""
-    session, last_seq, updated_at, key, state = _names(
+    session, last_seq, updated_at, key, state = cols.names(
         Session, "id", "last_seq", "updated_at", "key", "state"
     )
     merged = state
@@ -233,13 +194,13 @@ def _postgresql_append_sql(*, removals: bool, sets: bool, async_commit: bool) ->
     no_flush = ", set_config('synchronous_commit', 'off', true)" if async_commit else ""
     values = ", ".join(["%s"] * 5)
     return (
-        f"WITH allocated AS (UPDATE {_table(Session)}"  # noqa: S608 (names from the models)
+        f"WITH allocated AS (UPDATE {cols.table(Session)}"  # noqa: S608 (names from the models)
         f" SET {last_seq} = {last_seq} + 1, {updated_at} = %s{set_state}"
         f" WHERE {key} = %s RETURNING {session} AS session, {last_seq} AS seq{no_flush})"
-        f" INSERT INTO {_table(Event)} ({', '.join(_names(Event, *_INSERT_COLUMNS))})"
+        f" INSERT INTO {cols.table(Event)} ({', '.join(cols.names(Event, *_INSERT_COLUMNS))})"
         f" SELECT allocated.session, allocated.seq, %s, {values},"
         " jsonb_set(%s::jsonb, '{seq}', to_jsonb(allocated.seq)), %s, %s, %s, %s, %s"
-        f" FROM allocated RETURNING {_names(Event, 'seq')[0]}"
+        f" FROM allocated RETURNING {cols.names(Event, 'seq')[0]}"
     )
 
 
@@ -255,7 +216,7 @@ def _copy_sql() -> str:
 
 
 def _event_columns() -> str:  # the table and ``_INSERT_COLUMNS``, for INSERT and COPY
-    return f"{_table(Event)} ({', '.join(_names(Event, *_INSERT_COLUMNS))})"
+    return f"{cols.table(Event)} ({', '.join(cols.names(Event, *_INSERT_COLUMNS))})"
 
 
 def _insert_rows(cursor: Any, rows: Sequence[Sequence[Any]]) -> None:
@@ -274,35 +235,6 @@ def _insert_rows(cursor: Any, rows: Sequence[Sequence[Any]]) -> None:
 
 def _async_commit() -> bool:
     return getattr(settings, "STUDIO_EVENT_COMMIT", "durable") == "async"
-
-
-def _table(model: type[Model]) -> str:
-    return connection.ops.quote_name(model._meta.db_table)
-
-
-def _names(model: type[Model], *fields: str) -> list[str]:
-    """The quoted column names of ``fields`` (SQL built here names nothing else)."""
-    return [connection.ops.quote_name(_column(model, name)) for name in fields]
-
-
-def _db(model: type[Model], field: str, value: Any) -> Any:
-    """``value`` as ``field`` hands it to the database driver."""
-    return _field(model, field).get_db_prep_save(value, connection)
-
-
-@functools.cache
-def _field(model: type[Model], name: str) -> Field[Any, Any]:
-    field = model._meta.get_field(name)
-    if not isinstance(field, Field):
-        raise TypeError(f"{model.__name__}.{name} is not a concrete field")
-    return field
-
-
-def _column(model: type[Model], name: str) -> str:
-    column = _field(model, name).column
-    if column is None:
-        raise TypeError(f"{model.__name__}.{name} has no column")
-    return column
 
 
 # Group commit
@@ -330,7 +262,7 @@ def insert_batch(items: Sequence[tuple[str, core_events.Event]]) -> list[Stored]
             cursor.execute("SET LOCAL synchronous_commit = off")
         rows: list[list[Any]] = []
         states: list[list[Any]] = []
-        adapt = _Adapt.of(connection)
+        adapt = cols.Adapt.of(connection)
         for key, pk, last_seq, state in _allocate(cursor, adapt, items, groups):
             indexes = groups[key]
             changed = any(items[index][1].actions.state_delta for index in indexes)
@@ -343,7 +275,7 @@ def insert_batch(items: Sequence[tuple[str, core_events.Event]]) -> list[Stored]
                 rows.append([pk, seq, *_row_values(adapt, stored)])
                 answers[index] = stored
             if merged is not None:
-                states.append([_db(Session, "state", merged), pk])
+                states.append([cols.db(Session, "state", merged), pk])
         if states:
             cursor.executemany(_state_sql(), states)
         _insert_rows(cursor, rows)
@@ -374,7 +306,7 @@ def _unlogged_cursor() -> Any:
 
 def _allocate(
     cursor: Any,
-    adapt: _Adapt,
+    adapt: cols.Adapt,
     items: Sequence[tuple[str, core_events.Event]],
     groups: dict[str, list[int]],
 ) -> list[tuple[str, Any, int, Any]]:
@@ -398,10 +330,10 @@ def _allocate_sql(sessions: int, vendor: str, *, with_state: bool) -> str:
     """Parameters: (key, count, updated_at) for each of ``sessions``. ``VALUES``
     columns are ``column1``.. on both PostgreSQL and SQLite; PostgreSQL is told their
     types. (SQLite's ``RETURNING`` may not name ``v``.)"""
-    session, last_seq, updated_at, key, state = _names(
+    session, last_seq, updated_at, key, state = cols.names(
         Session, "id", "last_seq", "updated_at", "key", "state"
     )
-    table = _table(Session)
+    table = cols.table(Session)
     typed = "(%s, %s::integer, %s::timestamptz)"
     row = typed if vendor == "postgresql" else "(%s, %s, %s)"
     values = ", ".join([row] * sessions)
@@ -416,5 +348,5 @@ def _allocate_sql(sessions: int, vendor: str, *, with_state: bool) -> str:
 
 @functools.cache
 def _state_sql() -> str:
-    session, state = _names(Session, "id", "state")
-    return f"UPDATE {_table(Session)} SET {state} = %s WHERE {session} = %s"  # noqa: S608
+    session, state = cols.names(Session, "id", "state")
+    return f"UPDATE {cols.table(Session)} SET {state} = %s WHERE {session} = %s"  # noqa: S608
