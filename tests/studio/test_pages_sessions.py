@@ -111,6 +111,32 @@ def test_the_timeline_reads_its_runs_and_its_agents_versions_once(ada: User) -> 
     assert ">v2<" in replays and "v1 (recorded)" in replays
 
 
+def replay_controls_tag(ada: User, session: Session) -> str:
+    html = signed_in(ada).get(reverse("session-timeline", args=[session.pk])).content.decode()
+    return re.search(r'<span class="replay-controls" id="replay-controls"[^>]*>', html)[0]  # type: ignore[index]
+
+
+def test_the_replay_controls_are_there_from_the_first_paint_when_the_latest_run_ended(
+    ada: User,
+) -> None:
+    """Shown only once the page's socket said the run had ended, the controls pushed the
+    buttons before them aside under the pointer (a click meant for Waterfall missed)."""
+    session = make_session(ada)
+    assert "hidden" in replay_controls_tag(ada, session)  # no run yet: nothing to replay
+    first = Run.objects.create(
+        session=session, message="hi", status="succeeded", ended_at=timezone.now()
+    )
+    assert "hidden" not in replay_controls_tag(ada, session)
+    resumed = Run.objects.create(
+        session=session, message="", status="succeeded", ended_at=timezone.now(),
+        resumed_from=first,
+    )  # fmt: skip
+    assert "hidden" in replay_controls_tag(ada, session)  # as timeline.js has it
+    resumed.delete()
+    Run.objects.create(session=session, message="again", status="running")
+    assert "hidden" in replay_controls_tag(ada, session)
+
+
 def test_another_users_timeline_is_not_found(ada: User, bob: User) -> None:
     session = make_session(ada)
     add_event(session, "private")
